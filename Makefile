@@ -1,0 +1,24 @@
+# Drover's everyday commands. The target directory lives outside the clone so that CI and fresh
+# clones reuse one build cache.
+CARGO_TARGET_DIR ?= $(HOME)/.cache/drover-target
+export CARGO_TARGET_DIR
+
+.PHONY: setup demo test lint
+
+## setup: install what a fresh machine lacks (clang, libclang, the Kubernetes Python client)
+setup:
+	scripts/setup.sh
+
+## demo: start a local three-node cluster with demo data and print where to point a client
+demo: setup
+	scripts/demo.sh
+
+## test: build and run every test (unit, storage conformance, clusters, crash, client compat)
+test: setup
+	cargo build -p drover-node
+	cargo test --workspace
+
+## lint: formatting and clippy, as CI checks them
+lint: setup
+	cargo fmt --all -- --check
+	cargo clippy --workspace --all-targets -- -D warnings

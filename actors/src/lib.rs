@@ -1,0 +1,41 @@
+//! Drover's leader-only actor trees, on ractor.
+//!
+//! ```text
+//!  LeaderGate (task, every node)
+//!     │ becomes leader → barrier (applied everything committed before its term)
+//!     ▼
+//!  RootSupervisor (leader only) ── restart policy per child: backoff, cap per window
+//!     ├── child (later: pool reaper, janitor, tenant trees …)
+//!     └── child …
+//! ```
+//!
+//! The gate starts the root only on the leader, after the read barrier, and stops it as soon as
+//! leadership is lost or the term changes. Children carry the term in their context, so effects
+//! they have on the outside world can be fenced.
+
+mod gate;
+mod metrics;
+mod root;
+pub mod supervision;
+
+use thiserror::Error;
+
+pub use gate::{GateState, LeaderGate};
+pub use root::{ChildSpec, LeaderContext, RootMsg, RootSupervisor, StartFuture};
+pub use supervision::{Decision, RestartPolicy, RestartPolicyConfig};
+
+/// Errors of the actors crate.
+#[derive(Debug, Error)]
+pub enum ActorsError {
+    /// An actor could not be spawned.
+    #[error("cannot spawn actor {name}: {message}")]
+    Spawn {
+        /// The actor's name.
+        name: String,
+        /// Why.
+        message: String,
+    },
+    /// Metrics could not be registered.
+    #[error("metrics: {0}")]
+    Metrics(#[from] prometheus::Error),
+}

@@ -1,0 +1,68 @@
+//! HTTP request counts and latencies by route and status.
+
+use std::time::Instant;
+
+use axum::extract::{MatchedPath, Request, State};
+use axum::middleware::Next;
+use axum::response::Response;
+use prometheus::{HistogramOpts, HistogramVec, IntCounterVec, Opts, Registry};
+
+use crate::error::ApiError;
+use crate::state::ApiState;
+
+/// The HTTP metrics of one node.
+#[derive(Clone)]
+pub struct HttpMetrics {
+    requests: IntCounterVec,
+    duration: HistogramVec,
+}
+
+impl HttpMetrics {
+    /// Creates and registers the metrics.
+    pub fn register(registry: &Registry) -> Result<Self, ApiError> {
+        let requests = IntCounterVec::new(
+            Opts::new(
+                "drover_http_requests_total",
+                "HTTP requests by route, method and status",
+            ),
+            &["route", "method", "status"],
+        )?;
+        let duration = HistogramVec::new(
+            HistogramOpts::new(
+                "drover_http_request_duration_seconds",
+                "HTTP request latency by route and method",
+            )
+            .buckets(vec![
+                0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0,
+            ]),
+            &["route", "method"],
+        )?;
+        registry.register(Box::new(requests.clone()))?;
+        registry.register(Box::new(duration.clone()))?;
+        Ok(Self { requests, duration })
+    }
+}
+
+/// Middleware that records every request under its route template (not the raw path, so
+/// names do not explode the label set).
+pub async fn record(State(state): State<ApiState>, request: Request, next: Next) -> Response {
+    let route = request
+        .extensions()
+        .get::<MatchedPath>()
+        .map_or_else(|| "unmatched".to_string(), |path| path.as_str().to_string());
+    let method = request.method().as_str().to_string();
+    let started = Instant::now();
+    let response = next.run(request).await;
+    let status = response.status().as_u16().to_string();
+    state
+        .http
+        .requests
+        .with_label_values(&[&route, &method, &status])
+        .inc();
+    state
+        .http
+        .duration
+        .with_label_values(&[&route, &method])
+        .observe(started.elapsed().as_secs_f64());
+    response
+}

@@ -1,0 +1,347 @@
+//! The Kubernetes dialect: `coordination.k8s.io/v1` and `akka.io/v1` leases with
+//! `resourceVersion` compare-and-set, Kubernetes `Status` errors, watches, and the discovery
+//! documents existing clients (kubectl, client-go, the Python client, Akka) read first.
+
+pub mod discovery;
+pub mod patch;
+pub mod selector;
+pub mod status;
+pub mod watch;
+pub mod wire;
+
+use std::collections::HashMap;
+
+use axum::body::Bytes;
+use axum::extract::{Path, Query, State};
+use axum::http::{HeaderMap, HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use axum::{Json, Router};
+use drover_model::validation::{validate_name, validate_namespace};
+use drover_model::{Command, CommandResult, ObjectKey, ObjectKind, Precondition, Proposal, StoredObject};
+use drover_raft::Consistency;
+use serde_json::json;
+
+use self::selector::Selector;
+use self::status::KubeError;
+use self::wire::{list_json, object_json, parse_incoming, FieldValidation};
+use crate::state::ApiState;
+
+/// Header that says how fresh a read was.
+pub const CONSISTENCY_HEADER: &str = "x-drover-consistency";
+/// Header that makes a write apply at most once.
+pub const IDEMPOTENCY_HEADER: &str = "idempotency-key";
+
+/// The kind served under an API group.
+pub fn kind_of_group(group: &str) -> Option<ObjectKind> {
+    ObjectKind::ALL.into_iter().find(|kind| kind.group() == group)
+}
+
+/// Routes of the Kubernetes dialect.
+pub fn routes() -> Router<ApiState> {
+    Router::new()
+        .route("/version", get(discovery::version))
+        .route("/api", get(discovery::core_versions))
+        .route("/api/v1", get(discovery::core_resources))
+        .route("/apis", get(discovery::groups))
+        .route("/apis/{group}", get(discovery::group))
+        .route("/apis/{group}/v1", get(discovery::resources))
+        .route("/openapi/v3", get(discovery::openapi_v3_index))
+        .route("/openapi/v3/apis/{group}/v1", get(discovery::openapi_v3_group))
+        .route("/apis/{group}/v1/{plural}", get(list_all_namespaces))
+        .route(
+            "/apis/{group}/v1/namespaces/{namespace}/{plural}",
+            get(list_or_watch).post(create),
+        )
+        .route(
+            "/apis/{group}/v1/namespaces/{namespace}/{plural}/{name}",
+            get(get_one).put(replace).patch(patch::patch).delete(remove),
+        )
+}
+
+/// Resolves `group` and `plural` of a path to a kind, or `404`.
+pub(super) fn resolve(group: &str, plural: &str) -> Result<ObjectKind, KubeError> {
+    kind_of_group(group)
+        .filter(|kind| kind.plural() == plural)
+        .ok_or_else(|| KubeError::no_route(&format!("/apis/{group}/v1/{plural}")))
+}
+
+fn consistency(query: &HashMap<String, String>) -> Result<Consistency, KubeError> {
+    match query.get("consistency").map(String::as_str) {
+        None | Some("") | Some("linearizable") => {
+            // Kubernetes' resourceVersion=0 means "any version is fine": serve locally.
+            if query.get("resourceVersion").map(String::as_str) == Some("0") {
+                Ok(Consistency::Stale)
+            } else {
+                Ok(Consistency::Linearizable)
+            }
+        }
+        Some("stale") => Ok(Consistency::Stale),
+        Some(other) => Err(KubeError::bad_request(format!(
+            "consistency must be \"linearizable\" or \"stale\", got {other:?}"
+        ))),
+    }
+}
+
+fn with_consistency(mut response: Response, consistency: Consistency) -> Response {
+    let value = match consistency {
+        Consistency::Linearizable => "linearizable",
+        Consistency::Stale => "stale",
+    };
+    response
+        .headers_mut()
+        .insert(CONSISTENCY_HEADER, HeaderValue::from_static(value));
+    response
+}
+
+pub(super) fn idempotency_key(headers: &HeaderMap) -> Result<Option<String>, KubeError> {
+    match headers.get(IDEMPOTENCY_HEADER) {
+        None => Ok(None),
+        Some(value) => {
+            let key = value
+                .to_str()
+                .map_err(|_| KubeError::bad_request("Idempotency-Key must be visible ASCII"))?;
+            if key.is_empty() || key.len() > 255 {
+                return Err(KubeError::bad_request(
+                    "Idempotency-Key must be 1 to 255 characters",
+                ));
+            }
+            Ok(Some(key.to_string()))
+        }
+    }
+}
+
+pub(super) fn check_names(kind: ObjectKind, namespace: &str, name: &str) -> Result<(), KubeError> {
+    validate_namespace(namespace)
+        .and_then(|()| validate_name(kind, name))
+        .map_err(|error| match error {
+            drover_model::DomainError::Invalid { field, message } => {
+                KubeError::invalid(kind, name, &field, &message)
+            }
+            other => KubeError::from_domain(other),
+        })
+}
+
+/// Wall-clock time in Kubernetes' `metav1.Time` form.
+fn now_rfc3339() -> String {
+    let format = time::macros::format_description!("[year]-[month]-[day]T[hour]:[minute]:[second]Z");
+    time::OffsetDateTime::now_utc()
+        .format(&format)
+        .unwrap_or_else(|_| "1970-01-01T00:00:00Z".into())
+}
+
+fn generated_name(prefix: &str) -> String {
+    const ALPHABET: &[u8] = b"bcdfghjklmnpqrstvwxz2456789";
+    let random = uuid::Uuid::new_v4();
+    let suffix: String = random.as_bytes()[..5]
+        .iter()
+        .map(|b| ALPHABET[usize::from(*b) % ALPHABET.len()] as char)
+        .collect();
+    format!("{prefix}{suffix}")
+}
+
+pub(super) async fn commit(state: &ApiState, proposal: Proposal) -> Result<CommandResult, KubeError> {
+    Ok(state.raft.write(proposal).await?.result)
+}
+
+pub(super) fn stored(result: CommandResult) -> Result<StoredObject, KubeError> {
+    match result {
+        CommandResult::Stored(object) | CommandResult::Deleted(object) => Ok(object),
+        CommandResult::Refused(error) => Err(KubeError::from_domain(error)),
+        CommandResult::Done => Err(KubeError::internal("the command produced no object")),
+    }
+}
+
+async fn list_all_namespaces(
+    State(state): State<ApiState>,
+    Path((group, plural)): Path<(String, String)>,
+    Query(query): Query<HashMap<String, String>>,
+) -> Result<Response, KubeError> {
+    let kind = resolve(&group, &plural)?;
+    list_or_watch_in(state, kind, None, query).await
+}
+
+async fn list_or_watch(
+    State(state): State<ApiState>,
+    Path((group, namespace, plural)): Path<(String, String, String)>,
+    Query(query): Query<HashMap<String, String>>,
+) -> Result<Response, KubeError> {
+    let kind = resolve(&group, &plural)?;
+    list_or_watch_in(state, kind, Some(namespace), query).await
+}
+
+async fn list_or_watch_in(
+    state: ApiState,
+    kind: ObjectKind,
+    namespace: Option<String>,
+    query: HashMap<String, String>,
+) -> Result<Response, KubeError> {
+    let selector = Selector::parse(
+        query.get("labelSelector").map(String::as_str),
+        query.get("fieldSelector").map(String::as_str),
+    )?;
+    if matches!(query.get("watch").map(String::as_str), Some("true" | "1")) {
+        return watch::watch(state, kind, namespace, selector, &query).await;
+    }
+    let consistency = consistency(&query)?;
+    let (items, revision) = state
+        .raft
+        .read(consistency, |s| {
+            s.list(kind, namespace.as_deref())
+                .into_iter()
+                .filter(|object| selector.matches(object))
+                .collect::<Vec<_>>()
+        })
+        .await?;
+    Ok(with_consistency(
+        Json(list_json(kind, &items, revision)).into_response(),
+        consistency,
+    ))
+}
+
+async fn get_one(
+    State(state): State<ApiState>,
+    Path((group, namespace, plural, name)): Path<(String, String, String, String)>,
+    Query(query): Query<HashMap<String, String>>,
+) -> Result<Response, KubeError> {
+    let kind = resolve(&group, &plural)?;
+    let consistency = consistency(&query)?;
+    let key = ObjectKey::new(kind, namespace, name.clone());
+    let (object, _) = state.raft.read(consistency, |s| s.get(&key).cloned()).await?;
+    let object = object.ok_or_else(|| KubeError::not_found(kind, &name))?;
+    Ok(with_consistency(
+        Json(object_json(&object)).into_response(),
+        consistency,
+    ))
+}
+
+async fn create(
+    State(state): State<ApiState>,
+    Path((group, namespace, plural)): Path<(String, String, String)>,
+    Query(query): Query<HashMap<String, String>>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Result<Response, KubeError> {
+    let kind = resolve(&group, &plural)?;
+    let incoming = parse_incoming(kind, &body, FieldValidation::from_query(&query)?)?;
+    if incoming.namespace.as_ref().is_some_and(|ns| ns != &namespace) {
+        return Err(KubeError::bad_request(
+            "the namespace of the provided object does not match the namespace sent on the request",
+        ));
+    }
+    let name = match (incoming.name.is_empty(), incoming.generate_name.is_empty()) {
+        (false, _) => incoming.name.clone(),
+        (true, false) => generated_name(&incoming.generate_name),
+        (true, true) => {
+            return Err(KubeError::invalid(
+                kind,
+                "",
+                "metadata.name",
+                "name or generateName is required",
+            ))
+        }
+    };
+    check_names(kind, &namespace, &name)?;
+    let command = Command::Create {
+        key: ObjectKey::new(kind, namespace, name),
+        spec: incoming.spec,
+        labels: incoming.labels,
+        annotations: incoming.annotations,
+        uid: uuid::Uuid::new_v4().to_string(),
+        created_at: now_rfc3339(),
+    };
+    let proposal = Proposal::new(command).with_idempotency_key(idempotency_key(&headers)?);
+    let object = stored(commit(&state, proposal).await?)?;
+    Ok((StatusCode::CREATED, Json(object_json(&object))).into_response())
+}
+
+async fn replace(
+    State(state): State<ApiState>,
+    Path((group, namespace, plural, name)): Path<(String, String, String, String)>,
+    Query(query): Query<HashMap<String, String>>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Result<Response, KubeError> {
+    let kind = resolve(&group, &plural)?;
+    let incoming = parse_incoming(kind, &body, FieldValidation::from_query(&query)?)?;
+    if !incoming.name.is_empty() && incoming.name != name {
+        return Err(KubeError::bad_request(format!(
+            "the name of the object ({}) does not match the name on the URL ({name})",
+            incoming.name
+        )));
+    }
+    if incoming.namespace.as_ref().is_some_and(|ns| ns != &namespace) {
+        return Err(KubeError::bad_request(
+            "the namespace of the provided object does not match the namespace sent on the request",
+        ));
+    }
+    check_names(kind, &namespace, &name)?;
+    let command = Command::Replace {
+        key: ObjectKey::new(kind, namespace, name),
+        spec: incoming.spec,
+        labels: incoming.labels,
+        annotations: incoming.annotations,
+        precondition: Precondition {
+            resource_version: incoming.resource_version,
+            uid: incoming.uid,
+        },
+    };
+    let proposal = Proposal::new(command).with_idempotency_key(idempotency_key(&headers)?);
+    let object = stored(commit(&state, proposal).await?)?;
+    Ok(Json(object_json(&object)).into_response())
+}
+
+/// `DeleteOptions`, of which only the preconditions matter here.
+#[derive(Debug, Default, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct DeleteOptions {
+    #[serde(default)]
+    preconditions: Option<DeletePreconditions>,
+}
+
+#[derive(Debug, Default, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct DeletePreconditions {
+    #[serde(default)]
+    uid: Option<String>,
+    #[serde(default)]
+    resource_version: Option<String>,
+}
+
+async fn remove(
+    State(state): State<ApiState>,
+    Path((group, namespace, plural, name)): Path<(String, String, String, String)>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Result<Response, KubeError> {
+    let kind = resolve(&group, &plural)?;
+    let options: DeleteOptions = if body.is_empty() {
+        DeleteOptions::default()
+    } else {
+        serde_json::from_slice(&body).map_err(|e| KubeError::bad_request(format!("DeleteOptions: {e}")))?
+    };
+    let preconditions = options.preconditions.unwrap_or_default();
+    let resource_version = match preconditions.resource_version.as_deref() {
+        None | Some("") => None,
+        Some(text) => Some(text.parse::<u64>().map_err(|_| {
+            KubeError::bad_request(format!("preconditions.resourceVersion {text:?} must be a number"))
+        })?),
+    };
+    let command = Command::Delete {
+        key: ObjectKey::new(kind, namespace, name.clone()),
+        precondition: Precondition {
+            resource_version,
+            uid: preconditions.uid,
+        },
+    };
+    let proposal = Proposal::new(command).with_idempotency_key(idempotency_key(&headers)?);
+    let object = stored(commit(&state, proposal).await?)?;
+    Ok(Json(json!({
+        "kind": "Status",
+        "apiVersion": "v1",
+        "metadata": {},
+        "status": "Success",
+        "details": { "name": name, "group": kind.group(), "kind": kind.plural(), "uid": object.meta.uid },
+    }))
+    .into_response())
+}

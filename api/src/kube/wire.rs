@@ -1,0 +1,313 @@
+//! The Kubernetes JSON shape of stored objects, and the parsing of incoming ones.
+
+use std::collections::BTreeMap;
+
+use drover_model::{AkkaLeaseSpec, CoordinationLeaseSpec, LeaseSpec, ObjectKind, StoredObject};
+use serde::Deserialize;
+use serde_json::{json, Value};
+
+use super::status::KubeError;
+
+/// The object as Kubernetes clients expect it.
+pub fn object_json(object: &StoredObject) -> Value {
+    let kind = object.key.kind;
+    let mut metadata = json!({
+        "name": object.key.name,
+        "namespace": object.key.namespace,
+        "uid": object.meta.uid,
+        "resourceVersion": object.meta.resource_version.to_string(),
+        "creationTimestamp": object.meta.creation_timestamp,
+    });
+    if !object.meta.labels.is_empty() {
+        metadata["labels"] = json!(object.meta.labels);
+    }
+    if !object.meta.annotations.is_empty() {
+        metadata["annotations"] = json!(object.meta.annotations);
+    }
+    let spec = match &object.spec {
+        LeaseSpec::Coordination(spec) => json!(spec),
+        LeaseSpec::Akka(spec) => json!(spec),
+    };
+    json!({
+        "apiVersion": kind.api_version(),
+        "kind": kind.kind_name(),
+        "metadata": metadata,
+        "spec": spec,
+    })
+}
+
+/// A list as Kubernetes clients expect it.
+pub fn list_json(kind: ObjectKind, items: &[StoredObject], revision: u64) -> Value {
+    json!({
+        "apiVersion": kind.api_version(),
+        "kind": format!("{}List", kind.kind_name()),
+        "metadata": { "resourceVersion": revision.to_string() },
+        "items": items.iter().map(object_json).collect::<Vec<_>>(),
+    })
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct IncomingMeta {
+    #[serde(default)]
+    name: Option<String>,
+    #[serde(default)]
+    generate_name: Option<String>,
+    #[serde(default)]
+    namespace: Option<String>,
+    #[serde(default)]
+    resource_version: Option<String>,
+    #[serde(default)]
+    uid: Option<String>,
+    #[serde(default)]
+    labels: Option<BTreeMap<String, String>>,
+    #[serde(default)]
+    annotations: Option<BTreeMap<String, String>>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct IncomingObject {
+    #[serde(default)]
+    api_version: Option<String>,
+    #[serde(default)]
+    kind: Option<String>,
+    #[serde(default)]
+    metadata: IncomingMeta,
+    #[serde(default)]
+    spec: Option<Value>,
+}
+
+/// An object a client sent, checked for shape but not yet for names.
+#[derive(Debug, Clone)]
+pub struct Incoming {
+    /// `metadata.name`, possibly empty.
+    pub name: String,
+    /// `metadata.generateName`, possibly empty.
+    pub generate_name: String,
+    /// `metadata.namespace`, if given.
+    pub namespace: Option<String>,
+    /// `metadata.resourceVersion`, parsed.
+    pub resource_version: Option<u64>,
+    /// `metadata.uid`, if given.
+    pub uid: Option<String>,
+    /// Labels.
+    pub labels: BTreeMap<String, String>,
+    /// Annotations.
+    pub annotations: BTreeMap<String, String>,
+    /// The spec for the kind.
+    pub spec: LeaseSpec,
+}
+
+/// What to do with fields this server does not know (`?fieldValidation=`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum FieldValidation {
+    /// Drop them silently.
+    Ignore,
+    /// Drop them (Kubernetes would also add a warning header).
+    #[default]
+    Warn,
+    /// Refuse the request with `400`, naming the field.
+    Strict,
+}
+
+impl FieldValidation {
+    /// Reads `fieldValidation` from a query.
+    pub fn from_query(query: &std::collections::HashMap<String, String>) -> Result<Self, KubeError> {
+        match query.get("fieldValidation").map(String::as_str) {
+            None | Some("") | Some("Warn") => Ok(Self::Warn),
+            Some("Ignore") => Ok(Self::Ignore),
+            Some("Strict") => Ok(Self::Strict),
+            Some(other) => Err(KubeError::bad_request(format!(
+                "fieldValidation must be Ignore, Warn or Strict, got {other:?}"
+            ))),
+        }
+    }
+}
+
+const TOP_LEVEL_FIELDS: &[&str] = &["apiVersion", "kind", "metadata", "spec", "status"];
+/// Metadata fields Kubernetes defines; the ones Drover does not keep are accepted and dropped.
+const METADATA_FIELDS: &[&str] = &[
+    "name",
+    "generateName",
+    "namespace",
+    "resourceVersion",
+    "uid",
+    "labels",
+    "annotations",
+    "creationTimestamp",
+    "deletionTimestamp",
+    "deletionGracePeriodSeconds",
+    "generation",
+    "managedFields",
+    "ownerReferences",
+    "finalizers",
+    "selfLink",
+];
+const COORDINATION_SPEC_FIELDS: &[&str] = &[
+    "holderIdentity",
+    "leaseDurationSeconds",
+    "acquireTime",
+    "renewTime",
+    "leaseTransitions",
+    "preferredHolder",
+    "strategy",
+];
+const AKKA_SPEC_FIELDS: &[&str] = &["owner", "version", "time"];
+
+fn first_unknown(value: &Value, known: &[&str], prefix: &str) -> Option<String> {
+    value
+        .as_object()?
+        .keys()
+        .find(|key| !known.contains(&key.as_str()))
+        .map(|key| format!("{prefix}{key}"))
+}
+
+fn check_unknown_fields(kind: ObjectKind, document: &Value) -> Result<(), KubeError> {
+    let spec_fields = match kind {
+        ObjectKind::CoordinationLease => COORDINATION_SPEC_FIELDS,
+        ObjectKind::AkkaLease => AKKA_SPEC_FIELDS,
+    };
+    let unknown = first_unknown(document, TOP_LEVEL_FIELDS, "")
+        .or_else(|| first_unknown(&document["metadata"], METADATA_FIELDS, "metadata."))
+        .or_else(|| first_unknown(&document["spec"], spec_fields, "spec."));
+    match unknown {
+        Some(field) => Err(KubeError::bad_request(format!(
+            "strict decoding error: unknown field {field:?}"
+        ))),
+        None => Ok(()),
+    }
+}
+
+/// Parses a request body as an object of `kind`.
+pub fn parse_incoming(
+    kind: ObjectKind,
+    body: &[u8],
+    validation: FieldValidation,
+) -> Result<Incoming, KubeError> {
+    if validation == FieldValidation::Strict {
+        let document: Value = serde_json::from_slice(body)
+            .map_err(|e| KubeError::bad_request(format!("the request body is not valid JSON: {e}")))?;
+        check_unknown_fields(kind, &document)?;
+    }
+    let object: IncomingObject = serde_json::from_slice(body).map_err(|e| {
+        KubeError::bad_request(format!(
+            "the request body is not a valid {} object: {e}",
+            kind.kind_name()
+        ))
+    })?;
+    if let Some(api_version) = &object.api_version {
+        if api_version != kind.api_version() {
+            return Err(KubeError::bad_request(format!(
+                "apiVersion {api_version:?} does not match the request path, which serves {:?}",
+                kind.api_version()
+            )));
+        }
+    }
+    if let Some(object_kind) = &object.kind {
+        if object_kind != kind.kind_name() {
+            return Err(KubeError::bad_request(format!(
+                "kind {object_kind:?} does not match the request path, which serves {:?}",
+                kind.kind_name()
+            )));
+        }
+    }
+    let spec_value = object.spec.unwrap_or_else(|| json!({}));
+    let spec = match kind {
+        ObjectKind::CoordinationLease => {
+            serde_json::from_value::<CoordinationLeaseSpec>(spec_value).map(LeaseSpec::Coordination)
+        }
+        ObjectKind::AkkaLease => serde_json::from_value::<AkkaLeaseSpec>(spec_value).map(LeaseSpec::Akka),
+    }
+    .map_err(|e| KubeError::bad_request(format!("spec: {e}")))?;
+    let resource_version = match object.metadata.resource_version.as_deref() {
+        None | Some("") => None,
+        Some(text) => Some(text.parse::<u64>().map_err(|_| {
+            KubeError::bad_request(format!(
+                "metadata.resourceVersion: Invalid value: {text:?}: must be a number this server returned"
+            ))
+        })?),
+    };
+    Ok(Incoming {
+        name: object.metadata.name.unwrap_or_default(),
+        generate_name: object.metadata.generate_name.unwrap_or_default(),
+        namespace: object.metadata.namespace.filter(|ns| !ns.is_empty()),
+        resource_version,
+        uid: object.metadata.uid.filter(|uid| !uid.is_empty()),
+        labels: object.metadata.labels.unwrap_or_default(),
+        annotations: object.metadata.annotations.unwrap_or_default(),
+        spec,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_a_kubectl_style_lease() {
+        let body = br#"{"apiVersion":"coordination.k8s.io/v1","kind":"Lease",
+            "metadata":{"name":"a","labels":{"app":"x"}},
+            "spec":{"holderIdentity":"n1","leaseDurationSeconds":15}}"#;
+        let incoming =
+            parse_incoming(ObjectKind::CoordinationLease, body, FieldValidation::Strict).expect("parses");
+        assert_eq!(incoming.name, "a");
+        assert_eq!(incoming.labels.get("app").map(String::as_str), Some("x"));
+        match incoming.spec {
+            LeaseSpec::Coordination(spec) => {
+                assert_eq!(spec.holder_identity.as_deref(), Some("n1"));
+                assert_eq!(spec.lease_duration_seconds, Some(15));
+            }
+            other => panic!("unexpected {other:?}"),
+        }
+    }
+
+    #[test]
+    fn strict_validation_names_unknown_fields() {
+        let body = br#"{"metadata":{"name":"a","ownerReferences":[]},"spec":{"owner":"x","ownr":"y"}}"#;
+        let error = parse_incoming(ObjectKind::AkkaLease, body, FieldValidation::Strict)
+            .map(|_| ())
+            .unwrap_err();
+        assert_eq!(error.code(), 400);
+        assert!(error.body()["message"]
+            .as_str()
+            .unwrap_or("")
+            .contains("spec.ownr"));
+        assert!(parse_incoming(ObjectKind::AkkaLease, body, FieldValidation::Ignore).is_ok());
+    }
+
+    #[test]
+    fn refuses_a_wrong_group_and_bad_versions() {
+        let wrong = br#"{"apiVersion":"akka.io/v1","kind":"Lease","metadata":{"name":"a"}}"#;
+        assert_eq!(
+            parse_incoming(ObjectKind::CoordinationLease, wrong, FieldValidation::Warn)
+                .map(|_| ())
+                .unwrap_err()
+                .code(),
+            400
+        );
+        let bad_version = br#"{"metadata":{"name":"a","resourceVersion":"abc"}}"#;
+        assert_eq!(
+            parse_incoming(ObjectKind::AkkaLease, bad_version, FieldValidation::Warn)
+                .map(|_| ())
+                .unwrap_err()
+                .code(),
+            400
+        );
+        let bad_spec = br#"{"metadata":{"name":"a"},"spec":{"time":"soon"}}"#;
+        assert_eq!(
+            parse_incoming(ObjectKind::AkkaLease, bad_spec, FieldValidation::Warn)
+                .map(|_| ())
+                .unwrap_err()
+                .code(),
+            400
+        );
+        assert_eq!(
+            parse_incoming(ObjectKind::AkkaLease, b"not json", FieldValidation::Warn)
+                .map(|_| ())
+                .unwrap_err()
+                .code(),
+            400
+        );
+    }
+}

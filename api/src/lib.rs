@@ -1,0 +1,33 @@
+//! Drover's HTTP API, served by every node: Kubernetes-style lease objects
+//! (`coordination.k8s.io/v1` and `akka.io/v1`) with the discovery documents kubectl needs, and
+//! the operations endpoints (`/healthz`, `/readyz`, `/cluster`, `/metrics`).
+//!
+//! Handlers turn requests into [`drover_model::Command`]s and reads through
+//! [`drover_raft::RaftHandle`]; the handle forwards to the leader, so any node answers.
+
+pub mod error;
+pub mod http_metrics;
+pub mod kube;
+pub mod ops;
+pub mod state;
+
+use axum::Router;
+use tower_http::limit::RequestBodyLimitLayer;
+
+pub use state::ApiState;
+
+/// Largest request body accepted by the public API.
+pub const MAX_BODY_BYTES: usize = 1024 * 1024;
+
+/// The public router of one node.
+pub fn router(state: ApiState) -> Router {
+    Router::new()
+        .merge(ops::routes())
+        .merge(kube::routes())
+        .layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            http_metrics::record,
+        ))
+        .layer(RequestBodyLimitLayer::new(MAX_BODY_BYTES))
+        .with_state(state)
+}

@@ -1,0 +1,18 @@
+//! Drover's domain model: the objects the cluster stores, the [`Command`]s that change them and
+//! the pure, deterministic [`State::apply`] that every node runs on the same committed log.
+//!
+//! Nothing here does I/O or reads a clock: the proposing node chooses wall-clock times, uids and
+//! tokens and carries them inside the command, so every replica computes the same state.
+
+pub mod command;
+pub mod error;
+pub mod object;
+pub mod state;
+pub mod validation;
+
+pub use command::{Command, CommandResult, Precondition, Proposal};
+pub use error::DomainError;
+pub use object::{
+    AkkaLeaseSpec, CoordinationLeaseSpec, LeaseSpec, ObjectKey, ObjectKind, ObjectMeta, StoredObject,
+};
+pub use state::{Change, ChangeKind, State};

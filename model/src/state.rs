@@ -1,0 +1,412 @@
+//! The replicated state and its pure apply function.
+
+use std::collections::{BTreeMap, VecDeque};
+
+use serde::{Deserialize, Serialize};
+
+use crate::command::{Command, CommandResult, Precondition, Proposal};
+use crate::error::DomainError;
+use crate::object::{ObjectKey, ObjectKind, ObjectMeta, StoredObject};
+use crate::validation::{validate_name, validate_namespace};
+
+/// How many idempotency keys the state remembers; the oldest is forgotten first.
+pub const IDEMPOTENCY_KEYS_KEPT: usize = 10_000;
+
+/// What happened to an object in one applied command, as a watch reports it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum ChangeKind {
+    /// The object was created.
+    Added,
+    /// The object was replaced.
+    Modified,
+    /// The object was deleted.
+    Deleted,
+}
+
+/// One change of one object at one log index.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Change {
+    /// Log index of the command that made the change.
+    pub index: u64,
+    /// What happened.
+    pub kind: ChangeKind,
+    /// The object after the change (before it, for a delete).
+    pub object: StoredObject,
+}
+
+/// Everything the cluster agrees on. Every replica applies the same proposals in the same order
+/// and so holds the same `State`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct State {
+    /// Persisted as a list: JSON maps need string keys, and the key is inside the object.
+    #[serde(with = "objects_as_list")]
+    objects: BTreeMap<ObjectKey, StoredObject>,
+    /// First results of idempotent proposals by key.
+    idempotency: BTreeMap<String, CommandResult>,
+    /// The keys of `idempotency`, oldest first, so the oldest is forgotten first.
+    idempotency_order: VecDeque<String>,
+}
+
+impl State {
+    /// An empty state.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Looks up one object.
+    pub fn get(&self, key: &ObjectKey) -> Option<&StoredObject> {
+        self.objects.get(key)
+    }
+
+    /// Objects of one kind, optionally limited to one namespace, in key order.
+    pub fn list(&self, kind: ObjectKind, namespace: Option<&str>) -> Vec<StoredObject> {
+        self.objects
+            .iter()
+            .filter(|(key, _)| key.kind == kind && namespace.is_none_or(|ns| key.namespace == ns))
+            .map(|(_, object)| object.clone())
+            .collect()
+    }
+
+    /// Number of stored objects.
+    pub fn object_count(&self) -> usize {
+        self.objects.len()
+    }
+
+    /// Applies one committed proposal at log `index`. Pure: the result and the changes depend
+    /// only on `self`, `index` and `proposal`.
+    pub fn apply(&mut self, index: u64, proposal: &Proposal) -> (CommandResult, Vec<Change>) {
+        if let Some(key) = &proposal.idempotency_key {
+            if let Some(result) = self.idempotency.get(key) {
+                return (result.clone(), Vec::new());
+            }
+        }
+        let (result, changes) = match self.apply_command(index, &proposal.command) {
+            Ok(done) => done,
+            Err(error) => (CommandResult::Refused(error), Vec::new()),
+        };
+        if let Some(key) = &proposal.idempotency_key {
+            self.idempotency.insert(key.clone(), result.clone());
+            self.idempotency_order.push_back(key.clone());
+            while self.idempotency_order.len() > IDEMPOTENCY_KEYS_KEPT {
+                if let Some(oldest) = self.idempotency_order.pop_front() {
+                    self.idempotency.remove(&oldest);
+                }
+            }
+        }
+        (result, changes)
+    }
+
+    fn apply_command(
+        &mut self,
+        index: u64,
+        command: &Command,
+    ) -> Result<(CommandResult, Vec<Change>), DomainError> {
+        match command {
+            Command::Create {
+                key,
+                spec,
+                labels,
+                annotations,
+                uid,
+                created_at,
+            } => {
+                check_key(key)?;
+                check_spec_kind(key, spec.kind())?;
+                if self.objects.contains_key(key) {
+                    return Err(DomainError::AlreadyExists { key: key.clone() });
+                }
+                let object = StoredObject {
+                    key: key.clone(),
+                    meta: ObjectMeta {
+                        uid: uid.clone(),
+                        resource_version: index,
+                        created_index: index,
+                        creation_timestamp: created_at.clone(),
+                        labels: labels.clone(),
+                        annotations: annotations.clone(),
+                    },
+                    spec: spec.clone(),
+                };
+                self.objects.insert(key.clone(), object.clone());
+                let change = Change {
+                    index,
+                    kind: ChangeKind::Added,
+                    object: object.clone(),
+                };
+                Ok((CommandResult::Stored(object), vec![change]))
+            }
+            Command::Replace {
+                key,
+                spec,
+                labels,
+                annotations,
+                precondition,
+            } => {
+                check_spec_kind(key, spec.kind())?;
+                let existing = self
+                    .objects
+                    .get_mut(key)
+                    .ok_or_else(|| DomainError::NotFound { key: key.clone() })?;
+                check_precondition(key, &existing.meta, precondition)?;
+                existing.spec = spec.clone();
+                existing.meta.labels = labels.clone();
+                existing.meta.annotations = annotations.clone();
+                existing.meta.resource_version = index;
+                let object = existing.clone();
+                let change = Change {
+                    index,
+                    kind: ChangeKind::Modified,
+                    object: object.clone(),
+                };
+                Ok((CommandResult::Stored(object), vec![change]))
+            }
+            Command::Delete { key, precondition } => {
+                let existing = self
+                    .objects
+                    .get(key)
+                    .ok_or_else(|| DomainError::NotFound { key: key.clone() })?;
+                check_precondition(key, &existing.meta, precondition)?;
+                let mut object = self
+                    .objects
+                    .remove(key)
+                    .ok_or_else(|| DomainError::NotFound { key: key.clone() })?;
+                // A deletion is a change too: watchers see it at this index.
+                object.meta.resource_version = index;
+                let change = Change {
+                    index,
+                    kind: ChangeKind::Deleted,
+                    object: object.clone(),
+                };
+                Ok((CommandResult::Deleted(object), vec![change]))
+            }
+            Command::Noop => Ok((CommandResult::Done, Vec::new())),
+        }
+    }
+}
+
+mod objects_as_list {
+    use std::collections::BTreeMap;
+
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    use crate::object::{ObjectKey, StoredObject};
+
+    pub(super) fn serialize<S: Serializer>(
+        objects: &BTreeMap<ObjectKey, StoredObject>,
+        serializer: S,
+    ) -> Result<S::Ok, S::Error> {
+        serializer.collect_seq(objects.values())
+    }
+
+    pub(super) fn deserialize<'de, D: Deserializer<'de>>(
+        deserializer: D,
+    ) -> Result<BTreeMap<ObjectKey, StoredObject>, D::Error> {
+        let list = Vec::<StoredObject>::deserialize(deserializer)?;
+        Ok(list
+            .into_iter()
+            .map(|object| (object.key.clone(), object))
+            .collect())
+    }
+}
+
+fn check_key(key: &ObjectKey) -> Result<(), DomainError> {
+    validate_namespace(&key.namespace)?;
+    validate_name(key.kind, &key.name)
+}
+
+fn check_spec_kind(key: &ObjectKey, spec_kind: ObjectKind) -> Result<(), DomainError> {
+    if key.kind == spec_kind {
+        Ok(())
+    } else {
+        Err(DomainError::Invalid {
+            field: "spec".to_string(),
+            message: format!("a {spec_kind} spec cannot be stored as {}", key.kind),
+        })
+    }
+}
+
+fn check_precondition(
+    key: &ObjectKey,
+    meta: &ObjectMeta,
+    precondition: &Precondition,
+) -> Result<(), DomainError> {
+    if let Some(uid) = &precondition.uid {
+        if uid != &meta.uid {
+            return Err(DomainError::Conflict {
+                key: key.clone(),
+                message: format!(
+                    "Precondition failed: UID in precondition: {uid}, UID in object meta: {}",
+                    meta.uid
+                ),
+            });
+        }
+    }
+    if let Some(version) = precondition.resource_version {
+        if version != meta.resource_version {
+            return Err(DomainError::Conflict {
+                key: key.clone(),
+                message: "the object has been modified; please apply your changes to the latest version and try again".to_string(),
+            });
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::object::{AkkaLeaseSpec, CoordinationLeaseSpec, LeaseSpec};
+
+    fn key(name: &str) -> ObjectKey {
+        ObjectKey::new(ObjectKind::CoordinationLease, "default", name)
+    }
+
+    fn create(name: &str, holder: &str) -> Proposal {
+        Proposal::new(Command::Create {
+            key: key(name),
+            spec: LeaseSpec::Coordination(CoordinationLeaseSpec {
+                holder_identity: Some(holder.to_string()),
+                ..Default::default()
+            }),
+            labels: BTreeMap::new(),
+            annotations: BTreeMap::new(),
+            uid: format!("uid-{name}"),
+            created_at: "2026-11-22T00:00:00Z".to_string(),
+        })
+    }
+
+    fn replace(name: &str, holder: &str, version: Option<u64>) -> Proposal {
+        Proposal::new(Command::Replace {
+            key: key(name),
+            spec: LeaseSpec::Coordination(CoordinationLeaseSpec {
+                holder_identity: Some(holder.to_string()),
+                ..Default::default()
+            }),
+            labels: BTreeMap::new(),
+            annotations: BTreeMap::new(),
+            precondition: Precondition {
+                resource_version: version,
+                uid: None,
+            },
+        })
+    }
+
+    #[test]
+    fn create_stamps_the_log_index_and_refuses_duplicates() {
+        let mut state = State::new();
+        let (result, changes) = state.apply(5, &create("a", "n1"));
+        let CommandResult::Stored(object) = result else {
+            panic!("expected stored, got {result:?}")
+        };
+        assert_eq!(object.meta.resource_version, 5);
+        assert_eq!(changes.len(), 1);
+        assert_eq!(changes[0].kind, ChangeKind::Added);
+        let (again, changes) = state.apply(6, &create("a", "n2"));
+        assert!(matches!(
+            again,
+            CommandResult::Refused(DomainError::AlreadyExists { .. })
+        ));
+        assert!(changes.is_empty());
+    }
+
+    #[test]
+    fn replace_is_compare_and_set_on_resource_version() {
+        let mut state = State::new();
+        state.apply(1, &create("a", "n1"));
+        let (ok, _) = state.apply(2, &replace("a", "n2", Some(1)));
+        assert!(matches!(ok, CommandResult::Stored(ref o) if o.meta.resource_version == 2));
+        let (stale, changes) = state.apply(3, &replace("a", "n3", Some(1)));
+        assert!(matches!(
+            stale,
+            CommandResult::Refused(DomainError::Conflict { .. })
+        ));
+        assert!(changes.is_empty());
+        let holder = match &state.get(&key("a")).map(|o| o.spec.clone()) {
+            Some(LeaseSpec::Coordination(spec)) => spec.holder_identity.clone(),
+            other => panic!("unexpected {other:?}"),
+        };
+        assert_eq!(holder.as_deref(), Some("n2"));
+        let (unconditional, _) = state.apply(4, &replace("a", "n4", None));
+        assert!(matches!(unconditional, CommandResult::Stored(_)));
+    }
+
+    #[test]
+    fn delete_reports_the_object_at_the_delete_index() {
+        let mut state = State::new();
+        state.apply(1, &create("a", "n1"));
+        let (result, changes) = state.apply(
+            7,
+            &Proposal::new(Command::Delete {
+                key: key("a"),
+                precondition: Precondition::default(),
+            }),
+        );
+        assert!(matches!(result, CommandResult::Deleted(ref o) if o.meta.resource_version == 7));
+        assert_eq!(changes[0].kind, ChangeKind::Deleted);
+        assert!(state.get(&key("a")).is_none());
+        let (again, _) = state.apply(
+            8,
+            &Proposal::new(Command::Delete {
+                key: key("a"),
+                precondition: Precondition::default(),
+            }),
+        );
+        assert!(matches!(
+            again,
+            CommandResult::Refused(DomainError::NotFound { .. })
+        ));
+    }
+
+    #[test]
+    fn idempotent_proposals_apply_once() {
+        let mut state = State::new();
+        let first = create("a", "n1").with_idempotency_key(Some("k1".into()));
+        let (r1, c1) = state.apply(1, &first);
+        let (r2, c2) = state.apply(2, &first);
+        assert_eq!(r1, r2);
+        assert_eq!(c1.len(), 1);
+        assert!(c2.is_empty());
+        assert_eq!(state.object_count(), 1);
+    }
+
+    #[test]
+    fn spec_kind_must_match_key_kind() {
+        let mut state = State::new();
+        let proposal = Proposal::new(Command::Create {
+            key: key("a"),
+            spec: LeaseSpec::Akka(AkkaLeaseSpec::default()),
+            labels: BTreeMap::new(),
+            annotations: BTreeMap::new(),
+            uid: "u".into(),
+            created_at: "t".into(),
+        });
+        let (result, _) = state.apply(1, &proposal);
+        assert!(matches!(
+            result,
+            CommandResult::Refused(DomainError::Invalid { .. })
+        ));
+    }
+
+    #[test]
+    fn state_round_trips_through_json() {
+        let mut state = State::new();
+        state.apply(1, &create("a", "n1").with_idempotency_key(Some("k".into())));
+        state.apply(2, &create("b", "n2"));
+        let json = serde_json::to_string(&state).expect("serialize");
+        let back: State = serde_json::from_str(&json).expect("deserialize");
+        assert_eq!(back, state);
+    }
+
+    #[test]
+    fn idempotency_memory_is_bounded() {
+        let mut state = State::new();
+        for i in 0..(IDEMPOTENCY_KEYS_KEPT as u64 + 5) {
+            state.apply(
+                i + 1,
+                &Proposal::new(Command::Noop).with_idempotency_key(Some(format!("k{i}"))),
+            );
+        }
+        assert_eq!(state.idempotency.len(), IDEMPOTENCY_KEYS_KEPT);
+        assert!(!state.idempotency.contains_key("k0"));
+    }
+}

@@ -1,0 +1,417 @@
+//! Node configuration: command-line flags, then `DROVER_*` environment variables, then an
+//! optional TOML file, then defaults — in that order of precedence. Everything is checked
+//! before anything starts, and a bad setting is reported by name.
+
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use clap::Args;
+use drover_raft::{NodeId, RaftConfig};
+use serde::Deserialize;
+
+use crate::error::NodeError;
+
+/// `drover serve` flags; each can also come from the environment variable it names.
+#[derive(Debug, Clone, Default, Args)]
+pub struct ServeArgs {
+    /// TOML file with any of the settings below (flags and environment override it).
+    #[arg(long, env = "DROVER_CONFIG")]
+    pub config: Option<PathBuf>,
+    /// This node's id, a positive integer unique in the cluster.
+    #[arg(long, env = "DROVER_NODE_ID")]
+    pub node_id: Option<u64>,
+    /// Directory for the node's RocksDB data.
+    #[arg(long, env = "DROVER_DATA_DIR")]
+    pub data_dir: Option<PathBuf>,
+    /// Listen address of the public API.
+    #[arg(long, env = "DROVER_API_ADDR")]
+    pub api_addr: Option<SocketAddr>,
+    /// Listen address of the peer (Raft) listener.
+    #[arg(long, env = "DROVER_PEER_ADDR")]
+    pub peer_addr: Option<SocketAddr>,
+    /// API address other nodes and clients should use for this node (default: --api-addr).
+    #[arg(long, env = "DROVER_ADVERTISE_API_ADDR")]
+    pub advertise_api_addr: Option<String>,
+    /// The bootstrap members as id=peer-host:port, comma separated. Leave empty on a node that
+    /// will be added at run time.
+    #[arg(long, env = "DROVER_INITIAL_CLUSTER")]
+    pub initial_cluster: Option<String>,
+    /// Secret shared by all members; peer requests without it are refused.
+    #[arg(long, env = "DROVER_CLUSTER_SECRET", hide_env_values = true)]
+    pub cluster_secret: Option<String>,
+    /// File holding the cluster secret (instead of --cluster-secret).
+    #[arg(long, env = "DROVER_CLUSTER_SECRET_FILE")]
+    pub cluster_secret_file: Option<PathBuf>,
+    /// Leader heartbeat interval in milliseconds.
+    #[arg(long, env = "DROVER_HEARTBEAT_MS")]
+    pub heartbeat_ms: Option<u64>,
+    /// Minimum election timeout in milliseconds.
+    #[arg(long, env = "DROVER_ELECTION_TIMEOUT_MIN_MS")]
+    pub election_timeout_min_ms: Option<u64>,
+    /// Maximum election timeout in milliseconds.
+    #[arg(long, env = "DROVER_ELECTION_TIMEOUT_MAX_MS")]
+    pub election_timeout_max_ms: Option<u64>,
+    /// Deadline of one peer RPC in milliseconds.
+    #[arg(long, env = "DROVER_RPC_TIMEOUT_MS")]
+    pub rpc_timeout_ms: Option<u64>,
+    /// How long a client request may wait for a leader and a commit, in milliseconds.
+    #[arg(long, env = "DROVER_REQUEST_TIMEOUT_MS")]
+    pub request_timeout_ms: Option<u64>,
+    /// Build a snapshot (and purge the log behind it) after this many entries.
+    #[arg(long, env = "DROVER_SNAPSHOT_EVERY")]
+    pub snapshot_every: Option<u64>,
+    /// Log entries kept behind a snapshot for slow followers.
+    #[arg(long, env = "DROVER_LOGS_KEPT")]
+    pub logs_kept: Option<u64>,
+    /// Log format: text or json.
+    #[arg(long, env = "DROVER_LOG_FORMAT")]
+    pub log_format: Option<String>,
+}
+
+/// The same settings as a TOML file spells them.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FileConfig {
+    node_id: Option<u64>,
+    data_dir: Option<PathBuf>,
+    api_addr: Option<String>,
+    peer_addr: Option<String>,
+    advertise_api_addr: Option<String>,
+    initial_cluster: Option<String>,
+    cluster_secret: Option<String>,
+    cluster_secret_file: Option<PathBuf>,
+    heartbeat_ms: Option<u64>,
+    election_timeout_min_ms: Option<u64>,
+    election_timeout_max_ms: Option<u64>,
+    rpc_timeout_ms: Option<u64>,
+    request_timeout_ms: Option<u64>,
+    snapshot_every: Option<u64>,
+    logs_kept: Option<u64>,
+    log_format: Option<String>,
+}
+
+/// How logs are written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LogFormat {
+    /// Human-readable lines.
+    Text,
+    /// One JSON object per line.
+    Json,
+}
+
+/// A complete, checked node configuration.
+#[derive(Debug, Clone)]
+pub struct NodeConfig {
+    /// This node's id.
+    pub node_id: NodeId,
+    /// RocksDB directory.
+    pub data_dir: PathBuf,
+    /// Public API listen address.
+    pub api_addr: SocketAddr,
+    /// Peer listen address.
+    pub peer_addr: SocketAddr,
+    /// API address advertised to others.
+    pub advertise_api_addr: String,
+    /// Peer address advertised to others (from the initial cluster, or the listen address).
+    pub advertise_peer_addr: String,
+    /// Bootstrap members.
+    pub initial_cluster: BTreeMap<NodeId, String>,
+    /// The cluster secret.
+    pub cluster_secret: String,
+    /// Raft timings and retention.
+    pub raft: RaftConfig,
+    /// Log format.
+    pub log_format: LogFormat,
+}
+
+const MIN_SECRET_LEN: usize = 16;
+
+fn invalid(setting: &str, message: impl Into<String>) -> NodeError {
+    NodeError::Config {
+        setting: setting.to_string(),
+        message: message.into(),
+    }
+}
+
+/// Parses `1=host:port,2=host:port`.
+pub fn parse_initial_cluster(text: &str) -> Result<BTreeMap<NodeId, String>, NodeError> {
+    let mut members = BTreeMap::new();
+    for entry in text.split(',').map(str::trim).filter(|e| !e.is_empty()) {
+        let (id, addr) = entry
+            .split_once('=')
+            .ok_or_else(|| invalid("initial-cluster", format!("entry {entry:?} must be id=host:port")))?;
+        let id: NodeId = id.trim().parse().ok().filter(|id| *id > 0).ok_or_else(|| {
+            invalid(
+                "initial-cluster",
+                format!("entry {entry:?}: id must be a positive integer"),
+            )
+        })?;
+        let addr = addr.trim();
+        let valid_addr = addr
+            .rsplit_once(':')
+            .is_some_and(|(host, port)| !host.is_empty() && port.parse::<u16>().is_ok_and(|p| p > 0));
+        if !valid_addr {
+            return Err(invalid(
+                "initial-cluster",
+                format!("entry {entry:?}: address must be host:port"),
+            ));
+        }
+        if members.insert(id, addr.to_string()).is_some() {
+            return Err(invalid("initial-cluster", format!("node id {id} appears twice")));
+        }
+    }
+    Ok(members)
+}
+
+fn parse_addr(setting: &str, text: &str) -> Result<SocketAddr, NodeError> {
+    text.parse()
+        .map_err(|_| invalid(setting, format!("{text:?} is not an ip:port address")))
+}
+
+fn millis(setting: &str, value: Option<u64>, default: Duration) -> Result<Duration, NodeError> {
+    match value {
+        None => Ok(default),
+        Some(0) => Err(invalid(setting, "must be greater than zero")),
+        Some(ms) => Ok(Duration::from_millis(ms)),
+    }
+}
+
+impl NodeConfig {
+    /// Loads and checks the configuration from flags (already merged with the environment by
+    /// clap) and the optional TOML file they name.
+    pub fn load(args: &ServeArgs) -> Result<Self, NodeError> {
+        let file = match &args.config {
+            Some(path) => read_file_config(path)?,
+            None => FileConfig::default(),
+        };
+        Self::merge(args, file)
+    }
+
+    fn merge(args: &ServeArgs, file: FileConfig) -> Result<Self, NodeError> {
+        let node_id = args.node_id.or(file.node_id).ok_or_else(|| {
+            invalid(
+                "node-id",
+                "is required (--node-id, DROVER_NODE_ID or node_id in the config file)",
+            )
+        })?;
+        if node_id == 0 {
+            return Err(invalid("node-id", "must be a positive integer"));
+        }
+        let data_dir = args.data_dir.clone().or(file.data_dir).ok_or_else(|| {
+            invalid(
+                "data-dir",
+                "is required (--data-dir, DROVER_DATA_DIR or data_dir in the config file)",
+            )
+        })?;
+        let api_addr = match (args.api_addr, file.api_addr) {
+            (Some(addr), _) => addr,
+            (None, Some(text)) => parse_addr("api-addr", &text)?,
+            (None, None) => parse_addr("api-addr", "127.0.0.1:7400")?,
+        };
+        let peer_addr = match (args.peer_addr, file.peer_addr) {
+            (Some(addr), _) => addr,
+            (None, Some(text)) => parse_addr("peer-addr", &text)?,
+            (None, None) => parse_addr("peer-addr", "127.0.0.1:7500")?,
+        };
+        let initial_cluster = parse_initial_cluster(
+            args.initial_cluster
+                .as_deref()
+                .or(file.initial_cluster.as_deref())
+                .unwrap_or(""),
+        )?;
+        if !initial_cluster.is_empty() && !initial_cluster.contains_key(&node_id) {
+            return Err(invalid(
+                "initial-cluster",
+                format!(
+                    "does not list this node's id {node_id}; list every bootstrap member, this one included"
+                ),
+            ));
+        }
+        let advertise_peer_addr = initial_cluster
+            .get(&node_id)
+            .cloned()
+            .unwrap_or_else(|| peer_addr.to_string());
+        let advertise_api_addr = args
+            .advertise_api_addr
+            .clone()
+            .or(file.advertise_api_addr)
+            .unwrap_or_else(|| api_addr.to_string());
+        let cluster_secret = match (
+            args.cluster_secret.clone(),
+            args.cluster_secret_file.clone(),
+            file.cluster_secret,
+            file.cluster_secret_file,
+        ) {
+            (Some(secret), _, _, _) => secret,
+            (None, Some(path), _, _) => read_secret(&path)?,
+            (None, None, Some(secret), _) => secret,
+            (None, None, None, Some(path)) => read_secret(&path)?,
+            (None, None, None, None) => {
+                return Err(invalid(
+                    "cluster-secret",
+                    "is required (--cluster-secret, --cluster-secret-file or DROVER_CLUSTER_SECRET)",
+                ))
+            }
+        };
+        if cluster_secret.len() < MIN_SECRET_LEN {
+            return Err(invalid(
+                "cluster-secret",
+                format!("must be at least {MIN_SECRET_LEN} characters"),
+            ));
+        }
+        let defaults = RaftConfig::default();
+        let raft = RaftConfig {
+            heartbeat_interval: millis(
+                "heartbeat-ms",
+                args.heartbeat_ms.or(file.heartbeat_ms),
+                defaults.heartbeat_interval,
+            )?,
+            election_timeout_min: millis(
+                "election-timeout-min-ms",
+                args.election_timeout_min_ms.or(file.election_timeout_min_ms),
+                defaults.election_timeout_min,
+            )?,
+            election_timeout_max: millis(
+                "election-timeout-max-ms",
+                args.election_timeout_max_ms.or(file.election_timeout_max_ms),
+                defaults.election_timeout_max,
+            )?,
+            rpc_timeout: millis(
+                "rpc-timeout-ms",
+                args.rpc_timeout_ms.or(file.rpc_timeout_ms),
+                defaults.rpc_timeout,
+            )?,
+            request_timeout: millis(
+                "request-timeout-ms",
+                args.request_timeout_ms.or(file.request_timeout_ms),
+                defaults.request_timeout,
+            )?,
+            snapshot_every_logs: args
+                .snapshot_every
+                .or(file.snapshot_every)
+                .unwrap_or(defaults.snapshot_every_logs),
+            logs_kept_after_snapshot: args
+                .logs_kept
+                .or(file.logs_kept)
+                .unwrap_or(defaults.logs_kept_after_snapshot),
+            watch_history: defaults.watch_history,
+        };
+        raft.validate().map_err(|e| invalid("timeouts", e.to_string()))?;
+        let log_format = match args.log_format.clone().or(file.log_format).as_deref() {
+            None | Some("text") => LogFormat::Text,
+            Some("json") => LogFormat::Json,
+            Some(other) => {
+                return Err(invalid(
+                    "log-format",
+                    format!("must be text or json, got {other:?}"),
+                ))
+            }
+        };
+        Ok(Self {
+            node_id,
+            data_dir,
+            api_addr,
+            peer_addr,
+            advertise_api_addr,
+            advertise_peer_addr,
+            initial_cluster,
+            cluster_secret,
+            raft,
+            log_format,
+        })
+    }
+}
+
+fn read_file_config(path: &Path) -> Result<FileConfig, NodeError> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| invalid("config", format!("cannot read {}: {e}", path.display())))?;
+    toml::from_str(&text).map_err(|e| invalid("config", format!("{}: {e}", path.display())))
+}
+
+fn read_secret(path: &Path) -> Result<String, NodeError> {
+    let text = std::fs::read_to_string(path).map_err(|e| {
+        invalid(
+            "cluster-secret-file",
+            format!("cannot read {}: {e}", path.display()),
+        )
+    })?;
+    Ok(text.trim().to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args() -> ServeArgs {
+        ServeArgs {
+            node_id: Some(1),
+            data_dir: Some(PathBuf::from("/tmp/x")),
+            cluster_secret: Some("0123456789abcdef".into()),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn flags_override_the_file_and_defaults_fill_the_rest() {
+        let file = FileConfig {
+            node_id: Some(7),
+            heartbeat_ms: Some(50),
+            ..Default::default()
+        };
+        let config = NodeConfig::merge(&args(), file).expect("valid");
+        assert_eq!(config.node_id, 1);
+        assert_eq!(config.raft.heartbeat_interval, Duration::from_millis(50));
+        assert_eq!(config.api_addr.to_string(), "127.0.0.1:7400");
+    }
+
+    #[test]
+    fn initial_cluster_errors_name_the_bad_entry() {
+        let error = parse_initial_cluster("1=a:1,two=b:2").unwrap_err().to_string();
+        assert!(error.contains("two=b:2"), "{error}");
+        let error = parse_initial_cluster("1=a:1,1=b:2").unwrap_err().to_string();
+        assert!(error.contains("twice"), "{error}");
+        assert!(parse_initial_cluster("1=nohost").is_err());
+        assert_eq!(parse_initial_cluster("1=a:1, 2=b:2").expect("valid").len(), 2);
+    }
+
+    #[test]
+    fn missing_and_bad_settings_are_reported_by_name() {
+        let mut missing = args();
+        missing.node_id = None;
+        assert!(NodeConfig::merge(&missing, FileConfig::default())
+            .unwrap_err()
+            .to_string()
+            .contains("node-id"));
+        let mut short = args();
+        short.cluster_secret = Some("short".into());
+        assert!(NodeConfig::merge(&short, FileConfig::default())
+            .unwrap_err()
+            .to_string()
+            .contains("cluster-secret"));
+        let mut not_member = args();
+        not_member.initial_cluster = Some("2=a:1,3=b:2".into());
+        assert!(NodeConfig::merge(&not_member, FileConfig::default())
+            .unwrap_err()
+            .to_string()
+            .contains("initial-cluster"));
+        let mut bad_timing = args();
+        bad_timing.election_timeout_min_ms = Some(50);
+        bad_timing.heartbeat_ms = Some(100);
+        assert!(NodeConfig::merge(&bad_timing, FileConfig::default()).is_err());
+    }
+
+    #[test]
+    fn toml_files_with_unknown_keys_are_refused() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("drover.toml");
+        std::fs::write(&path, "node_id = 2\nnode_idd = 3\n").expect("write");
+        let mut with_file = args();
+        with_file.config = Some(path);
+        assert!(NodeConfig::load(&with_file)
+            .unwrap_err()
+            .to_string()
+            .contains("node_idd"));
+    }
+}

@@ -1,0 +1,204 @@
+//! The composition root: builds a node from its configuration, serves the public API and the
+//! peer listener, runs the leadership gate, and shuts everything down in order.
+//!
+//! Start-up: open storage → start Raft (initialising a pristine bootstrap member) → peer
+//! listener → leadership gate → public API. Shutdown runs the other way: the API stops taking
+//! requests and drains, the actor tree stops, Raft stops, the peer listener closes.
+
+pub mod config;
+pub mod error;
+pub mod telemetry;
+
+use std::sync::Arc;
+
+use drover_actors::{ChildSpec, GateState, LeaderGate, RestartPolicyConfig};
+use drover_api::ApiState;
+use drover_raft::{PeerNode, RaftHandle, StartOptions};
+use tokio::net::TcpListener;
+use tokio::sync::watch;
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+
+pub use config::{NodeConfig, ServeArgs};
+pub use error::NodeError;
+
+/// The two listeners of a node, bound before the node starts (tests bind port 0).
+pub struct Listeners {
+    /// Public API.
+    pub api: TcpListener,
+    /// Peer traffic.
+    pub peer: TcpListener,
+}
+
+impl Listeners {
+    /// Binds the configured addresses.
+    pub async fn bind(config: &NodeConfig) -> Result<Self, NodeError> {
+        let api = TcpListener::bind(config.api_addr)
+            .await
+            .map_err(|source| NodeError::Listen {
+                addr: config.api_addr.to_string(),
+                source,
+            })?;
+        let peer = TcpListener::bind(config.peer_addr)
+            .await
+            .map_err(|source| NodeError::Listen {
+                addr: config.peer_addr.to_string(),
+                source,
+            })?;
+        Ok(Self { api, peer })
+    }
+}
+
+/// A running node.
+pub struct RunningNode {
+    /// The node's store handle.
+    pub raft: RaftHandle,
+    /// What the leadership gate reports.
+    pub gate: watch::Receiver<GateState>,
+    /// The node's metrics registry.
+    pub registry: prometheus::Registry,
+    shutdown: CancellationToken,
+    task: JoinHandle<Result<(), NodeError>>,
+}
+
+impl RunningNode {
+    /// Asks the node to stop and waits until it has.
+    pub async fn stop(self) -> Result<(), NodeError> {
+        self.shutdown.cancel();
+        match self.task.await {
+            Ok(result) => result,
+            Err(e) => Err(NodeError::Listen {
+                addr: "node task".into(),
+                source: std::io::Error::other(e.to_string()),
+            }),
+        }
+    }
+
+    /// Waits until the node stops by itself or `signal` completes, then stops it.
+    pub async fn run_until(self, signal: impl std::future::Future<Output = ()>) -> Result<(), NodeError> {
+        signal.await;
+        tracing::info!("shutting down");
+        self.stop().await
+    }
+}
+
+/// Starts a node with the given listeners and leader-only children.
+pub async fn start(
+    config: NodeConfig,
+    listeners: Listeners,
+    children: Vec<Arc<dyn ChildSpec>>,
+) -> Result<RunningNode, NodeError> {
+    let registry = prometheus::Registry::new();
+    let api_listen = listeners.api.local_addr().map_err(|source| NodeError::Listen {
+        addr: "api".into(),
+        source,
+    })?;
+    tracing::info!(node = config.node_id, api = %api_listen, peer = %config.advertise_peer_addr, "starting raft");
+    let raft = RaftHandle::start(
+        StartOptions {
+            id: config.node_id,
+            node: PeerNode {
+                peer_addr: config.advertise_peer_addr.clone(),
+                api_addr: config.advertise_api_addr.clone(),
+            },
+            data_dir: config.data_dir.clone(),
+            config: config.raft.clone(),
+            cluster_secret: config.cluster_secret.clone(),
+            initial_members: config.initial_cluster.clone(),
+        },
+        &registry,
+    )
+    .await?;
+
+    let shutdown = CancellationToken::new();
+    let peer_shutdown = CancellationToken::new();
+    let peer_router = drover_raft::peer_router(raft.clone(), &config.cluster_secret);
+    let peer_server = tokio::spawn(serve(listeners.peer, peer_router, peer_shutdown.clone()));
+
+    tracing::info!("starting leadership gate");
+    let actors_shutdown = CancellationToken::new();
+    let gate = LeaderGate::start(
+        raft.clone(),
+        children,
+        RestartPolicyConfig::default(),
+        &registry,
+        actors_shutdown.clone(),
+    )?;
+    let gate_state = gate.state();
+
+    tracing::info!(addr = %api_listen, "serving the public api");
+    let api_state = ApiState::new(raft.clone(), registry.clone(), shutdown.clone())?;
+    let api_server = tokio::spawn(serve(
+        listeners.api,
+        drover_api::router(api_state),
+        shutdown.clone(),
+    ));
+
+    let task = tokio::spawn({
+        let raft = raft.clone();
+        let shutdown = shutdown.clone();
+        async move {
+            shutdown.cancelled().await;
+            let api_result = join_server(api_server).await;
+            actors_shutdown.cancel();
+            gate.join().await;
+            raft.shutdown().await;
+            peer_shutdown.cancel();
+            let peer_result = join_server(peer_server).await;
+            tracing::info!("stopped");
+            api_result.and(peer_result)
+        }
+    });
+    Ok(RunningNode {
+        raft,
+        gate: gate_state,
+        registry,
+        shutdown,
+        task,
+    })
+}
+
+async fn serve(
+    listener: TcpListener,
+    router: axum::Router,
+    shutdown: CancellationToken,
+) -> Result<(), NodeError> {
+    let addr = listener.local_addr().map(|a| a.to_string()).unwrap_or_default();
+    axum::serve(listener, router)
+        .with_graceful_shutdown(async move { shutdown.cancelled().await })
+        .await
+        .map_err(|source| NodeError::Listen { addr, source })
+}
+
+async fn join_server(task: JoinHandle<Result<(), NodeError>>) -> Result<(), NodeError> {
+    match task.await {
+        Ok(result) => result,
+        Err(e) => Err(NodeError::Listen {
+            addr: "server task".into(),
+            source: std::io::Error::other(e.to_string()),
+        }),
+    }
+}
+
+/// Resolves when the process receives SIGINT or SIGTERM.
+pub async fn shutdown_signal() {
+    let interrupt = tokio::signal::ctrl_c();
+    #[cfg(unix)]
+    {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut terminate) => {
+                tokio::select! {
+                    _ = interrupt => {},
+                    _ = terminate.recv() => {},
+                }
+            }
+            Err(_) => {
+                let _ = interrupt.await;
+            }
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = interrupt.await;
+    }
+}

@@ -1,0 +1,39 @@
+//! The `drover` binary.
+
+use clap::{Parser, Subcommand};
+use drover_node::{config, shutdown_signal, start, telemetry, Listeners, NodeConfig};
+
+/// Drover: a replicated control plane for shared infrastructure.
+#[derive(Debug, Parser)]
+#[command(name = "drover", version, about)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Run a node.
+    Serve(config::ServeArgs),
+}
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    let cli = Cli::parse();
+    match cli.command {
+        Command::Serve(args) => {
+            let config = match NodeConfig::load(&args) {
+                Ok(config) => config,
+                Err(e) => {
+                    eprintln!("drover: {e}");
+                    std::process::exit(2);
+                }
+            };
+            telemetry::init(config.log_format, config.node_id);
+            let listeners = Listeners::bind(&config).await?;
+            let node = start(config, listeners, Vec::new()).await?;
+            node.run_until(shutdown_signal()).await?;
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,616 @@
+//! [`RaftHandle`]: the only door into the replicated store. Writes and linearizable reads sent
+//! to a follower are forwarded to the leader here, so callers never look for the leader.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use drover_model::{Change, CommandResult, Proposal, State};
+use openraft::{ChangeMembers, ServerState};
+use tokio::sync::{broadcast, watch};
+use tokio::time::Instant;
+
+use crate::error::{HistoryGone, MembershipError, ReadError, StoreError, WriteError};
+use crate::metrics::RaftMetricsExporter;
+use crate::network::client::{Network, PeerClient, PeerError};
+use crate::network::protocol::{LeaderRequest, LeaderResponse, NodeStatus};
+use crate::store::{self, SharedState};
+use crate::typ::{ClientWriteError, NodeId, PeerNode, Raft, RaftError, RaftMetrics};
+use crate::RaftConfig;
+
+/// How often a request waiting for a leader looks again.
+const LEADER_POLL: Duration = Duration::from_millis(25);
+
+/// Everything needed to start a node's Raft instance.
+#[derive(Debug, Clone)]
+pub struct StartOptions {
+    /// This node's id.
+    pub id: NodeId,
+    /// This node's addresses.
+    pub node: PeerNode,
+    /// Where RocksDB keeps the log and snapshots.
+    pub data_dir: PathBuf,
+    /// Timings and retention.
+    pub config: RaftConfig,
+    /// The secret every peer request must carry.
+    pub cluster_secret: String,
+    /// The bootstrap members (id → peer address); empty for a node that joins later.
+    pub initial_members: BTreeMap<NodeId, String>,
+}
+
+/// Who leads, as this node sees it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Leadership {
+    /// The leader this node knows of.
+    pub leader: Option<NodeId>,
+    /// The current term.
+    pub term: u64,
+    /// Whether this node is the leader.
+    pub is_self: bool,
+}
+
+/// How fresh a read must be.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Consistency {
+    /// Reflects every write acknowledged before the read started (read index via the leader).
+    #[default]
+    Linearizable,
+    /// Whatever this node has applied; may lag the leader.
+    Stale,
+}
+
+/// A committed write.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Written {
+    /// Log index of the entry.
+    pub index: u64,
+    /// What the state machine answered.
+    pub result: CommandResult,
+}
+
+/// One member as `/cluster` shows it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MemberView {
+    /// The member's id.
+    pub id: NodeId,
+    /// `voter` or `learner`.
+    pub membership: &'static str,
+    /// Its peer address.
+    pub peer_addr: String,
+    /// What it reported about itself, or why it could not.
+    pub status: Result<NodeStatus, String>,
+    /// How far its log is behind the leader's, as the leader sees it.
+    pub replication_lag: Option<u64>,
+}
+
+/// The whole cluster as this node sees it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ClusterView {
+    /// The leader this node knows of.
+    pub leader: Option<NodeId>,
+    /// The current term.
+    pub term: u64,
+    /// Every member.
+    pub members: Vec<MemberView>,
+}
+
+struct Core {
+    id: NodeId,
+    node: PeerNode,
+    raft: Raft,
+    shared: Arc<SharedState>,
+    committed: Arc<AtomicU64>,
+    peers: PeerClient,
+    config: RaftConfig,
+    leadership: watch::Receiver<Leadership>,
+}
+
+/// A cheap, cloneable handle on this node's Raft instance.
+#[derive(Clone)]
+pub struct RaftHandle {
+    core: Arc<Core>,
+}
+
+// One value per request, moved a few times: boxing would only add an allocation.
+#[allow(clippy::large_enum_variant)]
+enum Routed {
+    Answer(LeaderResponse),
+    /// Nothing was delivered and no leader is reachable yet.
+    NoLeader(String),
+}
+
+impl RaftHandle {
+    /// Opens storage, starts Raft and, on a pristine node listed in `initial_members`,
+    /// initialises the cluster. Safe to call again after any restart with the same options.
+    pub async fn start(options: StartOptions, registry: &prometheus::Registry) -> Result<Self, StoreError> {
+        options.config.validate()?;
+        let openraft_config = Arc::new(options.config.to_openraft()?);
+        std::fs::create_dir_all(&options.data_dir).map_err(|e| {
+            StoreError::Config(format!(
+                "cannot create data dir {}: {e}",
+                options.data_dir.display()
+            ))
+        })?;
+        let (log_store, state_machine) = store::open(&options.data_dir, options.config.watch_history)?;
+        let shared = state_machine.shared();
+        let committed = log_store.committed_index();
+        let peers = PeerClient::new(&options.cluster_secret);
+        let raft = Raft::new(
+            options.id,
+            openraft_config,
+            Network::new(peers.clone()),
+            log_store,
+            state_machine,
+        )
+        .await
+        .map_err(|e| StoreError::Raft(e.to_string()))?;
+
+        if options.initial_members.contains_key(&options.id) {
+            let initialized = raft
+                .is_initialized()
+                .await
+                .map_err(|e| StoreError::Raft(e.to_string()))?;
+            if !initialized {
+                // Every bootstrap member proposes the same membership at log index 0, so they
+                // agree whichever initialises first.
+                let members: BTreeMap<NodeId, PeerNode> = options
+                    .initial_members
+                    .iter()
+                    .map(|(id, addr)| {
+                        (
+                            *id,
+                            PeerNode {
+                                peer_addr: addr.clone(),
+                                api_addr: String::new(),
+                            },
+                        )
+                    })
+                    .collect();
+                if let Err(e) = raft.initialize(members).await {
+                    tracing::info!(error = %e, "cluster already initialised");
+                }
+            }
+        }
+
+        let (leadership_tx, leadership) = watch::channel(Leadership::default());
+        let exporter = RaftMetricsExporter::register(registry)?;
+        tokio::spawn(follow_metrics(
+            options.id,
+            raft.metrics(),
+            leadership_tx,
+            exporter,
+            shared.clone(),
+            committed.clone(),
+        ));
+        Ok(Self {
+            core: Arc::new(Core {
+                id: options.id,
+                node: options.node,
+                raft,
+                shared,
+                committed,
+                peers,
+                config: options.config,
+                leadership,
+            }),
+        })
+    }
+
+    /// This node's id.
+    pub fn id(&self) -> NodeId {
+        self.core.id
+    }
+
+    /// The configured request timeout.
+    pub fn request_timeout(&self) -> Duration {
+        self.core.config.request_timeout
+    }
+
+    /// Leadership as this node sees it; changes are published as they happen.
+    pub fn leadership(&self) -> watch::Receiver<Leadership> {
+        self.core.leadership.clone()
+    }
+
+    /// The index this node's state machine has applied, published after every batch.
+    pub fn applied_index(&self) -> watch::Receiver<u64> {
+        self.core.shared.applied_index.subscribe()
+    }
+
+    /// Changes applied from now on. Pair with [`Self::changes_since`] to resume without gaps.
+    pub fn subscribe_changes(&self) -> broadcast::Receiver<Arc<Change>> {
+        self.core.shared.changes.subscribe()
+    }
+
+    /// Every change after `after` that this node still remembers.
+    pub fn changes_since(&self, after: u64) -> Result<Vec<Arc<Change>>, HistoryGone> {
+        self.core
+            .shared
+            .history
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .since(after)
+    }
+
+    /// Proposes a command and waits until it is committed and applied, forwarding to the
+    /// leader when this node is not it.
+    pub async fn write(&self, proposal: Proposal) -> Result<Written, WriteError> {
+        let deadline = Instant::now() + self.core.config.request_timeout;
+        match self.route(LeaderRequest::Write(proposal), deadline).await {
+            Routed::Answer(LeaderResponse::Written { index, result }) => {
+                // Serve the caller's next read from this node consistently: wait until the
+                // write is applied here too.
+                let _ = self.wait_applied(index, deadline).await;
+                Ok(Written { index, result })
+            }
+            Routed::Answer(LeaderResponse::Failed { message }) => Err(WriteError::MaybeCommitted(message)),
+            Routed::Answer(other) => Err(WriteError::Unavailable(format!("unexpected answer {other:?}"))),
+            Routed::NoLeader(message) => Err(WriteError::Unavailable(message)),
+        }
+    }
+
+    /// Reads the state with the given consistency; returns `f`'s result and the applied index
+    /// it reflects.
+    pub async fn read<R>(
+        &self,
+        consistency: Consistency,
+        f: impl FnOnce(&State) -> R,
+    ) -> Result<(R, u64), ReadError> {
+        if consistency == Consistency::Linearizable {
+            let deadline = Instant::now() + self.core.config.request_timeout;
+            let index = match self.route(LeaderRequest::ReadIndex, deadline).await {
+                Routed::Answer(LeaderResponse::ReadIndex { index }) => index,
+                Routed::Answer(other) => return Err(ReadError::Unavailable(format!("{other:?}"))),
+                Routed::NoLeader(message) => return Err(ReadError::Unavailable(message)),
+            };
+            self.wait_applied(index, deadline).await?;
+        }
+        Ok(self.core.shared.with_state(f))
+    }
+
+    /// On the leader: waits until everything committed before its term is applied here and
+    /// returns that index. Errors when this node is not the leader.
+    pub async fn barrier(&self) -> Result<u64, ReadError> {
+        match self.core.raft.ensure_linearizable().await {
+            Ok(log_id) => Ok(log_id.map_or(0, |id| id.index)),
+            Err(e) => Err(ReadError::Unavailable(e.to_string())),
+        }
+    }
+
+    async fn wait_applied(&self, index: u64, deadline: Instant) -> Result<(), ReadError> {
+        let mut applied = self.applied_index();
+        let reached = tokio::time::timeout_at(deadline, applied.wait_for(|applied| *applied >= index)).await;
+        match reached {
+            Ok(Ok(_)) => Ok(()),
+            Ok(Err(_)) => Err(ReadError::ShuttingDown),
+            Err(_) => Err(ReadError::Unavailable(format!(
+                "this node has not applied index {index} within the request timeout"
+            ))),
+        }
+    }
+
+    fn peer_addr_of(&self, id: NodeId) -> Option<String> {
+        let metrics = self.core.raft.metrics().borrow().clone();
+        metrics
+            .membership_config
+            .membership()
+            .get_node(&id)
+            .map(|node| node.peer_addr.clone())
+    }
+
+    /// Sends `request` to the leader (possibly this node) until it answers or `deadline`.
+    async fn route(&self, request: LeaderRequest, deadline: Instant) -> Routed {
+        let mut leadership = self.leadership();
+        let mut last_problem = "no leader is known".to_string();
+        loop {
+            let now = Instant::now();
+            if now >= deadline {
+                return Routed::NoLeader(last_problem);
+            }
+            let current = *leadership.borrow_and_update();
+            let answer = match current.leader {
+                Some(leader) if leader == self.core.id => {
+                    match tokio::time::timeout_at(deadline, self.serve_leader_request(request.clone())).await
+                    {
+                        Ok(answer) => Some(answer),
+                        Err(_) => {
+                            return Routed::Answer(match request {
+                                LeaderRequest::Write(_) => LeaderResponse::Failed {
+                                    message: "not committed within the request timeout".into(),
+                                },
+                                _ => LeaderResponse::Refused {
+                                    message: "leader did not confirm in time".into(),
+                                },
+                            });
+                        }
+                    }
+                }
+                Some(leader) => match self.peer_addr_of(leader) {
+                    Some(addr) => {
+                        match self
+                            .core
+                            .peers
+                            .leader_request(&addr, &request, deadline - now)
+                            .await
+                        {
+                            Ok(answer) => Some(answer),
+                            Err(e) if e.not_delivered() => {
+                                last_problem = e.to_string();
+                                None
+                            }
+                            Err(e) => return Routed::Answer(undelivered_or_unknown(&request, &e)),
+                        }
+                    }
+                    None => {
+                        last_problem = format!("leader {leader} is not in the membership");
+                        None
+                    }
+                },
+                None => None,
+            };
+            match answer {
+                Some(LeaderResponse::NotLeader { .. }) => last_problem = "leadership is moving".into(),
+                Some(answer) => return Routed::Answer(answer),
+                None => {}
+            }
+            // Wait for a leadership change, or look again shortly.
+            let wake = (Instant::now() + LEADER_POLL).min(deadline);
+            let _ = tokio::time::timeout_at(wake, leadership.changed()).await;
+        }
+    }
+
+    /// Answers a request as the leader. Called locally and by the peer server.
+    pub(crate) async fn serve_leader_request(&self, request: LeaderRequest) -> LeaderResponse {
+        let raft = &self.core.raft;
+        match request {
+            LeaderRequest::Write(proposal) => match raft.client_write(proposal).await {
+                Ok(response) => LeaderResponse::Written {
+                    index: response.log_id.index,
+                    result: response.data,
+                },
+                Err(e) => match e.forward_to_leader() {
+                    Some(forward) => LeaderResponse::NotLeader {
+                        leader: forward.leader_id,
+                    },
+                    None => LeaderResponse::Failed {
+                        message: e.to_string(),
+                    },
+                },
+            },
+            LeaderRequest::ReadIndex => match raft.get_read_log_id().await {
+                Ok((read_log_id, _)) => LeaderResponse::ReadIndex {
+                    index: read_log_id.map_or(0, |id| id.index),
+                },
+                Err(e) => match e.forward_to_leader() {
+                    Some(forward) => LeaderResponse::NotLeader {
+                        leader: forward.leader_id,
+                    },
+                    None => LeaderResponse::Refused {
+                        message: e.to_string(),
+                    },
+                },
+            },
+            LeaderRequest::AddMember { id, node } => {
+                let added = match raft.add_learner(id, node, true).await {
+                    Ok(_) => {
+                        raft.change_membership(ChangeMembers::AddVoterIds(BTreeSet::from([id])), false)
+                            .await
+                    }
+                    Err(e) => Err(e),
+                };
+                membership_answer(added)
+            }
+            LeaderRequest::RemoveMember { id } => {
+                let metrics = raft.metrics().borrow().clone();
+                let membership = metrics.membership_config.membership().clone();
+                if membership.get_node(&id).is_none() {
+                    return LeaderResponse::Refused {
+                        message: format!("node {id} is not a member"),
+                    };
+                }
+                let is_voter = membership.voter_ids().any(|voter| voter == id);
+                let change = if is_voter {
+                    ChangeMembers::RemoveVoters(BTreeSet::from([id]))
+                } else {
+                    ChangeMembers::RemoveNodes(BTreeSet::from([id]))
+                };
+                membership_answer(raft.change_membership(change, false).await)
+            }
+        }
+    }
+
+    /// Adds a member: as learner first, promoted to voter once it has caught up.
+    pub async fn add_member(&self, id: NodeId, node: PeerNode) -> Result<(), MembershipError> {
+        // Catching up may take a snapshot transfer: allow more than a plain write.
+        let deadline = Instant::now() + self.core.config.request_timeout * 6;
+        self.membership_change(LeaderRequest::AddMember { id, node }, deadline)
+            .await
+    }
+
+    /// Removes a member.
+    pub async fn remove_member(&self, id: NodeId) -> Result<(), MembershipError> {
+        let deadline = Instant::now() + self.core.config.request_timeout;
+        self.membership_change(LeaderRequest::RemoveMember { id }, deadline)
+            .await
+    }
+
+    async fn membership_change(
+        &self,
+        request: LeaderRequest,
+        deadline: Instant,
+    ) -> Result<(), MembershipError> {
+        match self.route(request, deadline).await {
+            Routed::Answer(LeaderResponse::MembershipChanged) => Ok(()),
+            Routed::Answer(LeaderResponse::Refused { message }) => Err(MembershipError::Refused(message)),
+            Routed::Answer(other) => Err(MembershipError::Unavailable(format!("{other:?}"))),
+            Routed::NoLeader(message) => Err(MembershipError::Unavailable(message)),
+        }
+    }
+
+    /// This node's own status.
+    pub fn status(&self) -> NodeStatus {
+        let metrics = self.core.raft.metrics().borrow().clone();
+        node_status(
+            &self.core.node,
+            &metrics,
+            self.core.committed.load(Ordering::Relaxed),
+        )
+    }
+
+    /// True when a leader is known and this node has applied up to the commit index it heard of.
+    pub fn is_ready(&self) -> bool {
+        let status = self.status();
+        status.leader.is_some() && status.applied_index >= status.commit_index
+    }
+
+    /// Members with roles, addresses and each one's own report.
+    pub async fn cluster(&self) -> ClusterView {
+        let metrics = self.core.raft.metrics().borrow().clone();
+        let membership = metrics.membership_config.membership().clone();
+        let voters: BTreeSet<NodeId> = membership.voter_ids().collect();
+        let last_log = metrics.last_log_index.unwrap_or(0);
+        let replication = metrics.replication.clone();
+        let timeout = self.core.config.rpc_timeout;
+        let lookups = membership.nodes().map(|(id, node)| {
+            let id = *id;
+            let node = node.clone();
+            let this = self.clone();
+            async move {
+                let status = if id == this.core.id {
+                    Ok(this.status())
+                } else {
+                    this.core
+                        .peers
+                        .status(&node.peer_addr, timeout)
+                        .await
+                        .map_err(|e| e.to_string())
+                };
+                (id, node, status)
+            }
+        });
+        let answers = futures::future::join_all(lookups).await;
+        let members = answers
+            .into_iter()
+            .map(|(id, node, status)| MemberView {
+                id,
+                membership: if voters.contains(&id) { "voter" } else { "learner" },
+                peer_addr: node.peer_addr,
+                status,
+                replication_lag: replication
+                    .as_ref()
+                    .and_then(|r| r.get(&id))
+                    .map(|matched| last_log.saturating_sub(matched.as_ref().map_or(0, |m| m.index))),
+            })
+            .collect();
+        ClusterView {
+            leader: metrics.current_leader,
+            term: metrics.current_term,
+            members,
+        }
+    }
+
+    /// Asks Raft to build a snapshot now (and so purge the log behind it).
+    pub async fn trigger_snapshot(&self) -> Result<(), StoreError> {
+        self.core
+            .raft
+            .trigger()
+            .snapshot()
+            .await
+            .map_err(|e| StoreError::Raft(e.to_string()))
+    }
+
+    pub(crate) fn raw(&self) -> &Raft {
+        &self.core.raft
+    }
+
+    /// Stops Raft. In-flight requests fail; the storage is closed when the last handle drops.
+    pub async fn shutdown(&self) {
+        if let Err(e) = self.core.raft.shutdown().await {
+            tracing::warn!(error = %e, "raft did not shut down cleanly");
+        }
+    }
+}
+
+fn undelivered_or_unknown(request: &LeaderRequest, error: &PeerError) -> LeaderResponse {
+    match request {
+        LeaderRequest::Write(_) | LeaderRequest::AddMember { .. } | LeaderRequest::RemoveMember { .. } => {
+            LeaderResponse::Failed {
+                message: error.to_string(),
+            }
+        }
+        LeaderRequest::ReadIndex => LeaderResponse::Refused {
+            message: error.to_string(),
+        },
+    }
+}
+
+fn membership_answer<T>(result: Result<T, RaftError<ClientWriteError>>) -> LeaderResponse {
+    match result {
+        Ok(_) => LeaderResponse::MembershipChanged,
+        Err(e) => match e.forward_to_leader() {
+            Some(forward) => LeaderResponse::NotLeader {
+                leader: forward.leader_id,
+            },
+            None => LeaderResponse::Refused {
+                message: e.to_string(),
+            },
+        },
+    }
+}
+
+pub(crate) fn node_status(node: &PeerNode, metrics: &RaftMetrics, committed: u64) -> NodeStatus {
+    let role = match metrics.state {
+        ServerState::Leader => "leader",
+        ServerState::Follower => "follower",
+        ServerState::Candidate => "candidate",
+        ServerState::Learner => "learner",
+        ServerState::Shutdown => "shutdown",
+    };
+    let applied = metrics.last_applied.as_ref().map_or(0, |id| id.index);
+    NodeStatus {
+        id: metrics.id,
+        api_addr: node.api_addr.clone(),
+        peer_addr: node.peer_addr.clone(),
+        role: role.to_string(),
+        term: metrics.current_term,
+        leader: metrics.current_leader,
+        last_log_index: metrics.last_log_index.unwrap_or(0),
+        // A leader's commit index can be ahead of what it persisted; never report below applied.
+        commit_index: committed.max(applied),
+        applied_index: applied,
+        snapshot_index: metrics.snapshot.as_ref().map_or(0, |id| id.index),
+    }
+}
+
+async fn follow_metrics(
+    id: NodeId,
+    mut metrics: watch::Receiver<RaftMetrics>,
+    leadership: watch::Sender<Leadership>,
+    exporter: RaftMetricsExporter,
+    shared: Arc<SharedState>,
+    committed: Arc<AtomicU64>,
+) {
+    let mut refresh = tokio::time::interval(Duration::from_secs(1));
+    loop {
+        {
+            let current = metrics.borrow_and_update().clone();
+            let next = Leadership {
+                leader: current.current_leader,
+                term: current.current_term,
+                is_self: current.current_leader == Some(id),
+            };
+            leadership.send_if_modified(|old| {
+                let changed = *old != next;
+                *old = next;
+                changed
+            });
+            exporter.update(&current, committed.load(Ordering::Relaxed), &shared);
+        }
+        tokio::select! {
+            changed = metrics.changed() => if changed.is_err() { break },
+            _ = refresh.tick() => {}
+        }
+    }
+    leadership.send_replace(Leadership::default());
+}

@@ -1,0 +1,28 @@
+//! Drover's replicated store: openraft over RocksDB, reached only through [`RaftHandle`].
+//!
+//! ```text
+//!   api / actors ──write/read/watch──▶ RaftHandle ──forward──▶ leader's /raft/leader
+//!                                          │
+//!                                  openraft::Raft ◀──/raft/{append,vote,snapshot}──▶ peers
+//!                                   │          │
+//!                          LogStore (log, meta)  StateMachineStore (State in memory,
+//!                          synced WAL appends     snapshot in RocksDB, change feed)
+//! ```
+//!
+//! No openraft or RocksDB type appears in the public API of this crate except through the
+//! peer router, which only `node` mounts.
+
+pub mod config;
+pub mod error;
+mod handle;
+mod metrics;
+pub mod network;
+pub mod store;
+pub mod typ;
+
+pub use config::RaftConfig;
+pub use error::{HistoryGone, MembershipError, ReadError, StoreError, WriteError};
+pub use handle::{ClusterView, Consistency, Leadership, MemberView, RaftHandle, StartOptions, Written};
+pub use network::protocol::NodeStatus;
+pub use network::server::peer_router;
+pub use typ::{NodeId, PeerNode};

@@ -1,0 +1,283 @@
+//! Outbound peer traffic: openraft's network over HTTP, and the client that forwards requests
+//! to the leader and asks peers for their status. One `reqwest` client per node keeps
+//! connections alive across requests.
+
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
+
+use openraft::error::{
+    Fatal, NetworkError, RPCError, RaftError, RemoteError, ReplicationClosed, StreamingError, Unreachable,
+};
+use openraft::network::{RPCOption, RaftNetwork, RaftNetworkFactory};
+use openraft::raft::{
+    AppendEntriesRequest, AppendEntriesResponse, SnapshotResponse, VoteRequest, VoteResponse,
+};
+use openraft::OptionalSend;
+use serde::de::DeserializeOwned;
+use serde::Serialize;
+use thiserror::Error;
+
+use super::protocol::{frame_snapshot, LeaderRequest, LeaderResponse, NodeStatus, SnapshotHeader};
+use super::{bearer, SECRET_HEADER};
+use crate::typ::{NodeId, PeerNode, Snapshot, TypeConfig, Vote};
+
+/// Why a peer request failed.
+#[derive(Debug, Clone, Error)]
+pub enum PeerError {
+    /// No connection could be made: the request was certainly not delivered.
+    #[error("cannot connect to {addr}: {message}")]
+    Connect {
+        /// The peer address.
+        addr: String,
+        /// What went wrong.
+        message: String,
+    },
+    /// The peer did not answer in time: the request may have been delivered.
+    #[error("no answer from {addr} within {timeout:?}")]
+    Timeout {
+        /// The peer address.
+        addr: String,
+        /// The deadline that passed.
+        timeout: Duration,
+    },
+    /// The connection failed mid-request: the request may have been delivered.
+    #[error("request to {addr} failed: {message}")]
+    Transport {
+        /// The peer address.
+        addr: String,
+        /// What went wrong.
+        message: String,
+    },
+    /// The peer answered with an HTTP error status.
+    #[error("{addr} answered {status}: {message}")]
+    Status {
+        /// The peer address.
+        addr: String,
+        /// HTTP status code.
+        status: u16,
+        /// The body of the answer.
+        message: String,
+    },
+}
+
+impl PeerError {
+    /// True when the request certainly did not reach the peer's handler.
+    pub fn not_delivered(&self) -> bool {
+        match self {
+            PeerError::Connect { .. } => true,
+            PeerError::Status { status, .. } => *status == 401 || *status == 404,
+            PeerError::Timeout { .. } | PeerError::Transport { .. } => false,
+        }
+    }
+}
+
+/// HTTP client for peer requests.
+#[derive(Clone)]
+pub struct PeerClient {
+    http: reqwest::Client,
+    secret: Arc<str>,
+}
+
+impl PeerClient {
+    /// A client that authenticates with `secret`.
+    pub fn new(secret: &str) -> Self {
+        let http = reqwest::Client::builder()
+            .pool_idle_timeout(Duration::from_secs(60))
+            .tcp_nodelay(true)
+            .build()
+            .unwrap_or_default();
+        Self {
+            http,
+            secret: Arc::from(secret),
+        }
+    }
+
+    async fn send(
+        &self,
+        addr: &str,
+        request: reqwest::RequestBuilder,
+        timeout: Duration,
+    ) -> Result<bytes::Bytes, PeerError> {
+        let response = request
+            .header(SECRET_HEADER, bearer(&self.secret))
+            .timeout(timeout)
+            .send()
+            .await
+            .map_err(|e| classify(addr, timeout, &e))?;
+        let status = response.status();
+        let body = response.bytes().await.map_err(|e| classify(addr, timeout, &e))?;
+        if !status.is_success() {
+            return Err(PeerError::Status {
+                addr: addr.to_string(),
+                status: status.as_u16(),
+                message: String::from_utf8_lossy(&body).into_owned(),
+            });
+        }
+        Ok(body)
+    }
+
+    async fn post_json<Req: Serialize, Resp: DeserializeOwned>(
+        &self,
+        addr: &str,
+        path: &str,
+        body: &Req,
+        timeout: Duration,
+    ) -> Result<Resp, PeerError> {
+        let request = self.http.post(format!("http://{addr}{path}")).json(body);
+        let bytes = self.send(addr, request, timeout).await?;
+        decode(addr, &bytes)
+    }
+
+    /// Sends a request to the node at `addr`, expected to be the leader.
+    pub async fn leader_request(
+        &self,
+        addr: &str,
+        request: &LeaderRequest,
+        timeout: Duration,
+    ) -> Result<LeaderResponse, PeerError> {
+        self.post_json(addr, "/raft/leader", request, timeout).await
+    }
+
+    /// Asks the node at `addr` for its status.
+    pub async fn status(&self, addr: &str, timeout: Duration) -> Result<NodeStatus, PeerError> {
+        let request = self.http.get(format!("http://{addr}/raft/status"));
+        let bytes = self.send(addr, request, timeout).await?;
+        decode(addr, &bytes)
+    }
+}
+
+fn decode<T: DeserializeOwned>(addr: &str, bytes: &[u8]) -> Result<T, PeerError> {
+    serde_json::from_slice(bytes).map_err(|e| PeerError::Transport {
+        addr: addr.to_string(),
+        message: format!("undecodable answer: {e}"),
+    })
+}
+
+fn classify(addr: &str, timeout: Duration, error: &reqwest::Error) -> PeerError {
+    if error.is_connect() {
+        PeerError::Connect {
+            addr: addr.to_string(),
+            message: error.to_string(),
+        }
+    } else if error.is_timeout() {
+        PeerError::Timeout {
+            addr: addr.to_string(),
+            timeout,
+        }
+    } else {
+        PeerError::Transport {
+            addr: addr.to_string(),
+            message: error.to_string(),
+        }
+    }
+}
+
+/// Creates one [`PeerConnection`] per target for openraft.
+#[derive(Clone)]
+pub struct Network {
+    client: PeerClient,
+}
+
+impl Network {
+    /// A network that sends through `client`.
+    pub fn new(client: PeerClient) -> Self {
+        Self { client }
+    }
+}
+
+impl RaftNetworkFactory<TypeConfig> for Network {
+    type Network = PeerConnection;
+
+    async fn new_client(&mut self, target: NodeId, node: &PeerNode) -> PeerConnection {
+        PeerConnection {
+            client: self.client.clone(),
+            target,
+            addr: node.peer_addr.clone(),
+        }
+    }
+}
+
+/// openraft's view of one peer.
+pub struct PeerConnection {
+    client: PeerClient,
+    target: NodeId,
+    addr: String,
+}
+
+fn rpc_error<E: std::error::Error>(error: PeerError) -> RPCError<NodeId, PeerNode, E> {
+    match error {
+        PeerError::Connect { .. } => RPCError::Unreachable(Unreachable::new(&error)),
+        other => RPCError::Network(NetworkError::new(&other)),
+    }
+}
+
+impl PeerConnection {
+    async fn call<Req, Resp>(
+        &self,
+        path: &str,
+        request: &Req,
+        option: &RPCOption,
+    ) -> Result<Resp, RPCError<NodeId, PeerNode, RaftError<NodeId>>>
+    where
+        Req: Serialize,
+        Resp: DeserializeOwned,
+    {
+        let answer: Result<Resp, RaftError<NodeId>> = self
+            .client
+            .post_json(&self.addr, path, request, option.hard_ttl())
+            .await
+            .map_err(rpc_error)?;
+        answer.map_err(|e| RPCError::RemoteError(RemoteError::new(self.target, e)))
+    }
+}
+
+impl RaftNetwork<TypeConfig> for PeerConnection {
+    async fn append_entries(
+        &mut self,
+        rpc: AppendEntriesRequest<TypeConfig>,
+        option: RPCOption,
+    ) -> Result<AppendEntriesResponse<NodeId>, RPCError<NodeId, PeerNode, RaftError<NodeId>>> {
+        self.call("/raft/append", &rpc, &option).await
+    }
+
+    async fn vote(
+        &mut self,
+        rpc: VoteRequest<NodeId>,
+        option: RPCOption,
+    ) -> Result<VoteResponse<NodeId>, RPCError<NodeId, PeerNode, RaftError<NodeId>>> {
+        self.call("/raft/vote", &rpc, &option).await
+    }
+
+    async fn full_snapshot(
+        &mut self,
+        vote: Vote,
+        snapshot: Snapshot,
+        cancel: impl Future<Output = ReplicationClosed> + OptionalSend + 'static,
+        option: RPCOption,
+    ) -> Result<SnapshotResponse<NodeId>, StreamingError<TypeConfig, Fatal<NodeId>>> {
+        let header = SnapshotHeader {
+            vote,
+            meta: snapshot.meta.clone(),
+        };
+        let data = snapshot.snapshot.into_inner();
+        let body =
+            frame_snapshot(&header, &data).map_err(|e| StreamingError::Network(NetworkError::new(&e)))?;
+        let request = self
+            .client
+            .http
+            .post(format!("http://{}/raft/snapshot", self.addr))
+            .body(body);
+        let send = self.client.send(&self.addr, request, option.hard_ttl());
+        let bytes = tokio::select! {
+            closed = cancel => return Err(StreamingError::Closed(closed)),
+            sent = send => sent.map_err(|e| match e {
+                PeerError::Connect { .. } => StreamingError::Unreachable(Unreachable::new(&e)),
+                other => StreamingError::Network(NetworkError::new(&other)),
+            })?,
+        };
+        let answer: Result<SnapshotResponse<NodeId>, Fatal<NodeId>> =
+            decode(&self.addr, &bytes).map_err(|e| StreamingError::Network(NetworkError::new(&e)))?;
+        answer.map_err(|e| StreamingError::RemoteError(RemoteError::new(self.target, e)))
+    }
+}

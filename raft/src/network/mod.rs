@@ -1,0 +1,21 @@
+//! Peer traffic between Drover nodes: Raft RPCs and requests forwarded to the leader, as HTTP
+//! on the peer listener, authenticated with the cluster secret.
+//!
+//! | path | body | answered by |
+//! |---|---|---|
+//! | `POST /raft/append` | `AppendEntriesRequest` | every member |
+//! | `POST /raft/vote` | `VoteRequest` | every member |
+//! | `POST /raft/snapshot` | framed snapshot (vote, meta, data) | every member |
+//! | `POST /raft/leader` | [`protocol::LeaderRequest`] | the leader (writes, read index, membership) |
+//! | `GET /raft/status` | — | every member: its own view, for `/cluster` |
+
+pub mod client;
+pub mod protocol;
+pub mod server;
+
+/// The header that carries the cluster secret on every peer request.
+pub const SECRET_HEADER: &str = "authorization";
+
+pub(crate) fn bearer(secret: &str) -> String {
+    format!("Bearer {secret}")
+}

@@ -1,0 +1,121 @@
+//! Wire types of the peer requests that are Drover's own (not openraft's).
+
+use drover_model::{CommandResult, Proposal};
+use serde::{Deserialize, Serialize};
+
+use crate::typ::{NodeId, PeerNode, SnapshotMeta, Vote};
+
+/// A request only the leader can answer; followers forward it.
+// One message per request, moved a few times: boxing would only add an allocation.
+#[allow(clippy::large_enum_variant)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub enum LeaderRequest {
+    /// Propose and commit a command.
+    Write(Proposal),
+    /// Confirm leadership and return the index a linearizable read must wait for.
+    ReadIndex,
+    /// Add a member as learner, wait for it to catch up, then promote it to voter.
+    AddMember {
+        /// The new member's id.
+        id: NodeId,
+        /// Its addresses.
+        node: PeerNode,
+    },
+    /// Remove a member (voter or learner).
+    RemoveMember {
+        /// The member to remove.
+        id: NodeId,
+    },
+}
+
+/// The leader's answer to a [`LeaderRequest`].
+// One message per request, moved a few times: boxing would only add an allocation.
+#[allow(clippy::large_enum_variant)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub enum LeaderResponse {
+    /// The write committed at `index` with `result`.
+    Written {
+        /// Log index of the committed entry.
+        index: u64,
+        /// What the state machine answered.
+        result: CommandResult,
+    },
+    /// Reads must wait until this index is applied.
+    ReadIndex {
+        /// The read index.
+        index: u64,
+    },
+    /// The membership change committed.
+    MembershipChanged,
+    /// The receiver is not the leader; `leader` is who it believes is.
+    NotLeader {
+        /// The leader the receiver knows of.
+        leader: Option<NodeId>,
+    },
+    /// The leader refused the request; nothing was applied.
+    Refused {
+        /// Why.
+        message: String,
+    },
+    /// The leader failed while the request was in flight: it may have been applied.
+    Failed {
+        /// What happened.
+        message: String,
+    },
+}
+
+/// What one node reports about itself.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NodeStatus {
+    /// The node's id.
+    pub id: NodeId,
+    /// Its public API address.
+    pub api_addr: String,
+    /// Its peer address.
+    pub peer_addr: String,
+    /// `leader`, `follower`, `candidate`, `learner` or `shutdown`.
+    pub role: String,
+    /// The term it is in.
+    pub term: u64,
+    /// The leader it knows of.
+    pub leader: Option<NodeId>,
+    /// Index of its last log entry.
+    pub last_log_index: u64,
+    /// The commit index it last heard of.
+    pub commit_index: u64,
+    /// The last index its state machine applied.
+    pub applied_index: u64,
+    /// Index of its current snapshot.
+    pub snapshot_index: u64,
+}
+
+/// The header of a snapshot transfer; the snapshot bytes follow it in the body.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub(crate) struct SnapshotHeader {
+    pub(crate) vote: Vote,
+    pub(crate) meta: SnapshotMeta,
+}
+
+/// Frames a snapshot: a 4-byte big-endian header length, the JSON header, then the data.
+pub(crate) fn frame_snapshot(header: &SnapshotHeader, data: &[u8]) -> Result<Vec<u8>, serde_json::Error> {
+    let header = serde_json::to_vec(header)?;
+    let mut body = Vec::with_capacity(4 + header.len() + data.len());
+    // A JSON header of a vote and a membership is far below 4 GiB.
+    body.extend_from_slice(&u32::try_from(header.len()).unwrap_or(u32::MAX).to_be_bytes());
+    body.extend_from_slice(&header);
+    body.extend_from_slice(data);
+    Ok(body)
+}
+
+/// Splits a framed snapshot into its header and data.
+pub(crate) fn unframe_snapshot(body: &[u8]) -> Result<(SnapshotHeader, Vec<u8>), String> {
+    let (len, rest) = body
+        .split_at_checked(4)
+        .ok_or("snapshot body shorter than its length prefix")?;
+    let len = u32::from_be_bytes([len[0], len[1], len[2], len[3]]) as usize;
+    let (header, data) = rest
+        .split_at_checked(len)
+        .ok_or("snapshot body shorter than its header")?;
+    let header = serde_json::from_slice(header).map_err(|e| format!("bad snapshot header: {e}"))?;
+    Ok((header, data.to_vec()))
+}

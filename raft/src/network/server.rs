@@ -1,0 +1,96 @@
+//! Inbound peer traffic: the axum router that `node` serves on the peer listener.
+
+use std::io::Cursor;
+
+use axum::body::Bytes;
+use axum::extract::{DefaultBodyLimit, Request, State};
+use axum::http::StatusCode;
+use axum::middleware::{self, Next};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::{Json, Router};
+use openraft::raft::{AppendEntriesRequest, VoteRequest};
+
+use super::protocol::{unframe_snapshot, LeaderRequest};
+use super::{bearer, SECRET_HEADER};
+use crate::handle::RaftHandle;
+use crate::typ::{Snapshot, TypeConfig};
+
+#[derive(Clone)]
+struct PeerState {
+    handle: RaftHandle,
+    expected_auth: std::sync::Arc<str>,
+}
+
+/// The peer router: Raft RPCs, leader requests and status, behind the cluster secret.
+pub fn peer_router(handle: RaftHandle, cluster_secret: &str) -> Router {
+    let state = PeerState {
+        handle,
+        expected_auth: std::sync::Arc::from(bearer(cluster_secret)),
+    };
+    Router::new()
+        .route("/raft/append", post(append))
+        .route("/raft/vote", post(vote))
+        .route("/raft/snapshot", post(snapshot))
+        .route("/raft/leader", post(leader))
+        .route("/raft/status", get(status))
+        .layer(middleware::from_fn_with_state(state.clone(), authenticate))
+        // Snapshots can be large; the peer listener only takes authenticated members.
+        .layer(DefaultBodyLimit::disable())
+        .with_state(state)
+}
+
+/// Compares in time independent of where the first difference is.
+fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
+async fn authenticate(State(state): State<PeerState>, request: Request, next: Next) -> Response {
+    let presented = request
+        .headers()
+        .get(SECRET_HEADER)
+        .map(|value| value.as_bytes())
+        .unwrap_or_default();
+    if !constant_time_eq(presented, state.expected_auth.as_bytes()) {
+        return (StatusCode::UNAUTHORIZED, "peer requests need the cluster secret").into_response();
+    }
+    next.run(request).await
+}
+
+async fn append(
+    State(state): State<PeerState>,
+    Json(request): Json<AppendEntriesRequest<TypeConfig>>,
+) -> Response {
+    Json(state.handle.raw().append_entries(request).await).into_response()
+}
+
+async fn vote(State(state): State<PeerState>, Json(request): Json<VoteRequest<u64>>) -> Response {
+    Json(state.handle.raw().vote(request).await).into_response()
+}
+
+async fn snapshot(State(state): State<PeerState>, body: Bytes) -> Response {
+    let (header, data) = match unframe_snapshot(&body) {
+        Ok(parts) => parts,
+        Err(message) => return (StatusCode::BAD_REQUEST, message).into_response(),
+    };
+    let snapshot = Snapshot {
+        meta: header.meta,
+        snapshot: Box::new(Cursor::new(data)),
+    };
+    Json(
+        state
+            .handle
+            .raw()
+            .install_full_snapshot(header.vote, snapshot)
+            .await,
+    )
+    .into_response()
+}
+
+async fn leader(State(state): State<PeerState>, Json(request): Json<LeaderRequest>) -> Response {
+    Json(state.handle.serve_leader_request(request).await).into_response()
+}
+
+async fn status(State(state): State<PeerState>) -> Response {
+    Json(state.handle.status()).into_response()
+}

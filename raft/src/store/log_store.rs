@@ -1,0 +1,205 @@
+//! The Raft log and Raft metadata (vote, committed, purged) in RocksDB.
+
+use std::fmt::Debug;
+use std::ops::{Bound, RangeBounds};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+use openraft::storage::{LogFlushed, LogState, RaftLogStorage};
+use openraft::{AnyError, OptionalSend, RaftLogReader, StorageIOError};
+use rocksdb::{Direction, IteratorMode, WriteBatch, WriteOptions, DB};
+
+use super::codec::{decode, encode, log_index, log_key};
+use super::{CF_LOG, CF_META};
+use crate::error::StoreError;
+use crate::typ::{Entry, LogId, StorageError, TypeConfig, Vote};
+
+const KEY_VOTE: &[u8] = b"vote";
+const KEY_COMMITTED: &[u8] = b"committed";
+const KEY_LAST_PURGED: &[u8] = b"last_purged";
+
+/// The Raft log store. Cheap to clone: clones share the database.
+#[derive(Clone)]
+pub struct LogStore {
+    db: Arc<DB>,
+    /// Index of the last committed entry this node has heard of, for metrics and readiness.
+    committed_index: Arc<AtomicU64>,
+}
+
+fn io_read(e: impl std::error::Error + 'static) -> StorageError {
+    StorageIOError::read_logs(AnyError::new(&e)).into()
+}
+
+fn io_write(e: impl std::error::Error + 'static) -> StorageError {
+    StorageIOError::write_logs(AnyError::new(&e)).into()
+}
+
+fn synced() -> WriteOptions {
+    let mut options = WriteOptions::default();
+    options.set_sync(true);
+    options
+}
+
+impl LogStore {
+    pub(crate) fn new(db: Arc<DB>) -> Self {
+        Self {
+            db,
+            committed_index: Arc::new(AtomicU64::new(0)),
+        }
+    }
+
+    /// A shared view of the committed index this node last heard of.
+    pub fn committed_index(&self) -> Arc<AtomicU64> {
+        self.committed_index.clone()
+    }
+
+    fn cf(&self, name: &str) -> Result<&rocksdb::ColumnFamily, StorageError> {
+        self.db
+            .cf_handle(name)
+            .ok_or_else(|| io_read(StoreError::Corrupt(format!("missing column family {name}"))))
+    }
+
+    fn get_meta<T: serde::de::DeserializeOwned>(&self, key: &[u8]) -> Result<Option<T>, StorageError> {
+        let cf = self.cf(CF_META)?;
+        match self.db.get_cf(cf, key).map_err(io_read)? {
+            Some(bytes) => decode(&bytes).map(Some).map_err(io_read),
+            None => Ok(None),
+        }
+    }
+
+    fn put_meta<T: serde::Serialize>(&self, key: &[u8], value: &T, sync: bool) -> Result<(), StorageError> {
+        let cf = self.cf(CF_META)?;
+        let bytes = encode(value).map_err(io_write)?;
+        let options = if sync { synced() } else { WriteOptions::default() };
+        self.db.put_cf_opt(cf, key, bytes, &options).map_err(io_write)
+    }
+
+    fn last_log_id(&self) -> Result<Option<LogId>, StorageError> {
+        let cf = self.cf(CF_LOG)?;
+        let mut iter = self.db.iterator_cf(cf, IteratorMode::End);
+        match iter.next() {
+            Some(item) => {
+                let (_, value) = item.map_err(io_read)?;
+                let entry: Entry = decode(&value).map_err(io_read)?;
+                Ok(Some(entry.log_id))
+            }
+            None => Ok(None),
+        }
+    }
+
+    fn delete_range(&self, from: u64, to: u64, sync: bool) -> Result<(), StorageError> {
+        let cf = self.cf(CF_LOG)?;
+        let mut batch = WriteBatch::default();
+        batch.delete_range_cf(cf, log_key(from), log_key(to));
+        let options = if sync { synced() } else { WriteOptions::default() };
+        self.db.write_opt(batch, &options).map_err(io_write)
+    }
+}
+
+impl RaftLogReader<TypeConfig> for LogStore {
+    async fn try_get_log_entries<RB: RangeBounds<u64> + Clone + Debug + OptionalSend>(
+        &mut self,
+        range: RB,
+    ) -> Result<Vec<Entry>, StorageError> {
+        let start = match range.start_bound() {
+            Bound::Included(&i) => i,
+            Bound::Excluded(&i) => i + 1,
+            Bound::Unbounded => 0,
+        };
+        let cf = self.cf(CF_LOG)?;
+        let mut entries = Vec::new();
+        let iter = self
+            .db
+            .iterator_cf(cf, IteratorMode::From(&log_key(start), Direction::Forward));
+        for item in iter {
+            let (key, value) = item.map_err(io_read)?;
+            let index = log_index(&key).map_err(io_read)?;
+            if !range.contains(&index) {
+                break;
+            }
+            entries.push(decode(&value).map_err(io_read)?);
+        }
+        Ok(entries)
+    }
+}
+
+impl RaftLogStorage<TypeConfig> for LogStore {
+    type LogReader = Self;
+
+    async fn get_log_state(&mut self) -> Result<LogState<TypeConfig>, StorageError> {
+        let last_purged_log_id: Option<LogId> = self.get_meta(KEY_LAST_PURGED)?;
+        let last_log_id = self.last_log_id()?.or(last_purged_log_id);
+        Ok(LogState {
+            last_purged_log_id,
+            last_log_id,
+        })
+    }
+
+    async fn get_log_reader(&mut self) -> Self::LogReader {
+        self.clone()
+    }
+
+    async fn save_vote(&mut self, vote: &Vote) -> Result<(), StorageError> {
+        self.put_meta(KEY_VOTE, vote, true)
+            .map_err(|e| StorageIOError::write_vote(AnyError::new(&e)).into())
+    }
+
+    async fn read_vote(&mut self) -> Result<Option<Vote>, StorageError> {
+        self.get_meta(KEY_VOTE)
+    }
+
+    async fn save_committed(&mut self, committed: Option<LogId>) -> Result<(), StorageError> {
+        if let Some(log_id) = &committed {
+            self.committed_index.fetch_max(log_id.index, Ordering::Relaxed);
+        }
+        // Not synced: after a crash the committed index is learnt again from the leader.
+        self.put_meta(KEY_COMMITTED, &committed, false)
+    }
+
+    async fn read_committed(&mut self) -> Result<Option<LogId>, StorageError> {
+        let committed: Option<Option<LogId>> = self.get_meta(KEY_COMMITTED)?;
+        let committed = committed.flatten();
+        if let Some(log_id) = &committed {
+            self.committed_index.fetch_max(log_id.index, Ordering::Relaxed);
+        }
+        Ok(committed)
+    }
+
+    async fn append<I>(&mut self, entries: I, callback: LogFlushed<TypeConfig>) -> Result<(), StorageError>
+    where
+        I: IntoIterator<Item = Entry> + OptionalSend,
+        I::IntoIter: OptionalSend,
+    {
+        let cf = self.cf(CF_LOG)?;
+        let mut batch = WriteBatch::default();
+        for entry in entries {
+            let bytes = encode(&entry).map_err(io_write)?;
+            batch.put_cf(cf, log_key(entry.log_id.index), bytes);
+        }
+        // The append is durable once the WAL is synced; only then is it reported done.
+        let db = self.db.clone();
+        let written = tokio::task::spawn_blocking(move || db.write_opt(batch, &synced()))
+            .await
+            .map_err(io_write)?;
+        match written {
+            Ok(()) => {
+                callback.log_io_completed(Ok(()));
+                Ok(())
+            }
+            Err(e) => {
+                callback.log_io_completed(Err(std::io::Error::other(e.to_string())));
+                Err(io_write(e))
+            }
+        }
+    }
+
+    async fn truncate(&mut self, log_id: LogId) -> Result<(), StorageError> {
+        self.delete_range(log_id.index, u64::MAX, true)
+    }
+
+    async fn purge(&mut self, log_id: LogId) -> Result<(), StorageError> {
+        // Record the purge point first, so a crash in between never hides the gap.
+        self.put_meta(KEY_LAST_PURGED, &log_id, true)?;
+        self.delete_range(0, log_id.index + 1, false)
+    }
+}

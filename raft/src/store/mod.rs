@@ -1,0 +1,59 @@
+//! RocksDB-backed Raft storage: one database per node with three column families.
+//!
+//! | column family | holds |
+//! |---|---|
+//! | `log` | log entries keyed by big-endian index |
+//! | `meta` | vote, committed log id, last purged log id |
+//! | `state` | the current snapshot of the state machine (metadata and data) |
+//!
+//! The state machine itself lives in memory and is rebuilt at start-up from the snapshot plus
+//! the committed log after it, which openraft re-applies. Appends and votes are written with a
+//! synced WAL before they are reported done.
+
+// openraft's storage traits fix the error type (`StorageError`, about 200 bytes); our helpers
+// return it too rather than converting at every call.
+#![allow(clippy::result_large_err)]
+
+mod codec;
+mod history;
+mod log_store;
+mod state_machine;
+
+use std::path::Path;
+use std::sync::Arc;
+
+use rocksdb::{ColumnFamilyDescriptor, Options, DB};
+
+pub use history::ChangeHistory;
+pub use log_store::LogStore;
+pub use state_machine::{SharedState, StateMachineStore};
+
+use crate::error::StoreError;
+
+pub(crate) const CF_LOG: &str = "log";
+pub(crate) const CF_META: &str = "meta";
+pub(crate) const CF_STATE: &str = "state";
+
+/// Opens (or creates) the node's database under `dir`.
+pub fn open_db(dir: &Path) -> Result<Arc<DB>, StoreError> {
+    let mut options = Options::default();
+    options.create_if_missing(true);
+    options.create_missing_column_families(true);
+    options.set_compression_type(rocksdb::DBCompressionType::Lz4);
+    let column_families = [CF_LOG, CF_META, CF_STATE]
+        .into_iter()
+        .map(|name| ColumnFamilyDescriptor::new(name, Options::default()));
+    let db = DB::open_cf_descriptors(&options, dir, column_families)?;
+    Ok(Arc::new(db))
+}
+
+/// Opens the log store and state machine over one database.
+pub fn open(dir: &Path, watch_history: usize) -> Result<(LogStore, StateMachineStore), StoreError> {
+    let db = open_db(dir)?;
+    let log_store = LogStore::new(db.clone());
+    let state_machine = StateMachineStore::open(db, watch_history)?;
+    Ok((log_store, state_machine))
+}
+
+#[cfg(test)]
+mod suite_test;

@@ -1,0 +1,268 @@
+//! The state machine: an in-memory [`State`] fed by committed entries, with its snapshot
+//! persisted in RocksDB. Applied changes are published to watchers after each batch.
+
+use std::io::Cursor;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, RwLock};
+
+use drover_model::{Change, CommandResult, State};
+use openraft::storage::RaftStateMachine;
+use openraft::{AnyError, EntryPayload, OptionalSend, RaftSnapshotBuilder, StorageIOError};
+use rocksdb::{WriteBatch, WriteOptions, DB};
+use serde::{Deserialize, Serialize};
+use tokio::sync::{broadcast, watch};
+
+use super::codec::{decode, encode};
+use super::history::ChangeHistory;
+use super::CF_STATE;
+use crate::error::StoreError;
+use crate::typ::{Entry, LogId, Snapshot, SnapshotMeta, StorageError, StoredMembership, TypeConfig};
+
+const KEY_SNAPSHOT_META: &[u8] = b"snapshot_meta";
+const KEY_SNAPSHOT_DATA: &[u8] = b"snapshot_data";
+
+/// What a snapshot's data holds.
+#[derive(Serialize, Deserialize)]
+struct SnapshotData {
+    state: State,
+}
+
+/// The applied state with the log position it reflects.
+#[derive(Debug, Default)]
+pub(crate) struct Applied {
+    pub(crate) last_applied: Option<LogId>,
+    pub(crate) last_membership: StoredMembership,
+    pub(crate) state: State,
+}
+
+/// What the state machine shares with the rest of the node: the applied state for reads, the
+/// applied index, the change feed and its recent history.
+pub struct SharedState {
+    pub(crate) applied: RwLock<Applied>,
+    pub(crate) history: Mutex<ChangeHistory>,
+    pub(crate) changes: broadcast::Sender<Arc<Change>>,
+    pub(crate) applied_index: watch::Sender<u64>,
+    pub(crate) snapshots_built: AtomicU64,
+    pub(crate) snapshots_installed: AtomicU64,
+}
+
+impl SharedState {
+    /// Runs `f` over the applied state; returns its result and the applied index it saw.
+    pub fn with_state<R>(&self, f: impl FnOnce(&State) -> R) -> (R, u64) {
+        let applied = self
+            .applied
+            .read()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        let index = applied.last_applied.as_ref().map_or(0, |id| id.index);
+        (f(&applied.state), index)
+    }
+}
+
+/// The openraft state machine over [`SharedState`].
+#[derive(Clone)]
+pub struct StateMachineStore {
+    db: Arc<DB>,
+    shared: Arc<SharedState>,
+}
+
+fn sm_read(e: impl std::error::Error + 'static) -> StorageError {
+    StorageIOError::read_state_machine(AnyError::new(&e)).into()
+}
+
+fn snapshot_write(e: impl std::error::Error + 'static) -> StorageError {
+    StorageIOError::write_snapshot(None, AnyError::new(&e)).into()
+}
+
+impl StateMachineStore {
+    /// Loads the state machine from the persisted snapshot, if there is one.
+    pub(crate) fn open(db: Arc<DB>, watch_history: usize) -> Result<Self, StoreError> {
+        let cf = db
+            .cf_handle(CF_STATE)
+            .ok_or_else(|| StoreError::Corrupt("missing column family state".into()))?;
+        let meta: Option<SnapshotMeta> = match db.get_cf(cf, KEY_SNAPSHOT_META)? {
+            Some(bytes) => Some(decode(&bytes)?),
+            None => None,
+        };
+        let applied = match (&meta, db.get_cf(cf, KEY_SNAPSHOT_DATA)?) {
+            (Some(meta), Some(bytes)) => {
+                let data: SnapshotData = decode(&bytes)?;
+                Applied {
+                    last_applied: meta.last_log_id,
+                    last_membership: meta.last_membership.clone(),
+                    state: data.state,
+                }
+            }
+            _ => Applied::default(),
+        };
+        let floor = applied.last_applied.as_ref().map_or(0, |id| id.index);
+        let (changes, _) = broadcast::channel(4096);
+        let (applied_index, _) = watch::channel(floor);
+        let shared = Arc::new(SharedState {
+            applied: RwLock::new(applied),
+            history: Mutex::new(ChangeHistory::new(floor, watch_history)),
+            changes,
+            applied_index,
+            snapshots_built: AtomicU64::new(0),
+            snapshots_installed: AtomicU64::new(0),
+        });
+        Ok(Self { db, shared })
+    }
+
+    /// The state shared with readers and watchers.
+    pub fn shared(&self) -> Arc<SharedState> {
+        self.shared.clone()
+    }
+
+    fn persist_snapshot(&self, meta: &SnapshotMeta, data: &[u8]) -> Result<(), StorageError> {
+        let cf = self
+            .db
+            .cf_handle(CF_STATE)
+            .ok_or_else(|| snapshot_write(StoreError::Corrupt("missing column family state".into())))?;
+        let mut batch = WriteBatch::default();
+        batch.put_cf(cf, KEY_SNAPSHOT_META, encode(meta).map_err(snapshot_write)?);
+        batch.put_cf(cf, KEY_SNAPSHOT_DATA, data);
+        let mut options = WriteOptions::default();
+        // The log behind this snapshot may be purged next, so it must be on disk first.
+        options.set_sync(true);
+        self.db.write_opt(batch, &options).map_err(snapshot_write)
+    }
+
+    fn publish(&self, changes: Vec<Change>, applied_index: u64) {
+        if !changes.is_empty() {
+            let mut history = self.shared.history.lock().unwrap_or_else(|p| p.into_inner());
+            for change in changes {
+                let change = Arc::new(change);
+                history.push(change.clone());
+                // No receivers is fine: nobody is watching.
+                let _ = self.shared.changes.send(change);
+            }
+        }
+        self.shared.applied_index.send_replace(applied_index);
+    }
+}
+
+impl RaftSnapshotBuilder<TypeConfig> for StateMachineStore {
+    async fn build_snapshot(&mut self) -> Result<Snapshot, StorageError> {
+        let (data, last_applied, last_membership) = {
+            let applied = self.shared.applied.read().unwrap_or_else(|p| p.into_inner());
+            let data = encode(&SnapshotData {
+                state: applied.state.clone(),
+            })
+            .map_err(snapshot_write)?;
+            (data, applied.last_applied, applied.last_membership.clone())
+        };
+        let sequence = self.shared.snapshots_built.fetch_add(1, Ordering::Relaxed) + 1;
+        let snapshot_id = match &last_applied {
+            Some(id) => format!("{}-{}-{sequence}", id.leader_id.term, id.index),
+            None => format!("0-0-{sequence}"),
+        };
+        let meta = SnapshotMeta {
+            last_log_id: last_applied,
+            last_membership,
+            snapshot_id,
+        };
+        self.persist_snapshot(&meta, &data)?;
+        Ok(Snapshot {
+            meta,
+            snapshot: Box::new(Cursor::new(data)),
+        })
+    }
+}
+
+impl RaftStateMachine<TypeConfig> for StateMachineStore {
+    type SnapshotBuilder = Self;
+
+    async fn applied_state(&mut self) -> Result<(Option<LogId>, StoredMembership), StorageError> {
+        let applied = self.shared.applied.read().unwrap_or_else(|p| p.into_inner());
+        Ok((applied.last_applied, applied.last_membership.clone()))
+    }
+
+    async fn apply<I>(&mut self, entries: I) -> Result<Vec<CommandResult>, StorageError>
+    where
+        I: IntoIterator<Item = Entry> + OptionalSend,
+        I::IntoIter: OptionalSend,
+    {
+        let mut results = Vec::new();
+        let mut changes = Vec::new();
+        let applied_index = {
+            let mut applied = self.shared.applied.write().unwrap_or_else(|p| p.into_inner());
+            for entry in entries {
+                let index = entry.log_id.index;
+                applied.last_applied = Some(entry.log_id);
+                match entry.payload {
+                    EntryPayload::Blank => results.push(CommandResult::Done),
+                    EntryPayload::Normal(proposal) => {
+                        let (result, mut applied_changes) = applied.state.apply(index, &proposal);
+                        changes.append(&mut applied_changes);
+                        results.push(result);
+                    }
+                    EntryPayload::Membership(membership) => {
+                        applied.last_membership = StoredMembership::new(Some(entry.log_id), membership);
+                        results.push(CommandResult::Done);
+                    }
+                }
+            }
+            applied.last_applied.as_ref().map_or(0, |id| id.index)
+        };
+        self.publish(changes, applied_index);
+        Ok(results)
+    }
+
+    async fn get_snapshot_builder(&mut self) -> Self::SnapshotBuilder {
+        self.clone()
+    }
+
+    async fn begin_receiving_snapshot(&mut self) -> Result<Box<Cursor<Vec<u8>>>, StorageError> {
+        Ok(Box::new(Cursor::new(Vec::new())))
+    }
+
+    async fn install_snapshot(
+        &mut self,
+        meta: &SnapshotMeta,
+        snapshot: Box<Cursor<Vec<u8>>>,
+    ) -> Result<(), StorageError> {
+        let bytes = snapshot.into_inner();
+        let data: SnapshotData = decode(&bytes).map_err(|e| {
+            StorageError::from(StorageIOError::read_snapshot(
+                Some(meta.signature()),
+                AnyError::new(&e),
+            ))
+        })?;
+        self.persist_snapshot(meta, &bytes)?;
+        let floor = meta.last_log_id.as_ref().map_or(0, |id| id.index);
+        {
+            let mut applied = self.shared.applied.write().unwrap_or_else(|p| p.into_inner());
+            applied.last_applied = meta.last_log_id;
+            applied.last_membership = meta.last_membership.clone();
+            applied.state = data.state;
+            // Watchers behind the snapshot cannot be served from history any more.
+            self.shared
+                .history
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .reset(floor);
+        }
+        self.shared.snapshots_installed.fetch_add(1, Ordering::Relaxed);
+        self.shared.applied_index.send_replace(floor);
+        Ok(())
+    }
+
+    async fn get_current_snapshot(&mut self) -> Result<Option<Snapshot>, StorageError> {
+        let cf = self
+            .db
+            .cf_handle(CF_STATE)
+            .ok_or_else(|| sm_read(StoreError::Corrupt("missing column family state".into())))?;
+        let meta = self.db.get_cf(cf, KEY_SNAPSHOT_META).map_err(sm_read)?;
+        let data = self.db.get_cf(cf, KEY_SNAPSHOT_DATA).map_err(sm_read)?;
+        match (meta, data) {
+            (Some(meta), Some(data)) => {
+                let meta: SnapshotMeta = decode(&meta).map_err(sm_read)?;
+                Ok(Some(Snapshot {
+                    meta,
+                    snapshot: Box::new(Cursor::new(data)),
+                }))
+            }
+            _ => Ok(None),
+        }
+    }
+}

@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# Installs what a fresh machine lacks to build and test Drover: clang and libclang (RocksDB's
+# bindings), rustfmt and clippy, and the official Kubernetes Python client used by the
+# compatibility tests. Safe to run again: it installs only what is missing.
+set -euo pipefail
+
+as_root() {
+  if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi
+}
+
+missing_debs=()
+command -v clang >/dev/null 2>&1 || missing_debs+=(clang)
+ls /usr/lib/llvm-*/lib/libclang*.so* >/dev/null 2>&1 || missing_debs+=(libclang-dev)
+command -v curl >/dev/null 2>&1 || missing_debs+=(curl)
+command -v make >/dev/null 2>&1 || missing_debs+=(make)
+if [ "${#missing_debs[@]}" -gt 0 ]; then
+  echo "setup: installing ${missing_debs[*]}"
+  as_root apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive as_root apt-get install -y -qq "${missing_debs[@]}" >/dev/null
+fi
+
+if command -v rustup >/dev/null 2>&1; then
+  for component in rustfmt clippy; do
+    rustup component list --installed 2>/dev/null | grep -q "^${component}" || rustup component add "${component}"
+  done
+fi
+
+if ! python3 -c 'import kubernetes' >/dev/null 2>&1; then
+  echo "setup: installing the kubernetes python client"
+  python3 -m pip install --quiet --disable-pip-version-check -r "$(dirname "$0")/../tests/compat/requirements.txt"
+fi
+
+command -v kubectl >/dev/null 2>&1 || echo "setup: warning: kubectl is not installed; the kubectl compatibility test will fail" >&2
+echo "setup: ready"

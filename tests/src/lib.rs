@@ -1,0 +1,11 @@
+//! Test harness: starts real Drover clusters on `127.0.0.1:0` ports with temporary data
+//! directories, in-process ([`cluster::TestCluster`]) or as separate `drover` processes that can
+//! be killed with SIGKILL ([`process::ProcessCluster`]), and waits on conditions with deadlines.
+
+pub mod client;
+pub mod cluster;
+pub mod process;
+pub mod wait;
+
+/// The cluster secret every test cluster uses.
+pub const TEST_SECRET: &str = "drover-test-cluster-secret";

@@ -1,0 +1,201 @@
+//! Clusters of separate `drover serve` processes, for tests where a crash matters: a node is
+//! killed with SIGKILL and restarted with the same flags. Dropping the cluster kills every
+//! process it started.
+
+use std::collections::BTreeMap;
+use std::fs::File;
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use anyhow::{anyhow, bail, Context, Result};
+use serde_json::Value;
+use tempfile::TempDir;
+
+use crate::client::LeaseClient;
+use crate::wait::eventually;
+use crate::TEST_SECRET;
+
+/// Finds the `drover` binary: `$DROVER_BIN`, or next to the test executable's `deps/` folder.
+pub fn drover_binary() -> Result<PathBuf> {
+    if let Ok(path) = std::env::var("DROVER_BIN") {
+        return Ok(PathBuf::from(path));
+    }
+    let exe = std::env::current_exe()?;
+    let target_profile = exe
+        .parent()
+        .and_then(|deps| deps.parent())
+        .ok_or_else(|| anyhow!("cannot locate the target directory from {}", exe.display()))?;
+    let binary = target_profile.join("drover");
+    if !binary.is_file() {
+        bail!(
+            "{} not found: build it with `cargo build -p drover-node` or set DROVER_BIN",
+            binary.display()
+        );
+    }
+    Ok(binary)
+}
+
+fn free_port() -> Result<u16> {
+    // The port is free when this returns; the child binds it a moment later.
+    let listener = std::net::TcpListener::bind("127.0.0.1:0")?;
+    Ok(listener.local_addr()?.port())
+}
+
+struct ProcessNode {
+    api: String,
+    args: Vec<String>,
+    child: Option<Child>,
+    log: PathBuf,
+}
+
+/// A cluster of `drover` processes on loopback.
+pub struct ProcessCluster {
+    dir: TempDir,
+    binary: PathBuf,
+    nodes: BTreeMap<u64, ProcessNode>,
+}
+
+impl ProcessCluster {
+    /// Starts `size` bootstrap members.
+    pub fn start(size: u64) -> Result<Self> {
+        let dir = TempDir::new()?;
+        let binary = drover_binary()?;
+        let mut ports = BTreeMap::new();
+        for id in 1..=size {
+            ports.insert(id, (free_port()?, free_port()?));
+        }
+        let initial = ports
+            .iter()
+            .map(|(id, (_, peer))| format!("{id}=127.0.0.1:{peer}"))
+            .collect::<Vec<_>>()
+            .join(",");
+        let mut nodes = BTreeMap::new();
+        for (id, (api, peer)) in ports {
+            let api = format!("127.0.0.1:{api}");
+            let args = vec![
+                "serve".to_string(),
+                format!("--node-id={id}"),
+                format!("--data-dir={}", dir.path().join(format!("node-{id}")).display()),
+                format!("--api-addr={api}"),
+                format!("--peer-addr=127.0.0.1:{peer}"),
+                format!("--initial-cluster={initial}"),
+                format!("--cluster-secret={TEST_SECRET}"),
+                "--heartbeat-ms=100".to_string(),
+                "--election-timeout-min-ms=500".to_string(),
+                "--election-timeout-max-ms=1000".to_string(),
+                "--request-timeout-ms=5000".to_string(),
+            ];
+            let log = dir.path().join(format!("node-{id}.log"));
+            nodes.insert(
+                id,
+                ProcessNode {
+                    api,
+                    args,
+                    child: None,
+                    log,
+                },
+            );
+        }
+        let mut cluster = Self { dir, binary, nodes };
+        let ids: Vec<u64> = cluster.nodes.keys().copied().collect();
+        for id in ids {
+            cluster.spawn(id)?;
+        }
+        Ok(cluster)
+    }
+
+    fn spawn(&mut self, id: u64) -> Result<()> {
+        let node = self.nodes.get_mut(&id).ok_or_else(|| anyhow!("no node {id}"))?;
+        let log = File::options().create(true).append(true).open(&node.log)?;
+        let child = Command::new(&self.binary)
+            .args(&node.args)
+            .stdin(Stdio::null())
+            .stdout(log.try_clone()?)
+            .stderr(log)
+            .spawn()
+            .with_context(|| format!("spawning {}", self.binary.display()))?;
+        node.child = Some(child);
+        Ok(())
+    }
+
+    /// API address of a node.
+    pub fn api_addr(&self, id: u64) -> String {
+        self.nodes.get(&id).map(|n| n.api.clone()).unwrap_or_default()
+    }
+
+    /// A lease client bound to a node.
+    pub fn client(&self, id: u64) -> LeaseClient {
+        LeaseClient::new(&self.api_addr(id))
+    }
+
+    /// Ids of the nodes that are running.
+    pub fn running_ids(&self) -> Vec<u64> {
+        self.nodes
+            .iter()
+            .filter(|(_, n)| n.child.is_some())
+            .map(|(id, _)| *id)
+            .collect()
+    }
+
+    /// Kills a node with SIGKILL and reaps it.
+    pub fn kill(&mut self, id: u64) -> Result<()> {
+        let node = self.nodes.get_mut(&id).ok_or_else(|| anyhow!("no node {id}"))?;
+        if let Some(mut child) = node.child.take() {
+            child.kill()?;
+            child.wait()?;
+        }
+        Ok(())
+    }
+
+    /// Restarts a killed node with exactly the same flags.
+    pub fn restart(&mut self, id: u64) -> Result<()> {
+        self.spawn(id)
+    }
+
+    /// The log a node wrote, for failure messages.
+    pub fn log_of(&self, id: u64) -> String {
+        self.nodes
+            .get(&id)
+            .and_then(|n| std::fs::read_to_string(&n.log).ok())
+            .unwrap_or_default()
+    }
+
+    /// Waits until every running node reports the same leader through `/cluster`, and returns it.
+    pub async fn leader(&self, timeout: Duration) -> Result<u64> {
+        let ids = self.running_ids();
+        eventually(timeout, "the running nodes to agree on a leader", || async {
+            let mut seen = None;
+            for id in &ids {
+                let (status, body) = self.client(*id).get_path("/cluster").await.ok()?;
+                if !status.is_success() {
+                    return None;
+                }
+                let body: Value = serde_json::from_str(&body).ok()?;
+                let leader = body["leader"].as_u64()?;
+                if !ids.contains(&leader) || seen.is_some_and(|s| s != leader) {
+                    return None;
+                }
+                seen = Some(leader);
+            }
+            seen
+        })
+        .await
+    }
+
+    /// The temporary directory holding data and logs.
+    pub fn dir(&self) -> &std::path::Path {
+        self.dir.path()
+    }
+}
+
+impl Drop for ProcessCluster {
+    fn drop(&mut self) {
+        for node in self.nodes.values_mut() {
+            if let Some(mut child) = node.child.take() {
+                let _ = child.kill();
+                let _ = child.wait();
+            }
+        }
+    }
+}
