@@ -78,6 +78,7 @@ fn member_json(member: MemberView) -> Value {
             entry["appliedIndex"] = json!(status.applied_index);
             entry["lastLogIndex"] = json!(status.last_log_index);
             entry["snapshotIndex"] = json!(status.snapshot_index);
+            entry["purgedIndex"] = json!(status.purged_index);
         }
         Err(error) => {
             entry["reachable"] = json!(false);

@@ -580,6 +580,7 @@ pub(crate) fn node_status(node: &PeerNode, metrics: &RaftMetrics, committed: u64
         commit_index: committed.max(applied),
         applied_index: applied,
         snapshot_index: metrics.snapshot.as_ref().map_or(0, |id| id.index),
+        purged_index: metrics.purged.as_ref().map_or(0, |id| id.index),
     }
 }
 

@@ -17,8 +17,8 @@ pub mod error;
 mod handle;
 mod metrics;
 pub mod network;
-pub mod store;
-pub mod typ;
+mod store;
+mod typ;
 
 pub use config::RaftConfig;
 pub use error::{HistoryGone, MembershipError, ReadError, StoreError, WriteError};

@@ -60,5 +60,3 @@ pub type RaftMetrics = openraft::RaftMetrics<NodeId, PeerNode>;
 pub type RaftError<E = openraft::error::Infallible> = openraft::error::RaftError<NodeId, E>;
 /// Errors of a client write.
 pub type ClientWriteError = openraft::error::ClientWriteError<NodeId, PeerNode>;
-/// Errors of a leadership check.
-pub type CheckIsLeaderError = openraft::error::CheckIsLeaderError<NodeId, PeerNode>;

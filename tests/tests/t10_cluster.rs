@@ -183,6 +183,45 @@ async fn without_a_quorum_writes_answer_503_in_time_and_recover() -> Result<()> 
     cluster.shutdown().await
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn the_peer_listener_refuses_requests_without_the_cluster_secret() -> Result<()> {
+    let cluster = TestCluster::start(3).await?;
+    cluster.leader(ELECTION).await?;
+    let peer = cluster
+        .nodes
+        .get(&1)
+        .map(|n| n.config.peer_addr.to_string())
+        .unwrap_or_default();
+    let http = reqwest::Client::new();
+    let anonymous = http.get(format!("http://{peer}/raft/status")).send().await?;
+    ensure!(
+        anonymous.status() == StatusCode::UNAUTHORIZED,
+        "no secret: {}",
+        anonymous.status()
+    );
+    let wrong = http
+        .get(format!("http://{peer}/raft/status"))
+        .bearer_auth("not-the-cluster-secret")
+        .send()
+        .await?;
+    ensure!(
+        wrong.status() == StatusCode::UNAUTHORIZED,
+        "wrong secret: {}",
+        wrong.status()
+    );
+    let right = http
+        .get(format!("http://{peer}/raft/status"))
+        .bearer_auth(drover_tests::TEST_SECRET)
+        .send()
+        .await?;
+    ensure!(
+        right.status() == StatusCode::OK,
+        "cluster secret: {}",
+        right.status()
+    );
+    cluster.shutdown().await
+}
+
 fn metric_value(text: &str, name: &str) -> Option<f64> {
     text.lines()
         .filter(|line| !line.starts_with('#'))

@@ -87,6 +87,8 @@ pub struct NodeStatus {
     pub applied_index: u64,
     /// Index of its current snapshot.
     pub snapshot_index: u64,
+    /// Index up to which its log was purged (disk is bounded behind snapshots).
+    pub purged_index: u64,
 }
 
 /// The header of a snapshot transfer; the snapshot bytes follow it in the body.

@@ -44,11 +44,6 @@ impl ChangeHistory {
         self.floor = floor;
     }
 
-    /// The oldest revision a watch can resume after.
-    pub fn floor(&self) -> u64 {
-        self.floor
-    }
-
     /// Every kept change with an index greater than `after`.
     pub fn since(&self, after: u64) -> Result<Vec<Arc<Change>>, HistoryGone> {
         if after < self.floor {
@@ -95,7 +90,7 @@ mod tests {
         for index in 1..=5 {
             history.push(change(index));
         }
-        assert_eq!(history.floor(), 2);
+        assert_eq!(history.floor, 2);
         let indexes: Vec<u64> = history.since(2).expect("kept").iter().map(|c| c.index).collect();
         assert_eq!(indexes, vec![3, 4, 5]);
         assert!(history.since(1).is_err());

@@ -24,7 +24,6 @@ use std::sync::Arc;
 
 use rocksdb::{ColumnFamilyDescriptor, Options, DB};
 
-pub use history::ChangeHistory;
 pub use log_store::LogStore;
 pub use state_machine::{SharedState, StateMachineStore};
 
