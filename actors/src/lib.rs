@@ -5,8 +5,8 @@
 //!     │ becomes leader → barrier (applied everything committed before its term)
 //!     ▼
 //!  RootSupervisor (leader only) ── restart policy per child: backoff, cap per window
-//!     ├── child (later: pool reaper, janitor, tenant trees …)
-//!     └── child …
+//!     └── PoolsSupervisor (config file → committed config; one TypeActor per type)
+//!           └── TypeActor: claim expiry, reaper, dynamic lifecycle, cleaner, janitor
 //! ```
 //!
 //! The gate starts the root only on the leader, after the read barrier, and stops it as soon as
@@ -15,6 +15,7 @@
 
 mod gate;
 mod metrics;
+pub mod pools;
 mod root;
 pub mod supervision;
 

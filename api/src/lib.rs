@@ -1,20 +1,25 @@
 //! Drover's HTTP API, served by every node: Kubernetes-style lease objects
-//! (`coordination.k8s.io/v1` and `akka.io/v1`) with the discovery documents kubectl needs, and
-//! the operations endpoints (`/healthz`, `/readyz`, `/cluster`, `/metrics`).
+//! (`coordination.k8s.io/v1` and `akka.io/v1`) with the discovery documents kubectl needs, the
+//! Boskos and k8s-claimer dialects over the resource pools, pool administration, and the
+//! operations endpoints (`/healthz`, `/readyz`, `/cluster`, `/metrics`).
 //!
 //! Handlers turn requests into [`drover_model::Command`]s and reads through
 //! [`drover_raft::RaftHandle`]; the handle forwards to the leader, so any node answers.
 
+pub mod boskos;
+pub mod claimer;
 pub mod error;
 pub mod http_metrics;
 pub mod kube;
 pub mod ops;
+pub mod pool_metrics;
+pub mod pools;
 pub mod state;
 
 use axum::Router;
 use tower_http::limit::RequestBodyLimitLayer;
 
-pub use state::ApiState;
+pub use state::{ApiOptions, ApiState};
 
 /// Largest request body accepted by the public API.
 pub const MAX_BODY_BYTES: usize = 1024 * 1024;
@@ -24,6 +29,9 @@ pub fn router(state: ApiState) -> Router {
     Router::new()
         .merge(ops::routes())
         .merge(kube::routes())
+        .merge(boskos::routes())
+        .merge(claimer::routes())
+        .merge(pools::routes())
         .layer(axum::middleware::from_fn_with_state(
             state.clone(),
             http_metrics::record,

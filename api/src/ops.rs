@@ -45,6 +45,7 @@ async fn readyz(State(state): State<ApiState>) -> Response {
 }
 
 async fn metrics(State(state): State<ApiState>) -> Response {
+    state.pool_metrics.refresh(&state.raft);
     let mut buffer = Vec::new();
     let families = state.registry.gather();
     if let Err(e) = TextEncoder::new().encode(&families, &mut buffer) {

@@ -4,8 +4,18 @@ use drover_raft::RaftHandle;
 use prometheus::Registry;
 use tokio_util::sync::CancellationToken;
 
+use crate::boskos::AcquireClock;
+use crate::claimer::ClaimerOptions;
 use crate::error::ApiError;
 use crate::http_metrics::HttpMetrics;
+use crate::pool_metrics::PoolMetrics;
+
+/// Settings of the API that come from the node's configuration.
+#[derive(Debug, Clone, Default)]
+pub struct ApiOptions {
+    /// The k8s-claimer endpoints, when enabled.
+    pub claimer: Option<ClaimerOptions>,
+}
 
 /// Shared state of the public API.
 #[derive(Clone)]
@@ -18,17 +28,32 @@ pub struct ApiState {
     pub http: HttpMetrics,
     /// Cancelled when the node shuts down; long-lived streams end then.
     pub shutdown: CancellationToken,
+    /// Configuration-dependent settings.
+    pub options: ApiOptions,
+    /// Boskos pool metrics.
+    pub pool_metrics: PoolMetrics,
+    /// First-poll times of waiting acquire requests.
+    pub acquire_clock: AcquireClock,
 }
 
 impl ApiState {
     /// Builds the state and registers the HTTP metrics in `registry`.
-    pub fn new(raft: RaftHandle, registry: Registry, shutdown: CancellationToken) -> Result<Self, ApiError> {
+    pub fn new(
+        raft: RaftHandle,
+        registry: Registry,
+        shutdown: CancellationToken,
+        options: ApiOptions,
+    ) -> Result<Self, ApiError> {
         let http = HttpMetrics::register(&registry)?;
+        let pool_metrics = PoolMetrics::register(&registry)?;
         Ok(Self {
             raft,
             registry,
             http,
             shutdown,
+            options,
+            pool_metrics,
+            acquire_clock: AcquireClock::default(),
         })
     }
 }

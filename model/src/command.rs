@@ -6,6 +6,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::DomainError;
 use crate::object::{LeaseSpec, ObjectKey, StoredObject};
+use crate::pool::{PoolCommand, PoolResult};
 
 /// What a write requires of the object it replaces or deletes.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -55,6 +56,8 @@ pub enum Command {
         /// Version and uid the caller expects.
         precondition: Precondition,
     },
+    /// A change of the resource pools.
+    Pool(PoolCommand),
     /// Changes nothing; used to probe the write path.
     Noop,
 }
@@ -66,6 +69,10 @@ pub struct Proposal {
     /// first result without changing anything.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub idempotency_key: Option<String>,
+    /// Wall-clock time (ms since the epoch) stamped by the leader when it proposes the entry;
+    /// every time-dependent rule reads it, so all replicas agree.
+    #[serde(default)]
+    pub now_ms: u64,
     /// The change itself.
     pub command: Command,
 }
@@ -75,6 +82,7 @@ impl Proposal {
     pub fn new(command: Command) -> Self {
         Self {
             idempotency_key: None,
+            now_ms: 0,
             command,
         }
     }
@@ -93,6 +101,8 @@ pub enum CommandResult {
     Stored(StoredObject),
     /// The object as it was before a delete.
     Deleted(StoredObject),
+    /// The outcome of a pool command.
+    Pool(PoolResult),
     /// Nothing to report.
     Done,
     /// The command was refused; nothing changed.

@@ -5,6 +5,7 @@ use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
 use crate::object::ObjectKey;
+use crate::pool::PoolError;
 
 /// Why a command was refused.
 #[derive(Debug, Clone, PartialEq, Eq, Error, Serialize, Deserialize)]
@@ -29,6 +30,9 @@ pub enum DomainError {
         /// What did not match.
         message: String,
     },
+    /// A pool command was refused.
+    #[error(transparent)]
+    Pool(#[from] PoolError),
     /// The request is malformed; `field` names what to fix.
     #[error("{field}: {message}")]
     Invalid {

@@ -7,6 +7,7 @@ use serde::{Deserialize, Serialize};
 use crate::command::{Command, CommandResult, Precondition, Proposal};
 use crate::error::DomainError;
 use crate::object::{ObjectKey, ObjectKind, ObjectMeta, StoredObject};
+use crate::pool::Pools;
 use crate::validation::{validate_name, validate_namespace};
 
 /// How many idempotency keys the state remembers; the oldest is forgotten first.
@@ -45,6 +46,12 @@ pub struct State {
     idempotency: BTreeMap<String, CommandResult>,
     /// The keys of `idempotency`, oldest first, so the oldest is forgotten first.
     idempotency_order: VecDeque<String>,
+    /// Resource pools (Boskos and k8s-claimer).
+    #[serde(default)]
+    pools: Pools,
+    /// The latest leader time applied; time never runs backwards across leaders.
+    #[serde(default)]
+    clock_ms: u64,
 }
 
 impl State {
@@ -67,6 +74,16 @@ impl State {
             .collect()
     }
 
+    /// The latest leader time applied (ms since the epoch).
+    pub fn clock_ms(&self) -> u64 {
+        self.clock_ms
+    }
+
+    /// The resource pools.
+    pub fn pools(&self) -> &Pools {
+        &self.pools
+    }
+
     /// Number of stored objects.
     pub fn object_count(&self) -> usize {
         self.objects.len()
@@ -80,7 +97,9 @@ impl State {
                 return (result.clone(), Vec::new());
             }
         }
-        let (result, changes) = match self.apply_command(index, &proposal.command) {
+        // A new leader's clock may be behind the old one's: keep the replicated clock monotonic.
+        self.clock_ms = self.clock_ms.max(proposal.now_ms);
+        let (result, changes) = match self.apply_command(index, self.clock_ms, &proposal.command) {
             Ok(done) => done,
             Err(error) => (CommandResult::Refused(error), Vec::new()),
         };
@@ -99,9 +118,14 @@ impl State {
     fn apply_command(
         &mut self,
         index: u64,
+        now_ms: u64,
         command: &Command,
     ) -> Result<(CommandResult, Vec<Change>), DomainError> {
         match command {
+            Command::Pool(pool_command) => {
+                let result = self.pools.apply(index, now_ms, pool_command)?;
+                Ok((CommandResult::Pool(result), Vec::new()))
+            }
             Command::Create {
                 key,
                 spec,

@@ -8,6 +8,10 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use clap::Args;
+use drover_actors::pools::PoolActorsConfig;
+use drover_api::claimer::ClaimerOptions;
+use drover_api::ApiOptions;
+use drover_model::pool::{parse_duration_ms, PoolConfig};
 use drover_raft::{NodeId, RaftConfig};
 use serde::Deserialize;
 
@@ -68,6 +72,33 @@ pub struct ServeArgs {
     /// Log format: text or json.
     #[arg(long, env = "DROVER_LOG_FORMAT")]
     pub log_format: Option<String>,
+    /// Boskos resources file (YAML); the leader commits it at start and whenever it changes.
+    #[arg(long, env = "DROVER_POOLS")]
+    pub pools: Option<PathBuf>,
+    /// How often the leader's pool actors look at the pools (Go duration).
+    #[arg(long, env = "DROVER_POOL_SYNC_INTERVAL")]
+    pub pool_sync_interval: Option<String>,
+    /// Owned resources not updated for this long are reclaimed to dirty (Go duration).
+    #[arg(long, env = "DROVER_REAPER_EXPIRE")]
+    pub reaper_expire: Option<String>,
+    /// Shell command that cleans one dirty resource (gets DROVER_RESOURCE_NAME, _TYPE, _USERDATA).
+    #[arg(long, env = "DROVER_JANITOR_COMMAND")]
+    pub janitor_command: Option<String>,
+    /// Most cleanups running at once per resource type.
+    #[arg(long, env = "DROVER_JANITOR_CONCURRENCY")]
+    pub janitor_concurrency: Option<usize>,
+    /// A cleanup running longer than this is killed and counts as failed (Go duration).
+    #[arg(long, env = "DROVER_JANITOR_TIMEOUT")]
+    pub janitor_timeout: Option<String>,
+    /// Pool type whose resources k8s-claimer clients lease.
+    #[arg(long, env = "DROVER_CLAIMER_TYPE")]
+    pub claimer_type: Option<String>,
+    /// Token k8s-claimer clients send in Authorization; the claimer endpoints are off without it.
+    #[arg(long, env = "DROVER_CLAIMER_AUTH_TOKEN", hide_env_values = true)]
+    pub claimer_auth_token: Option<String>,
+    /// File holding the claimer token (instead of --claimer-auth-token).
+    #[arg(long, env = "DROVER_CLAIMER_AUTH_TOKEN_FILE")]
+    pub claimer_auth_token_file: Option<PathBuf>,
 }
 
 /// The same settings as a TOML file spells them.
@@ -90,6 +121,15 @@ struct FileConfig {
     snapshot_every: Option<u64>,
     logs_kept: Option<u64>,
     log_format: Option<String>,
+    pools: Option<PathBuf>,
+    pool_sync_interval: Option<String>,
+    reaper_expire: Option<String>,
+    janitor_command: Option<String>,
+    janitor_concurrency: Option<usize>,
+    janitor_timeout: Option<String>,
+    claimer_type: Option<String>,
+    claimer_auth_token: Option<String>,
+    claimer_auth_token_file: Option<PathBuf>,
 }
 
 /// How logs are written.
@@ -124,6 +164,10 @@ pub struct NodeConfig {
     pub raft: RaftConfig,
     /// Log format.
     pub log_format: LogFormat,
+    /// The leader's pool actors.
+    pub pools: PoolActorsConfig,
+    /// The k8s-claimer endpoints, when enabled.
+    pub claimer: Option<ClaimerOptions>,
 }
 
 const MIN_SECRET_LEN: usize = 16;
@@ -190,6 +234,8 @@ impl NodeConfig {
     }
 
     fn merge(args: &ServeArgs, file: FileConfig) -> Result<Self, NodeError> {
+        let pools = pool_actors_config(args, &file)?;
+        let claimer = claimer_options(args, &file)?;
         let node_id = args.node_id.or(file.node_id).ok_or_else(|| {
             invalid(
                 "node-id",
@@ -299,7 +345,7 @@ impl NodeConfig {
             watch_history: defaults.watch_history,
         };
         raft.validate().map_err(|e| invalid("timeouts", e.to_string()))?;
-        let log_format = match args.log_format.clone().or(file.log_format).as_deref() {
+        let log_format = match args.log_format.clone().or(file.log_format.clone()).as_deref() {
             None | Some("text") => LogFormat::Text,
             Some("json") => LogFormat::Json,
             Some(other) => {
@@ -310,6 +356,8 @@ impl NodeConfig {
             }
         };
         Ok(Self {
+            pools,
+            claimer,
             node_id,
             data_dir,
             api_addr,
@@ -322,6 +370,98 @@ impl NodeConfig {
             log_format,
         })
     }
+}
+
+impl NodeConfig {
+    /// The settings the API needs.
+    pub fn api_options(&self) -> ApiOptions {
+        ApiOptions {
+            claimer: self.claimer.clone(),
+        }
+    }
+}
+
+fn duration(setting: &str, value: Option<&str>, default: Duration) -> Result<Duration, NodeError> {
+    match value {
+        None => Ok(default),
+        Some(text) => match parse_duration_ms(text) {
+            Ok(0) => Err(invalid(setting, "must be greater than zero")),
+            Ok(ms) => Ok(Duration::from_millis(ms)),
+            Err(message) => Err(invalid(setting, message)),
+        },
+    }
+}
+
+fn pool_actors_config(args: &ServeArgs, file: &FileConfig) -> Result<PoolActorsConfig, NodeError> {
+    let defaults = PoolActorsConfig::default();
+    let config_file = args.pools.clone().or(file.pools.clone());
+    if let Some(path) = &config_file {
+        // Refuse a bad file before anything starts; later changes are checked when read.
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| invalid("pools", format!("cannot read {}: {e}", path.display())))?;
+        PoolConfig::from_yaml(&text)
+            .map_err(|message| invalid("pools", format!("{}: {message}", path.display())))?;
+    }
+    let janitor_concurrency = args
+        .janitor_concurrency
+        .or(file.janitor_concurrency)
+        .unwrap_or(defaults.janitor_concurrency);
+    if janitor_concurrency == 0 {
+        return Err(invalid("janitor-concurrency", "must be at least 1"));
+    }
+    Ok(PoolActorsConfig {
+        config_file,
+        sync_interval: duration(
+            "pool-sync-interval",
+            args.pool_sync_interval
+                .as_deref()
+                .or(file.pool_sync_interval.as_deref()),
+            defaults.sync_interval,
+        )?,
+        reaper_expire: duration(
+            "reaper-expire",
+            args.reaper_expire.as_deref().or(file.reaper_expire.as_deref()),
+            defaults.reaper_expire,
+        )?,
+        janitor_command: args
+            .janitor_command
+            .clone()
+            .or(file.janitor_command.clone())
+            .filter(|c| !c.trim().is_empty()),
+        janitor_concurrency,
+        janitor_timeout: duration(
+            "janitor-timeout",
+            args.janitor_timeout
+                .as_deref()
+                .or(file.janitor_timeout.as_deref()),
+            defaults.janitor_timeout,
+        )?,
+        ..defaults
+    })
+}
+
+fn claimer_options(args: &ServeArgs, file: &FileConfig) -> Result<Option<ClaimerOptions>, NodeError> {
+    let token = match (
+        args.claimer_auth_token.clone(),
+        args.claimer_auth_token_file.as_ref(),
+        file.claimer_auth_token.clone(),
+        file.claimer_auth_token_file.as_ref(),
+    ) {
+        (Some(token), _, _, _) => Some(token),
+        (None, Some(path), _, _) => Some(read_secret(path)?),
+        (None, None, Some(token), _) => Some(token),
+        (None, None, None, Some(path)) => Some(read_secret(path)?),
+        (None, None, None, None) => None,
+    };
+    let Some(auth_token) = token.filter(|t| !t.is_empty()) else {
+        return Ok(None);
+    };
+    let rtype = args
+        .claimer_type
+        .clone()
+        .or(file.claimer_type.clone())
+        .unwrap_or_else(|| "k8s-cluster".into());
+    Ok(Some(ClaimerOptions { rtype, auth_token }))
 }
 
 fn read_file_config(path: &Path) -> Result<FileConfig, NodeError> {

@@ -11,6 +11,7 @@ pub mod telemetry;
 
 use std::sync::Arc;
 
+use drover_actors::pools::PoolsChild;
 use drover_actors::{ChildSpec, GateState, LeaderGate, RestartPolicyConfig};
 use drover_api::ApiState;
 use drover_raft::{PeerNode, RaftHandle, StartOptions};
@@ -116,6 +117,8 @@ pub async fn start(
     let peer_server = tokio::spawn(serve(listeners.peer, peer_router, peer_shutdown.clone()));
 
     tracing::info!("starting leadership gate");
+    let mut children = children;
+    children.insert(0, Arc::new(PoolsChild::new(config.pools.clone(), &registry)?));
     let actors_shutdown = CancellationToken::new();
     let gate = LeaderGate::start(
         raft.clone(),
@@ -127,7 +130,12 @@ pub async fn start(
     let gate_state = gate.state();
 
     tracing::info!(addr = %api_listen, "serving the public api");
-    let api_state = ApiState::new(raft.clone(), registry.clone(), shutdown.clone())?;
+    let api_state = ApiState::new(
+        raft.clone(),
+        registry.clone(),
+        shutdown.clone(),
+        config.api_options(),
+    )?;
     let api_server = tokio::spawn(serve(
         listeners.api,
         drover_api::router(api_state),

@@ -269,6 +269,11 @@ impl RaftHandle {
         Ok(self.core.shared.with_state(f))
     }
 
+    /// Reads this node's replica at once, without any consistency guarantee (for metrics).
+    pub fn local_read<R>(&self, f: impl FnOnce(&State) -> R) -> R {
+        self.core.shared.with_state(f).0
+    }
+
     /// On the leader: waits until everything committed before its term is applied here and
     /// returns that index. Errors when this node is not the leader.
     pub async fn barrier(&self) -> Result<u64, ReadError> {
@@ -364,20 +369,24 @@ impl RaftHandle {
     pub(crate) async fn serve_leader_request(&self, request: LeaderRequest) -> LeaderResponse {
         let raft = &self.core.raft;
         match request {
-            LeaderRequest::Write(proposal) => match raft.client_write(proposal).await {
-                Ok(response) => LeaderResponse::Written {
-                    index: response.log_id.index,
-                    result: response.data,
-                },
-                Err(e) => match e.forward_to_leader() {
-                    Some(forward) => LeaderResponse::NotLeader {
-                        leader: forward.leader_id,
+            LeaderRequest::Write(mut proposal) => {
+                // The leader's clock is the cluster's clock: every replica applies this value.
+                proposal.now_ms = wall_clock_ms();
+                match raft.client_write(proposal).await {
+                    Ok(response) => LeaderResponse::Written {
+                        index: response.log_id.index,
+                        result: response.data,
                     },
-                    None => LeaderResponse::Failed {
-                        message: e.to_string(),
+                    Err(e) => match e.forward_to_leader() {
+                        Some(forward) => LeaderResponse::NotLeader {
+                            leader: forward.leader_id,
+                        },
+                        None => LeaderResponse::Failed {
+                            message: e.to_string(),
+                        },
                     },
-                },
-            },
+                }
+            }
             LeaderRequest::ReadIndex => match raft.get_read_log_id().await {
                 Ok((read_log_id, _)) => LeaderResponse::ReadIndex {
                     index: read_log_id.map_or(0, |id| id.index),
@@ -543,6 +552,15 @@ fn undelivered_or_unknown(request: &LeaderRequest, error: &PeerError) -> LeaderR
             message: error.to_string(),
         },
     }
+}
+
+/// Milliseconds since the Unix epoch by this node's clock.
+pub fn wall_clock_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |elapsed| {
+            u64::try_from(elapsed.as_millis()).unwrap_or(u64::MAX)
+        })
 }
 
 fn membership_answer<T>(result: Result<T, RaftError<ClientWriteError>>) -> LeaderResponse {

@@ -22,7 +22,9 @@ mod typ;
 
 pub use config::RaftConfig;
 pub use error::{HistoryGone, MembershipError, ReadError, StoreError, WriteError};
-pub use handle::{ClusterView, Consistency, Leadership, MemberView, RaftHandle, StartOptions, Written};
+pub use handle::{
+    wall_clock_ms, ClusterView, Consistency, Leadership, MemberView, RaftHandle, StartOptions, Written,
+};
 pub use network::protocol::NodeStatus;
 pub use network::server::peer_router;
 pub use typ::{NodeId, PeerNode};

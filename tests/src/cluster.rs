@@ -7,6 +7,8 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use anyhow::{anyhow, Context, Result};
+use drover_actors::pools::PoolActorsConfig;
+use drover_api::claimer::ClaimerOptions;
 use drover_node::config::{LogFormat, NodeConfig};
 use drover_node::{start, Listeners, RunningNode};
 use drover_raft::RaftConfig;
@@ -29,6 +31,17 @@ pub fn test_raft_config() -> RaftConfig {
     }
 }
 
+/// Everything a test can vary about its cluster.
+#[derive(Clone, Default)]
+pub struct ClusterOptions {
+    /// Raft timings; [`test_raft_config`] when `None`.
+    pub raft: Option<RaftConfig>,
+    /// The leader's pool actors.
+    pub pools: PoolActorsConfig,
+    /// The k8s-claimer endpoints.
+    pub claimer: Option<ClaimerOptions>,
+}
+
 /// One member of a [`TestCluster`].
 pub struct TestNode {
     /// Its config (kept to restart it the same way).
@@ -41,6 +54,7 @@ pub struct TestNode {
 pub struct TestCluster {
     /// Members by id.
     pub nodes: BTreeMap<u64, TestNode>,
+    options: ClusterOptions,
     raft: RaftConfig,
     dir: TempDir,
 }
@@ -59,6 +73,7 @@ fn config_for(
     peer: SocketAddr,
     initial: BTreeMap<u64, String>,
     raft: RaftConfig,
+    options: &ClusterOptions,
 ) -> NodeConfig {
     NodeConfig {
         node_id: id,
@@ -71,6 +86,8 @@ fn config_for(
         cluster_secret: TEST_SECRET.to_string(),
         raft,
         log_format: LogFormat::Text,
+        pools: options.pools.clone(),
+        claimer: options.claimer.clone(),
     }
 }
 
@@ -82,6 +99,19 @@ impl TestCluster {
 
     /// Starts `size` bootstrap members with the given Raft settings.
     pub async fn start_with(size: u64, raft: RaftConfig) -> Result<Self> {
+        Self::start_with_options(
+            size,
+            ClusterOptions {
+                raft: Some(raft),
+                ..ClusterOptions::default()
+            },
+        )
+        .await
+    }
+
+    /// Starts `size` bootstrap members with the given options.
+    pub async fn start_with_options(size: u64, options: ClusterOptions) -> Result<Self> {
+        let raft = options.raft.clone().unwrap_or_else(test_raft_config);
         if std::env::var_os("DROVER_TEST_LOG").is_some() {
             drover_node::telemetry::init(LogFormat::Text, 0);
         }
@@ -103,6 +133,7 @@ impl TestCluster {
                 peer.local_addr()?,
                 initial.clone(),
                 raft.clone(),
+                &options,
             );
             let running = start(config.clone(), Listeners { api, peer }, Vec::new()).await?;
             nodes.insert(
@@ -113,7 +144,12 @@ impl TestCluster {
                 },
             );
         }
-        Ok(Self { nodes, raft, dir })
+        Ok(Self {
+            nodes,
+            options,
+            raft,
+            dir,
+        })
     }
 
     /// The API address of a node.
@@ -127,6 +163,11 @@ impl TestCluster {
     /// A lease client bound to a node.
     pub fn client(&self, id: u64) -> LeaseClient {
         LeaseClient::new(&self.api_addr(id))
+    }
+
+    /// A Boskos client bound to a node.
+    pub fn boskos(&self, id: u64) -> crate::boskos::BoskosClient {
+        crate::boskos::BoskosClient::new(&self.api_addr(id))
     }
 
     /// Ids of the running members.
@@ -190,6 +231,7 @@ impl TestCluster {
             peer.local_addr()?,
             BTreeMap::new(),
             self.raft.clone(),
+            &self.options,
         );
         let running = start(config.clone(), Listeners { api, peer }, Vec::new()).await?;
         self.nodes.insert(

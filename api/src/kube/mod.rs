@@ -148,7 +148,9 @@ pub(super) fn stored(result: CommandResult) -> Result<StoredObject, KubeError> {
     match result {
         CommandResult::Stored(object) | CommandResult::Deleted(object) => Ok(object),
         CommandResult::Refused(error) => Err(KubeError::from_domain(error)),
-        CommandResult::Done => Err(KubeError::internal("the command produced no object")),
+        CommandResult::Done | CommandResult::Pool(_) => {
+            Err(KubeError::internal("the command produced no object"))
+        }
     }
 }
 

@@ -110,6 +110,9 @@ impl KubeError {
                 details: Some(details(key.kind, &key.name)),
             },
             DomainError::Conflict { key, message } => Self::conflict(&key, &message),
+            DomainError::Pool(error) => {
+                Self::internal(format!("a pool error reached the lease API: {error}"))
+            }
             DomainError::Invalid { field, message } => Self {
                 code: 422,
                 reason: "Invalid",

@@ -1,0 +1,345 @@
+//! The Boskos dialect, wire-compatible with the Boskos server and its Go client: `/acquire`,
+//! `/acquirebystate`, `/release`, `/update`, `/reset`, `/metric`, with query-string parameters,
+//! Boskos's status codes and JSON shapes. Grants also return a `fencing_token`, which `/update`
+//! and `/release` accept to refuse a holder whose lease was lost.
+
+pub mod wire;
+
+use std::collections::{BTreeMap, HashMap};
+use std::time::Instant;
+
+use axum::body::Bytes;
+use axum::extract::{Query, State};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::{Json, Router};
+use drover_model::pool::{PoolCommand, PoolError, PoolResult};
+use drover_model::{Command, CommandResult, DomainError, Proposal};
+use drover_raft::Consistency;
+
+use self::wire::{metric_json, resource_json};
+use crate::state::ApiState;
+
+/// Routes of the Boskos dialect.
+pub fn routes() -> Router<ApiState> {
+    Router::new()
+        .route("/", get(|| async { StatusCode::OK }))
+        .route("/acquire", post(acquire))
+        .route("/acquirebystate", post(acquire_by_state))
+        .route("/release", post(release))
+        .route("/update", post(update))
+        .route("/reset", post(reset))
+        .route("/metric", get(metric))
+}
+
+/// A Boskos error: a status code and a plain-text message, as the Boskos server writes them.
+#[derive(Debug)]
+pub struct BoskosError {
+    status: StatusCode,
+    message: String,
+}
+
+impl BoskosError {
+    fn bad_request(message: impl Into<String>) -> Self {
+        Self {
+            status: StatusCode::BAD_REQUEST,
+            message: message.into(),
+        }
+    }
+}
+
+impl BoskosError {
+    /// Renders the error with its status mapped by `map` (the claimer answers 409 where Boskos
+    /// answers 404).
+    pub fn into_response_with(self, map: impl FnOnce(StatusCode) -> StatusCode) -> Response {
+        Self {
+            status: map(self.status),
+            message: self.message,
+        }
+        .into_response()
+    }
+}
+
+impl IntoResponse for BoskosError {
+    fn into_response(self) -> Response {
+        let mut response = (self.status, self.message).into_response();
+        if self.status == StatusCode::SERVICE_UNAVAILABLE {
+            response.headers_mut().insert(
+                axum::http::header::RETRY_AFTER,
+                axum::http::HeaderValue::from(crate::error::RETRY_AFTER_SECONDS),
+            );
+        }
+        response
+    }
+}
+
+impl From<DomainError> for BoskosError {
+    fn from(error: DomainError) -> Self {
+        let status = match &error {
+            DomainError::Pool(pool) => match pool {
+                PoolError::TypeNotFound(_) | PoolError::NoneAvailable(_) | PoolError::NotFound(_) => {
+                    StatusCode::NOT_FOUND
+                }
+                PoolError::OwnerMismatch { .. } | PoolError::StaleToken { .. } => StatusCode::UNAUTHORIZED,
+                PoolError::StateMismatch { .. } | PoolError::ClaimNotFound(_) => StatusCode::CONFLICT,
+            },
+            DomainError::NotFound { .. } => StatusCode::NOT_FOUND,
+            DomainError::AlreadyExists { .. } | DomainError::Conflict { .. } => StatusCode::CONFLICT,
+            DomainError::Invalid { .. } => StatusCode::BAD_REQUEST,
+        };
+        Self {
+            status,
+            message: error.to_string(),
+        }
+    }
+}
+
+impl From<drover_raft::WriteError> for BoskosError {
+    fn from(error: drover_raft::WriteError) -> Self {
+        Self {
+            status: StatusCode::SERVICE_UNAVAILABLE,
+            message: error.to_string(),
+        }
+    }
+}
+
+impl From<drover_raft::ReadError> for BoskosError {
+    fn from(error: drover_raft::ReadError) -> Self {
+        Self {
+            status: StatusCode::SERVICE_UNAVAILABLE,
+            message: error.to_string(),
+        }
+    }
+}
+
+type Params = HashMap<String, String>;
+
+fn required<'a>(params: &'a Params, name: &str) -> Result<&'a str, BoskosError> {
+    params
+        .get(name)
+        .map(String::as_str)
+        .filter(|value| !value.is_empty())
+        .ok_or_else(|| BoskosError::bad_request(format!("{name} must be set in the request.")))
+}
+
+fn fencing_token(params: &Params) -> Result<Option<u64>, BoskosError> {
+    params
+        .get("fencing_token")
+        .filter(|value| !value.is_empty())
+        .map(|value| {
+            value.parse::<u64>().map_err(|_| {
+                BoskosError::bad_request(format!(
+                    "fencing_token must be the number a grant returned, got {value:?}"
+                ))
+            })
+        })
+        .transpose()
+}
+
+/// Commits a pool command and returns its result, or the refusal as a Boskos error.
+pub async fn run(state: &ApiState, command: PoolCommand) -> Result<PoolResult, BoskosError> {
+    let written = state.raft.write(Proposal::new(Command::Pool(command))).await?;
+    match written.result {
+        CommandResult::Pool(result) => Ok(result),
+        CommandResult::Refused(error) => Err(error.into()),
+        other => Err(BoskosError {
+            status: StatusCode::INTERNAL_SERVER_ERROR,
+            message: format!("unexpected result {other:?}"),
+        }),
+    }
+}
+
+async fn acquire(
+    State(state): State<ApiState>,
+    Query(params): Query<Params>,
+) -> Result<Response, BoskosError> {
+    let rtype = required(&params, "type")?.to_string();
+    let from = required(&params, "state")?.to_string();
+    let dest = required(&params, "dest")?.to_string();
+    let owner = required(&params, "owner")?.to_string();
+    let request_id = params.get("request_id").filter(|id| !id.is_empty()).cloned();
+    let started = state.acquire_clock.started(request_id.as_deref());
+    let command = PoolCommand::Acquire {
+        rtype: rtype.clone(),
+        state: from.clone(),
+        dest: dest.clone(),
+        owner,
+        new_dynamic_name: request_id.as_ref().map(|_| uuid::Uuid::new_v4().to_string()),
+        request_id: request_id.clone(),
+        candidates: None,
+        claim_for_ms: None,
+    };
+    match run(&state, command).await? {
+        PoolResult::Resource(resource) => {
+            let waited = state.acquire_clock.finished(request_id.as_deref(), started);
+            state
+                .pool_metrics
+                .acquire_duration
+                .with_label_values(&[
+                    rtype.as_str(),
+                    &from,
+                    &dest,
+                    if request_id.is_some() { "true" } else { "false" },
+                ])
+                .observe(waited.as_secs_f64());
+            Ok(Json(resource_json(&resource)).into_response())
+        }
+        other => Err(unexpected(other)),
+    }
+}
+
+fn unexpected(result: PoolResult) -> BoskosError {
+    BoskosError {
+        status: StatusCode::INTERNAL_SERVER_ERROR,
+        message: format!("unexpected result {result:?}"),
+    }
+}
+
+async fn acquire_by_state(
+    State(state): State<ApiState>,
+    Query(params): Query<Params>,
+) -> Result<Response, BoskosError> {
+    let from = required(&params, "state")?.to_string();
+    let dest = required(&params, "dest")?.to_string();
+    let owner = required(&params, "owner")?.to_string();
+    let names: Vec<String> = required(&params, "names")?
+        .split(',')
+        .map(str::trim)
+        .filter(|n| !n.is_empty())
+        .map(str::to_string)
+        .collect();
+    if names.is_empty() {
+        return Err(BoskosError::bad_request("names must be set in the request."));
+    }
+    match run(
+        &state,
+        PoolCommand::AcquireByState {
+            state: from,
+            dest,
+            owner,
+            names,
+        },
+    )
+    .await?
+    {
+        PoolResult::Resources(resources) => {
+            Ok(Json(resources.iter().map(resource_json).collect::<Vec<_>>()).into_response())
+        }
+        other => Err(unexpected(other)),
+    }
+}
+
+async fn release(
+    State(state): State<ApiState>,
+    Query(params): Query<Params>,
+) -> Result<Response, BoskosError> {
+    let command = PoolCommand::Release {
+        name: required(&params, "name")?.to_string(),
+        dest: required(&params, "dest")?.to_string(),
+        owner: required(&params, "owner")?.to_string(),
+        token: fencing_token(&params)?,
+    };
+    run(&state, command).await?;
+    Ok(StatusCode::OK.into_response())
+}
+
+async fn update(
+    State(state): State<ApiState>,
+    Query(params): Query<Params>,
+    body: Bytes,
+) -> Result<Response, BoskosError> {
+    let user_data: BTreeMap<String, String> = if body.iter().all(u8::is_ascii_whitespace) {
+        BTreeMap::new()
+    } else {
+        serde_json::from_slice(&body).map_err(|e| {
+            BoskosError::bad_request(format!(
+                "the body must be a JSON object of string values (user data): {e}"
+            ))
+        })?
+    };
+    let command = PoolCommand::Update {
+        name: required(&params, "name")?.to_string(),
+        owner: required(&params, "owner")?.to_string(),
+        state: required(&params, "state")?.to_string(),
+        user_data,
+        token: fencing_token(&params)?,
+    };
+    run(&state, command).await?;
+    Ok(StatusCode::OK.into_response())
+}
+
+async fn reset(State(state): State<ApiState>, Query(params): Query<Params>) -> Result<Response, BoskosError> {
+    let expire = required(&params, "expire")?;
+    let expire_ms = drover_model::pool::parse_duration_ms(expire)
+        .map_err(|e| BoskosError::bad_request(format!("invalid expire {expire:?}: {e}")))?;
+    let command = PoolCommand::Reset {
+        rtype: required(&params, "type")?.to_string(),
+        state: required(&params, "state")?.to_string(),
+        dest: required(&params, "dest")?.to_string(),
+        expire_ms,
+        not_before_ms: 0,
+    };
+    match run(&state, command).await? {
+        PoolResult::Reclaimed(reclaimed) => Ok(Json(reclaimed).into_response()),
+        other => Err(unexpected(other)),
+    }
+}
+
+async fn metric(
+    State(state): State<ApiState>,
+    Query(params): Query<Params>,
+) -> Result<Response, BoskosError> {
+    let rtype = required(&params, "type")?.to_string();
+    let (resources, _) = state
+        .raft
+        .read(Consistency::Linearizable, |s| {
+            s.pools().of_type(&rtype).cloned().collect::<Vec<_>>()
+        })
+        .await?;
+    if resources.is_empty() {
+        return Err(BoskosError {
+            status: StatusCode::NOT_FOUND,
+            message: format!("resource type {rtype:?} does not exist"),
+        });
+    }
+    Ok(Json(metric_json(&rtype, &resources)).into_response())
+}
+
+/// Remembers when each `request_id` first polled on this node, so that
+/// `boskos_acquire_duration_seconds` measures the whole wait, as Boskos does.
+#[derive(Clone, Default)]
+pub struct AcquireClock {
+    first_seen: std::sync::Arc<std::sync::Mutex<HashMap<String, Instant>>>,
+}
+
+/// Most request ids remembered at once; the oldest are forgotten first.
+const CLOCK_CAPACITY: usize = 10_000;
+
+impl AcquireClock {
+    fn started(&self, request_id: Option<&str>) -> Instant {
+        let now = Instant::now();
+        let Some(id) = request_id else { return now };
+        let mut first_seen = self.first_seen.lock().unwrap_or_else(|p| p.into_inner());
+        if first_seen.len() >= CLOCK_CAPACITY && !first_seen.contains_key(id) {
+            if let Some(oldest) = first_seen
+                .iter()
+                .min_by_key(|(_, at)| **at)
+                .map(|(k, _)| k.clone())
+            {
+                first_seen.remove(&oldest);
+            }
+        }
+        *first_seen.entry(id.to_string()).or_insert(now)
+    }
+
+    fn finished(&self, request_id: Option<&str>, started: Instant) -> std::time::Duration {
+        if let Some(id) = request_id {
+            self.first_seen
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .remove(id);
+        }
+        started.elapsed()
+    }
+}

@@ -1,0 +1,228 @@
+//! The k8s-claimer dialect: `POST /lease` hands out a whole cluster for `max_time` seconds with
+//! a token, `DELETE /lease/{token}` (or `/lease/{provider}/{token}`) gives it back. Clusters are
+//! the resources of one pool type whose user data carries `kubeconfig`, `ip` and optionally
+//! `cluster_name` and `cluster_version`. Every request needs the configured token in
+//! `Authorization`, as the claimer server checks it.
+
+use axum::body::Bytes;
+use axum::extract::{Path, State};
+use axum::http::{header, HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{delete, post};
+use axum::{Json, Router};
+use base64::Engine;
+use drover_model::pool::{states, PoolCommand, PoolResult};
+use drover_raft::Consistency;
+use serde::Deserialize;
+use serde_json::json;
+
+use crate::boskos::run;
+use crate::state::ApiState;
+
+/// How the claimer endpoints are set up.
+#[derive(Debug, Clone)]
+pub struct ClaimerOptions {
+    /// The pool type that holds the clusters.
+    pub rtype: String,
+    /// The shared secret clients send in `Authorization`.
+    pub auth_token: String,
+}
+
+/// Routes of the claimer dialect.
+pub fn routes() -> Router<ApiState> {
+    Router::new()
+        .route("/lease", post(lease))
+        .route("/lease/{token}", delete(release))
+        .route("/lease/{provider}/{token}", delete(release_with_provider))
+}
+
+fn text(status: StatusCode, message: impl Into<String>) -> Response {
+    (status, message.into()).into_response()
+}
+
+/// Why a claimer request was turned away.
+type Denied = (StatusCode, &'static str);
+
+fn authorize<'a>(state: &'a ApiState, headers: &HeaderMap) -> Result<&'a ClaimerOptions, Denied> {
+    let Some(options) = state.options.claimer.as_ref() else {
+        return Err((
+            StatusCode::NOT_FOUND,
+            "the k8s-claimer endpoints are disabled: start drover with --claimer-auth-token",
+        ));
+    };
+    let presented = headers
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("");
+    let presented = presented.strip_prefix("Bearer ").unwrap_or(presented);
+    let expected = options.auth_token.as_bytes();
+    let matches = presented.len() == expected.len()
+        && presented
+            .bytes()
+            .zip(expected)
+            .fold(0u8, |acc, (a, b)| acc | (a ^ b))
+            == 0;
+    if matches {
+        Ok(options)
+    } else {
+        Err((StatusCode::UNAUTHORIZED, "missing or wrong Authorization token"))
+    }
+}
+
+/// Body of `POST /lease`.
+#[derive(Debug, Deserialize)]
+struct LeaseRequest {
+    max_time: i64,
+    #[serde(default)]
+    cluster_regex: Option<String>,
+    #[serde(default)]
+    cluster_version: Option<String>,
+    #[serde(default)]
+    cloud_provider: Option<String>,
+}
+
+async fn lease(State(state): State<ApiState>, headers: HeaderMap, body: Bytes) -> Response {
+    let options = match authorize(&state, &headers) {
+        Ok(options) => options.clone(),
+        Err((status, message)) => return text(status, message),
+    };
+    let request: LeaseRequest = match serde_json::from_slice(&body) {
+        Ok(request) => request,
+        Err(e) => {
+            return text(
+                StatusCode::BAD_REQUEST,
+                format!("the body must be {{\"max_time\": <seconds>}}: {e}"),
+            )
+        }
+    };
+    if request.max_time <= 0 {
+        return text(
+            StatusCode::BAD_REQUEST,
+            "max_time must be a positive number of seconds",
+        );
+    }
+    if let Some(provider) = request.cloud_provider.as_deref() {
+        if !provider.is_empty() && provider != "google" && provider != "azure" {
+            return text(
+                StatusCode::BAD_REQUEST,
+                format!("unknown cloud_provider {provider:?}"),
+            );
+        }
+    }
+    let pattern = match request
+        .cluster_regex
+        .as_deref()
+        .filter(|r| !r.is_empty())
+        .map(regex::Regex::new)
+    {
+        None => None,
+        Some(Ok(pattern)) => Some(pattern),
+        Some(Err(e)) => return text(StatusCode::BAD_REQUEST, format!("invalid cluster_regex: {e}")),
+    };
+    let candidates = if pattern.is_some() || request.cluster_version.is_some() {
+        // Filters are resolved on a snapshot of the pool; the grant itself is still atomic.
+        let rtype = options.rtype.clone();
+        let listed = state
+            .raft
+            .read(Consistency::Stale, |s| {
+                s.pools()
+                    .of_type(&rtype)
+                    .map(|r| {
+                        let cluster = r
+                            .user_data
+                            .get("cluster_name")
+                            .cloned()
+                            .unwrap_or_else(|| r.name.clone());
+                        (
+                            r.name.clone(),
+                            cluster,
+                            r.user_data.get("cluster_version").cloned(),
+                        )
+                    })
+                    .collect::<Vec<_>>()
+            })
+            .await;
+        let Ok((listed, _)) = listed else {
+            return text(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "the pool cannot be read right now",
+            );
+        };
+        Some(
+            listed
+                .into_iter()
+                .filter(|(_, cluster, _)| pattern.as_ref().is_none_or(|p| p.is_match(cluster)))
+                .filter(|(_, _, version)| {
+                    request
+                        .cluster_version
+                        .as_ref()
+                        .is_none_or(|wanted| version.as_ref() == Some(wanted))
+                })
+                .map(|(name, _, _)| name)
+                .collect::<Vec<_>>(),
+        )
+    } else {
+        None
+    };
+    let token = uuid::Uuid::new_v4().to_string();
+    let max_ms = u64::try_from(request.max_time).unwrap_or(0).saturating_mul(1000);
+    let command = PoolCommand::Acquire {
+        rtype: options.rtype.clone(),
+        state: states::FREE.to_string(),
+        dest: states::LEASED.to_string(),
+        owner: token.clone(),
+        request_id: None,
+        candidates,
+        claim_for_ms: Some(max_ms),
+        new_dynamic_name: None,
+    };
+    match run(&state, command).await {
+        Ok(PoolResult::Resource(resource)) => {
+            let kubeconfig = resource.user_data.get("kubeconfig").cloned().unwrap_or_default();
+            Json(json!({
+                "kubeconfig": base64::engine::general_purpose::STANDARD.encode(kubeconfig),
+                "ip": resource.user_data.get("ip").cloned().unwrap_or_default(),
+                "token": token,
+                "uuid": token,
+                "cluster_name": resource.user_data.get("cluster_name").cloned().unwrap_or_else(|| resource.name.clone()),
+                "cluster_version": resource.user_data.get("cluster_version").cloned().unwrap_or_default(),
+                "cloud_provider": request.cloud_provider.unwrap_or_else(|| "google".into()),
+                "fencing_token": resource.token,
+            }))
+            .into_response()
+        }
+        Ok(other) => text(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            format!("unexpected result {other:?}"),
+        ),
+        Err(error) => error.into_response_with(|status| match status {
+            StatusCode::NOT_FOUND => StatusCode::CONFLICT,
+            other => other,
+        }),
+    }
+}
+
+async fn release(State(state): State<ApiState>, Path(token): Path<String>, headers: HeaderMap) -> Response {
+    release_token(state, token, headers).await
+}
+
+async fn release_with_provider(
+    State(state): State<ApiState>,
+    Path((_provider, token)): Path<(String, String)>,
+    headers: HeaderMap,
+) -> Response {
+    release_token(state, token, headers).await
+}
+
+async fn release_token(state: ApiState, token: String, headers: HeaderMap) -> Response {
+    if let Err((status, message)) = authorize(&state, &headers) {
+        return text(status, message);
+    }
+    if uuid::Uuid::parse_str(&token).is_err() {
+        return text(StatusCode::BAD_REQUEST, format!("{token:?} is not a lease token"));
+    }
+    match run(&state, PoolCommand::ReleaseClaim { token }).await {
+        Ok(_) => StatusCode::OK.into_response(),
+        Err(error) => error.into_response_with(|status| status),
+    }
+}

@@ -1,0 +1,65 @@
+//! Pool administration: the configuration (Boskos YAML) committed through Raft, and a listing
+//! of resources for operators and `drover lease list`.
+
+use std::collections::HashMap;
+
+use axum::body::Bytes;
+use axum::extract::{Query, State};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use axum::{Json, Router};
+use drover_model::pool::{PoolCommand, PoolConfig};
+use drover_raft::Consistency;
+use serde_json::json;
+
+use crate::boskos::wire::resource_json;
+use crate::boskos::{run, BoskosError};
+use crate::state::ApiState;
+
+/// Routes of the pool administration endpoints.
+pub fn routes() -> Router<ApiState> {
+    Router::new()
+        .route("/pools/config", get(get_config).put(put_config))
+        .route("/pools/resources", get(list_resources))
+}
+
+async fn get_config(State(state): State<ApiState>) -> Result<Response, BoskosError> {
+    let (config, _) = state
+        .raft
+        .read(Consistency::Linearizable, |s| s.pools().config().cloned())
+        .await?;
+    match config {
+        Some(config) => Ok(Json(config).into_response()),
+        None => Ok((StatusCode::NOT_FOUND, "no pool configuration has been set").into_response()),
+    }
+}
+
+async fn put_config(State(state): State<ApiState>, body: Bytes) -> Result<Response, BoskosError> {
+    let text = String::from_utf8_lossy(&body);
+    let config = match PoolConfig::from_yaml(&text) {
+        Ok(config) => config,
+        Err(message) => return Ok((StatusCode::BAD_REQUEST, message).into_response()),
+    };
+    let types: Vec<String> = config.resources.iter().map(|t| t.rtype.clone()).collect();
+    run(&state, PoolCommand::SetConfig { config }).await?;
+    Ok(Json(json!({ "types": types })).into_response())
+}
+
+async fn list_resources(
+    State(state): State<ApiState>,
+    Query(params): Query<HashMap<String, String>>,
+) -> Result<Response, BoskosError> {
+    let rtype = params.get("type").cloned().filter(|t| !t.is_empty());
+    let (resources, _) = state
+        .raft
+        .read(Consistency::Linearizable, |s| {
+            s.pools()
+                .resources()
+                .filter(|r| rtype.as_ref().is_none_or(|t| &r.rtype == t))
+                .map(resource_json)
+                .collect::<Vec<_>>()
+        })
+        .await?;
+    Ok(Json(resources).into_response())
+}

@@ -1,0 +1,474 @@
+//! Table-style tests of the pool rules, without Raft.
+
+use std::collections::BTreeMap;
+
+use super::*;
+use crate::error::DomainError;
+
+fn config(yaml_like: Vec<TypeConfig>) -> PoolConfig {
+    PoolConfig { resources: yaml_like }
+}
+
+fn static_type(rtype: &str, names: &[&str]) -> TypeConfig {
+    TypeConfig {
+        rtype: rtype.into(),
+        names: names.iter().map(|n| n.to_string()).collect(),
+        ..Default::default()
+    }
+}
+
+fn pools_with(types: Vec<TypeConfig>) -> Pools {
+    let mut pools = Pools::default();
+    pools
+        .apply(
+            1,
+            1_000,
+            &PoolCommand::SetConfig {
+                config: config(types),
+            },
+        )
+        .expect("valid config");
+    pools
+}
+
+fn acquire(rtype: &str, owner: &str, request_id: Option<&str>) -> PoolCommand {
+    PoolCommand::Acquire {
+        rtype: rtype.into(),
+        state: states::FREE.into(),
+        dest: states::BUSY.into(),
+        owner: owner.into(),
+        request_id: request_id.map(str::to_string),
+        candidates: None,
+        claim_for_ms: None,
+        new_dynamic_name: None,
+    }
+}
+
+fn granted(result: Result<PoolResult, DomainError>) -> Resource {
+    match result {
+        Ok(PoolResult::Resource(resource)) => resource,
+        other => panic!("expected a grant, got {other:?}"),
+    }
+}
+
+fn release(name: &str, owner: &str, dest: &str, token: Option<u64>) -> PoolCommand {
+    PoolCommand::Release {
+        name: name.into(),
+        dest: dest.into(),
+        owner: owner.into(),
+        token,
+    }
+}
+
+#[test]
+fn acquire_takes_the_least_recently_updated_and_tokens_grow() {
+    let mut pools = pools_with(vec![static_type("t", &["a", "b"])]);
+    let first = granted(pools.apply(2, 2_000, &acquire("t", "o", None)));
+    let second = granted(pools.apply(3, 3_000, &acquire("t", "o", None)));
+    assert_eq!((first.name.as_str(), second.name.as_str()), ("a", "b"));
+    pools
+        .apply(4, 4_000, &release("a", "o", "free", None))
+        .expect("release a");
+    pools
+        .apply(5, 5_000, &release("b", "o", "free", None))
+        .expect("release b");
+    let again = granted(pools.apply(6, 6_000, &acquire("t", "p", None)));
+    assert_eq!(
+        again.name, "a",
+        "a was released first, so it is the least recently updated"
+    );
+    assert!(
+        again.token > first.token,
+        "a new grant has a greater fencing token"
+    );
+}
+
+#[test]
+fn exhausted_and_unknown_types_are_told_apart() {
+    let mut pools = pools_with(vec![static_type("t", &["a"])]);
+    granted(pools.apply(2, 2_000, &acquire("t", "o", None)));
+    let exhausted = pools
+        .apply(3, 3_000, &acquire("t", "o", None))
+        .unwrap_err()
+        .to_string();
+    assert!(exhausted.contains("try again later"), "{exhausted}");
+    let unknown = pools
+        .apply(4, 4_000, &acquire("nope", "o", None))
+        .unwrap_err()
+        .to_string();
+    assert!(unknown.contains("does not exist"), "{unknown}");
+}
+
+#[test]
+fn request_ids_queue_fifo_and_expire_when_clients_stop_polling() {
+    let mut pools = pools_with(vec![static_type("t", &["a"])]);
+    granted(pools.apply(2, 2_000, &acquire("t", "holder", None)));
+    assert!(pools.apply(3, 3_000, &acquire("t", "A", Some("1"))).is_err());
+    assert!(pools.apply(4, 4_000, &acquire("t", "B", Some("2"))).is_err());
+    pools
+        .apply(5, 5_000, &release("a", "holder", "free", None))
+        .expect("release");
+    assert!(
+        pools.apply(6, 6_000, &acquire("t", "B", Some("2"))).is_err(),
+        "B is second in line"
+    );
+    assert!(
+        pools.apply(7, 6_500, &acquire("t", "C", None)).is_err(),
+        "no id ranks after the queue"
+    );
+    assert_eq!(
+        granted(pools.apply(8, 7_000, &acquire("t", "A", Some("1")))).owner,
+        "A"
+    );
+    pools
+        .apply(9, 8_000, &release("a", "A", "free", None))
+        .expect("release");
+    // B keeps polling; A's entry is gone; a new id "3" queues behind B.
+    assert!(pools.apply(10, 8_100, &acquire("t", "D", Some("3"))).is_err());
+    assert_eq!(
+        granted(pools.apply(11, 8_200, &acquire("t", "B", Some("2")))).owner,
+        "B"
+    );
+    pools
+        .apply(12, 9_000, &release("a", "B", "free", None))
+        .expect("release");
+    // "3" stopped polling more than the TTL ago: a newcomer is first again.
+    let later = 8_100 + REQUEST_TTL_MS + 1;
+    assert_eq!(
+        granted(pools.apply(13, later, &acquire("t", "E", Some("4")))).owner,
+        "E"
+    );
+}
+
+#[test]
+fn acquire_by_state_is_all_or_nothing() {
+    let mut pools = pools_with(vec![static_type("t", &["a", "b", "c"])]);
+    granted(pools.apply(2, 2_000, &acquire("t", "o", None)));
+    let names = vec!["a".to_string(), "b".to_string()];
+    let refused = pools.apply(
+        3,
+        3_000,
+        &PoolCommand::AcquireByState {
+            state: "free".into(),
+            dest: "busy".into(),
+            owner: "p".into(),
+            names: names.clone(),
+        },
+    );
+    assert!(refused.is_err());
+    assert!(
+        pools.resource("b").is_some_and(|r| r.owner.is_empty()),
+        "b was not taken"
+    );
+    let ok = pools.apply(
+        4,
+        4_000,
+        &PoolCommand::AcquireByState {
+            state: "free".into(),
+            dest: "busy".into(),
+            owner: "p".into(),
+            names: vec!["b".into(), "c".into()],
+        },
+    );
+    assert!(matches!(ok, Ok(PoolResult::Resources(ref r)) if r.len() == 2));
+}
+
+#[test]
+fn update_merges_user_data_checks_state_and_tokens() {
+    let mut pools = pools_with(vec![static_type("t", &["a"])]);
+    let grant = granted(pools.apply(2, 2_000, &acquire("t", "o", None)));
+    let update = |data: &[(&str, &str)], state: &str, token: Option<u64>| PoolCommand::Update {
+        name: "a".into(),
+        owner: "o".into(),
+        state: state.into(),
+        user_data: data
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect::<BTreeMap<_, _>>(),
+        token,
+    };
+    pools
+        .apply(
+            3,
+            3_000,
+            &update(&[("k", "v"), ("x", "y")], "busy", Some(grant.token)),
+        )
+        .expect("update");
+    pools
+        .apply(4, 4_000, &update(&[("k", "")], "busy", None))
+        .expect("update");
+    let resource = pools.resource("a").cloned().expect("a");
+    assert_eq!(
+        resource.user_data,
+        BTreeMap::from([("x".to_string(), "y".to_string())])
+    );
+    assert_eq!(resource.last_update_ms, 4_000);
+    assert!(matches!(
+        pools.apply(5, 5_000, &update(&[], "free", None)),
+        Err(DomainError::Pool(PoolError::StateMismatch { .. }))
+    ));
+    assert!(matches!(
+        pools.apply(6, 6_000, &update(&[], "busy", Some(grant.token - 1))),
+        Err(DomainError::Pool(PoolError::StaleToken { .. }))
+    ));
+    assert!(matches!(
+        pools.apply(7, 7_000, &release("a", "intruder", "free", None)),
+        Err(DomainError::Pool(PoolError::OwnerMismatch { .. }))
+    ));
+}
+
+#[test]
+fn reset_reclaims_only_owned_stale_resources_and_respects_the_term_start() {
+    let mut pools = pools_with(vec![static_type("t", &["a", "b"])]);
+    granted(pools.apply(2, 2_000, &acquire("t", "o", None)));
+    let reset = |not_before_ms| PoolCommand::Reset {
+        rtype: "t".into(),
+        state: "busy".into(),
+        dest: "dirty".into(),
+        expire_ms: 10_000,
+        not_before_ms,
+    };
+    assert_eq!(
+        pools.apply(3, 11_000, &reset(0)),
+        Ok(PoolResult::Reclaimed(BTreeMap::new()))
+    );
+    // A new leader that started at 10_000 waits a full expiry from then.
+    assert_eq!(
+        pools.apply(4, 15_000, &reset(10_000)),
+        Ok(PoolResult::Reclaimed(BTreeMap::new()))
+    );
+    let reclaimed = pools.apply(5, 20_000, &reset(10_000));
+    assert_eq!(
+        reclaimed,
+        Ok(PoolResult::Reclaimed(BTreeMap::from([(
+            "a".to_string(),
+            "o".to_string()
+        )])))
+    );
+    assert_eq!(
+        pools.resource("b").map(|r| r.state.as_str()),
+        Some("free"),
+        "unowned untouched"
+    );
+}
+
+#[test]
+fn removed_static_resources_wait_for_their_owner() {
+    let mut pools = pools_with(vec![static_type("t", &["a", "b"])]);
+    granted(pools.apply(2, 2_000, &acquire("t", "o", None)));
+    pools
+        .apply(
+            3,
+            3_000,
+            &PoolCommand::SetConfig {
+                config: config(vec![static_type("t", &["c"])]),
+            },
+        )
+        .expect("config");
+    assert!(pools.resource("a").is_some(), "owned a stays");
+    assert!(pools.resource("b").is_none(), "unowned b is gone");
+    assert!(pools.resource("c").is_some(), "c is new");
+    pools
+        .apply(4, 4_000, &release("a", "o", "free", None))
+        .expect("release");
+    assert!(pools.resource("a").is_none(), "a disappears once released");
+}
+
+fn dynamic(rtype: &str, min: u32, max: u32, lifespan: Option<&str>) -> TypeConfig {
+    TypeConfig {
+        rtype: rtype.into(),
+        state: "free".into(),
+        min_count: Some(min),
+        max_count: Some(max),
+        lifespan: lifespan.map(str::to_string),
+        ..Default::default()
+    }
+}
+
+fn names(count: usize, prefix: &str) -> Vec<String> {
+    (0..count).map(|i| format!("{prefix}-{i}")).collect()
+}
+
+#[test]
+fn dynamic_types_keep_min_count_expire_and_drain() {
+    let mut pools = pools_with(vec![dynamic("d", 2, 3, Some("1s"))]);
+    pools
+        .apply(
+            2,
+            2_000,
+            &PoolCommand::SyncDynamic {
+                rtype: "d".into(),
+                new_names: names(3, "x"),
+            },
+        )
+        .expect("sync");
+    assert_eq!(pools.of_type("d").count(), 2);
+    let grant = granted(pools.apply(3, 3_000, &acquire("d", "o", None)));
+    pools
+        .apply(4, 4_000, &release(&grant.name, "o", "free", None))
+        .expect("release");
+    // Lifespan runs from the release: at 5_001 the resource expires.
+    pools
+        .apply(
+            5,
+            5_001,
+            &PoolCommand::SyncDynamic {
+                rtype: "d".into(),
+                new_names: names(3, "y"),
+            },
+        )
+        .expect("sync");
+    assert_eq!(
+        pools.resource(&grant.name).map(|r| r.state.as_str()),
+        Some(states::TO_BE_DELETED)
+    );
+    // As in Boskos, a resource on its way out still counts towards min-count.
+    assert_eq!(pools.of_type("d").filter(|r| r.state == "free").count(), 1);
+    pools
+        .apply(
+            6,
+            6_000,
+            &PoolCommand::Retire {
+                name: grant.name.clone(),
+            },
+        )
+        .expect("retire");
+    pools
+        .apply(
+            7,
+            7_000,
+            &PoolCommand::SyncDynamic {
+                rtype: "d".into(),
+                new_names: names(3, "z"),
+            },
+        )
+        .expect("sync");
+    assert!(pools.resource(&grant.name).is_none(), "tombstones are deleted");
+    assert_eq!(
+        pools.of_type("d").filter(|r| r.state == "free").count(),
+        2,
+        "replaced to keep min-count"
+    );
+    // Lower max-count: the surplus idle resources go toBeDeleted.
+    pools
+        .apply(
+            8,
+            8_000,
+            &PoolCommand::SetConfig {
+                config: config(vec![dynamic("d", 0, 1, None)]),
+            },
+        )
+        .expect("config");
+    pools
+        .apply(
+            9,
+            9_000,
+            &PoolCommand::SyncDynamic {
+                rtype: "d".into(),
+                new_names: vec![],
+            },
+        )
+        .expect("sync");
+    assert_eq!(
+        pools
+            .of_type("d")
+            .filter(|r| r.state == states::TO_BE_DELETED)
+            .count(),
+        1
+    );
+}
+
+#[test]
+fn a_new_request_id_creates_a_dynamic_resource_up_to_max() {
+    let mut pools = pools_with(vec![dynamic("d", 0, 1, None)]);
+    let mut with_name = acquire("d", "o", Some("r1"));
+    if let PoolCommand::Acquire { new_dynamic_name, .. } = &mut with_name {
+        *new_dynamic_name = Some("made-1".into());
+    }
+    // Created free, so the same request gets it at once.
+    assert_eq!(granted(pools.apply(2, 2_000, &with_name)).name, "made-1");
+    let mut second = acquire("d", "p", Some("r2"));
+    if let PoolCommand::Acquire { new_dynamic_name, .. } = &mut second {
+        *new_dynamic_name = Some("made-2".into());
+    }
+    assert!(pools.apply(3, 3_000, &second).is_err());
+    assert!(pools.resource("made-2").is_none(), "max-count 1 is reached");
+}
+
+#[test]
+fn retire_releases_children_dirty() {
+    let mut pools = pools_with(vec![static_type("child", &["c1"]), dynamic("parent", 1, 1, None)]);
+    pools
+        .apply(
+            2,
+            2_000,
+            &PoolCommand::SyncDynamic {
+                rtype: "parent".into(),
+                new_names: names(1, "p"),
+            },
+        )
+        .expect("sync");
+    granted(pools.apply(
+        3,
+        3_000,
+        &PoolCommand::Acquire {
+            rtype: "child".into(),
+            state: "free".into(),
+            dest: "p-0".into(),
+            owner: "mason".into(),
+            request_id: None,
+            candidates: None,
+            claim_for_ms: None,
+            new_dynamic_name: None,
+        },
+    ));
+    let parent = pools.resources.get_mut("p-0").expect("parent");
+    parent
+        .user_data
+        .insert(LEASED_RESOURCES.into(), "[\"c1\"]".into());
+    parent.state = states::TO_BE_DELETED.into();
+    pools
+        .apply(4, 4_000, &PoolCommand::Retire { name: "p-0".into() })
+        .expect("retire");
+    let child = pools.resource("c1").expect("child");
+    assert_eq!((child.state.as_str(), child.owner.as_str()), ("dirty", ""));
+    assert_eq!(
+        pools.resource("p-0").map(|r| r.state.as_str()),
+        Some(states::TOMBSTONE)
+    );
+}
+
+#[test]
+fn claims_expire_server_side_and_release_by_token() {
+    let mut pools = pools_with(vec![static_type("cluster", &["c1"])]);
+    let claim = PoolCommand::Acquire {
+        rtype: "cluster".into(),
+        state: "free".into(),
+        dest: "leased".into(),
+        owner: "token-1".into(),
+        request_id: None,
+        candidates: Some(vec!["c1".into()]),
+        claim_for_ms: Some(30_000),
+        new_dynamic_name: None,
+    };
+    granted(pools.apply(2, 2_000, &claim));
+    let expire = PoolCommand::ExpireClaims {
+        rtype: "cluster".into(),
+        not_before_ms: 0,
+    };
+    assert_eq!(
+        pools.apply(3, 31_000, &expire),
+        Ok(PoolResult::Reclaimed(BTreeMap::new()))
+    );
+    assert!(matches!(pools.apply(4, 32_000, &expire), Ok(PoolResult::Reclaimed(ref r)) if r.len() == 1));
+    assert!(matches!(
+        pools.apply(
+            5,
+            33_000,
+            &PoolCommand::ReleaseClaim {
+                token: "token-1".into()
+            }
+        ),
+        Err(DomainError::Pool(PoolError::ClaimNotFound(_)))
+    ));
+}
