@@ -59,6 +59,11 @@ pub struct ProcessCluster {
 impl ProcessCluster {
     /// Starts `size` bootstrap members.
     pub fn start(size: u64) -> Result<Self> {
+        Self::start_with_args(size, &[])
+    }
+
+    /// Starts `size` bootstrap members with extra `drover serve` flags.
+    pub fn start_with_args(size: u64, extra: &[String]) -> Result<Self> {
         let dir = TempDir::new()?;
         let binary = drover_binary()?;
         let mut ports = BTreeMap::new();
@@ -86,6 +91,8 @@ impl ProcessCluster {
                 "--election-timeout-max-ms=1000".to_string(),
                 "--request-timeout-ms=5000".to_string(),
             ];
+            let mut args = args;
+            args.extend(extra.iter().cloned());
             let log = dir.path().join(format!("node-{id}.log"));
             nodes.insert(
                 id,
@@ -122,6 +129,11 @@ impl ProcessCluster {
     /// API address of a node.
     pub fn api_addr(&self, id: u64) -> String {
         self.nodes.get(&id).map(|n| n.api.clone()).unwrap_or_default()
+    }
+
+    /// A Boskos client bound to a node.
+    pub fn boskos(&self, id: u64) -> crate::boskos::BoskosClient {
+        crate::boskos::BoskosClient::new(&self.api_addr(id))
     }
 
     /// A lease client bound to a node.
