@@ -1,6 +1,9 @@
 //! The `drover` binary.
 
+use std::process::ExitCode;
+
 use clap::{Parser, Subcommand};
+use drover_node::cli::lease::LeaseCommand;
 use drover_node::{config, shutdown_signal, start, telemetry, Listeners, NodeConfig};
 
 /// Drover: a replicated control plane for shared infrastructure.
@@ -15,12 +18,22 @@ struct Cli {
 enum Command {
     /// Run a node.
     Serve(config::ServeArgs),
+    /// Acquire, hold, release and list pool resources.
+    #[command(subcommand)]
+    Lease(LeaseCommand),
 }
 
 #[tokio::main]
-async fn main() -> anyhow::Result<()> {
+async fn main() -> anyhow::Result<ExitCode> {
     let cli = Cli::parse();
     match cli.command {
+        Command::Lease(command) => match drover_node::cli::lease::run(command).await {
+            Ok(code) => return Ok(code),
+            Err(e) => {
+                eprintln!("drover: {e}");
+                return Ok(ExitCode::from(1));
+            }
+        },
         Command::Serve(args) => {
             let config = match NodeConfig::load(&args) {
                 Ok(config) => config,
@@ -35,5 +48,5 @@ async fn main() -> anyhow::Result<()> {
             node.run_until(shutdown_signal()).await?;
         }
     }
-    Ok(())
+    Ok(ExitCode::SUCCESS)
 }

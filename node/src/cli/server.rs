@@ -1,0 +1,75 @@
+//! The nodes a CLI command talks to: it tries them in order and moves on when one is down.
+
+use std::time::Duration;
+
+use anyhow::{bail, Result};
+use reqwest::{Client, Method, StatusCode};
+
+/// The API endpoints of a cluster, any of which answers any request.
+#[derive(Clone)]
+pub struct Servers {
+    http: Client,
+    urls: Vec<String>,
+}
+
+/// A status and a body.
+pub struct Reply {
+    /// HTTP status.
+    pub status: StatusCode,
+    /// Body text.
+    pub text: String,
+}
+
+impl Servers {
+    /// Parses `http://a:7400,http://b:7400`.
+    pub fn parse(list: &str) -> Result<Self> {
+        let urls: Vec<String> = list
+            .split(',')
+            .map(|u| u.trim().trim_end_matches('/').to_string())
+            .filter(|u| !u.is_empty())
+            .collect();
+        if urls.is_empty() {
+            bail!("--server needs at least one URL such as http://127.0.0.1:7401");
+        }
+        for url in &urls {
+            if !url.starts_with("http://") && !url.starts_with("https://") {
+                bail!("--server {url:?} must start with http:// or https://");
+            }
+        }
+        let http = Client::builder().timeout(Duration::from_secs(15)).build()?;
+        Ok(Self { http, urls })
+    }
+
+    /// Sends one request, trying the next server when one cannot be reached or answers 503.
+    pub async fn send(
+        &self,
+        method: Method,
+        path: &str,
+        query: &[(&str, &str)],
+        body: Option<String>,
+    ) -> Result<Reply> {
+        let mut last_error = String::new();
+        for url in &self.urls {
+            let mut request = self
+                .http
+                .request(method.clone(), format!("{url}{path}"))
+                .query(query);
+            if let Some(body) = &body {
+                request = request.body(body.clone());
+            }
+            match request.send().await {
+                Ok(response) => {
+                    let status = response.status();
+                    let text = response.text().await.unwrap_or_default();
+                    if status == StatusCode::SERVICE_UNAVAILABLE {
+                        last_error = format!("{url}: {text}");
+                        continue;
+                    }
+                    return Ok(Reply { status, text });
+                }
+                Err(e) => last_error = format!("{url}: {e}"),
+            }
+        }
+        bail!("no server answered: {last_error}")
+    }
+}
