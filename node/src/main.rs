@@ -17,7 +17,7 @@ struct Cli {
 #[derive(Debug, Subcommand)]
 enum Command {
     /// Run a node.
-    Serve(config::ServeArgs),
+    Serve(Box<config::ServeArgs>),
     /// Acquire, hold, release and list pool resources.
     #[command(subcommand)]
     Lease(LeaseCommand),
