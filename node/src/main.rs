@@ -14,10 +14,12 @@ struct Cli {
     command: Command,
 }
 
+// Parsed once per process: the size difference between variants costs nothing.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Subcommand)]
 enum Command {
     /// Run a node.
-    Serve(Box<config::ServeArgs>),
+    Serve(config::ServeArgs),
     /// Acquire, hold, release and list pool resources.
     #[command(subcommand)]
     Lease(LeaseCommand),
