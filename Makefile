@@ -3,7 +3,7 @@
 CARGO_TARGET_DIR ?= $(HOME)/.cache/drover-target
 export CARGO_TARGET_DIR
 
-.PHONY: setup demo test lint
+.PHONY: setup demo test lint bench-leasing
 
 ## setup: install what a fresh machine lacks (clang, libclang, the Kubernetes Python client)
 setup:
@@ -22,3 +22,8 @@ test: setup
 lint: setup
 	cargo fmt --all -- --check
 	cargo clippy --workspace --all-targets -- -D warnings
+
+## bench-leasing: acquire+release pairs/s and latency at 1, 16 and 64 clients (release build)
+bench-leasing: setup
+	cargo build --release -p drover-node -p drover-bench
+	$(CARGO_TARGET_DIR)/release/drover-bench leasing

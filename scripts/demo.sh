@@ -15,6 +15,15 @@ if [ ! -s "$state/secret" ]; then
 fi
 secret="$(cat "$state/secret")"
 cluster="1=127.0.0.1:7501,2=127.0.0.1:7502,3=127.0.0.1:7503"
+cat > "$state/pools.yaml" <<'YAML'
+resources:
+  - type: gce-project
+    state: free
+    names: [project-1, project-2, project-3]
+  - type: k8s-cluster
+    state: free
+    names: [cluster-a, cluster-b]
+YAML
 
 pids=()
 stop() {
@@ -30,6 +39,7 @@ for id in 1 2 3; do
   "$bin" serve --node-id "$id" --data-dir "$state/node-$id" \
     --api-addr "127.0.0.1:740$id" --peer-addr "127.0.0.1:750$id" \
     --initial-cluster "$cluster" --cluster-secret "$secret" \
+    --pools "$state/pools.yaml" --claimer-auth-token demo-claimer-token \
     >"$state/node-$id.log" 2>&1 &
   pids+=("$!")
 done
@@ -55,6 +65,19 @@ curl -s -o /dev/null -X POST "http://127.0.0.1:7403/apis/akka.io/v1/namespaces/d
   -H 'Content-Type: application/json' \
   -d '{"apiVersion":"akka.io/v1","kind":"Lease","metadata":{"name":"shop-akka-sbr"},"spec":{"owner":"","version":"","time":0}}'
 
+# Give the demo clusters credentials, as an operator would: hold, write user data, free.
+until curl -fsS "http://127.0.0.1:7401/metric?type=k8s-cluster" >/dev/null 2>&1; do
+  if [ "$SECONDS" -ge "$deadline" ]; then echo "demo: the pool file was not committed" >&2; exit 1; fi
+  sleep 0.2
+done
+for cluster_name in cluster-a cluster-b; do
+  if curl -fsS -X POST "http://127.0.0.1:7401/acquirebystate?state=free&dest=busy&owner=demo-setup&names=$cluster_name" >/dev/null 2>&1; then
+    curl -fsS -X POST "http://127.0.0.1:7401/update?name=$cluster_name&owner=demo-setup&state=busy" \
+      -d "{\"kubeconfig\":\"apiVersion: v1\\nkind: Config\\n# $cluster_name\\n\",\"ip\":\"127.0.0.1\"}" >/dev/null
+    curl -fsS -X POST "http://127.0.0.1:7401/release?name=$cluster_name&dest=free&owner=demo-setup" >/dev/null
+  fi
+done
+
 leader=$(curl -fsS http://127.0.0.1:7401/cluster | python3 -c 'import json,sys; print(json.load(sys.stdin)["leader"])')
 cat <<MSG
 
@@ -70,12 +93,19 @@ Try:
   curl -N 'http://127.0.0.1:7403/apis/coordination.k8s.io/v1/namespaces/demo/leases?watch=true'
   KUBECONFIG=/dev/null kubectl --server http://127.0.0.1:7401 get leases -n demo
   curl http://127.0.0.1:7401/metrics
+  curl -X POST 'http://127.0.0.1:7402/acquire?type=gce-project&state=free&dest=busy&owner=me'
+  curl 'http://127.0.0.1:7403/metric?type=gce-project'
+  curl -X POST http://127.0.0.1:7401/lease -H 'Authorization: demo-claimer-token' -d '{"max_time": 60}'
+  DROVER_SERVER=http://127.0.0.1:7401 $bin lease acquire --type gce-project --owner me -- sleep 10
 
 MSG
 
 if [ "${DROVER_DEMO_ONESHOT:-}" = "1" ]; then
   listed=$(curl -fsS "$leases" | python3 -c 'import json,sys; print(len(json.load(sys.stdin)["items"]))')
   [ "$listed" -ge 2 ] || { echo "demo: expected the demo leases, found $listed" >&2; exit 1; }
+  DROVER_SERVER=http://127.0.0.1:7402 "$bin" lease acquire --type gce-project --owner demo-check --release-to free -- true
+  code=$(curl -s -o /dev/null -w '%{http_code}' -X POST http://127.0.0.1:7403/lease -H 'Authorization: demo-claimer-token' -d '{"max_time": 5}')
+  [ "$code" = 200 ] || { echo "demo: claiming a cluster answered $code" >&2; exit 1; }
   echo "demo: one-shot check passed; stopping"
   exit 0
 fi

@@ -8,7 +8,7 @@ use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
-use anyhow::{anyhow, bail, Context, Result};
+use anyhow::{anyhow, Context, Result};
 use serde_json::Value;
 use tempfile::TempDir;
 
@@ -21,19 +21,25 @@ pub fn drover_binary() -> Result<PathBuf> {
     if let Ok(path) = std::env::var("DROVER_BIN") {
         return Ok(PathBuf::from(path));
     }
+    // Test executables live in `target/<profile>/deps/`, binaries in `target/<profile>/`.
     let exe = std::env::current_exe()?;
-    let target_profile = exe
+    let folder = exe
         .parent()
-        .and_then(|deps| deps.parent())
-        .ok_or_else(|| anyhow!("cannot locate the target directory from {}", exe.display()))?;
-    let binary = target_profile.join("drover");
-    if !binary.is_file() {
-        bail!(
-            "{} not found: build it with `cargo build -p drover-node` or set DROVER_BIN",
-            binary.display()
-        );
-    }
-    Ok(binary)
+        .ok_or_else(|| anyhow!("cannot locate the folder of {}", exe.display()))?;
+    let candidates = [
+        Some(folder.join("drover")),
+        folder.parent().map(|profile| profile.join("drover")),
+    ];
+    candidates
+        .into_iter()
+        .flatten()
+        .find(|path| path.is_file())
+        .ok_or_else(|| {
+            anyhow!(
+                "no drover binary near {}: build it with `cargo build -p drover-node` or set DROVER_BIN",
+                exe.display()
+            )
+        })
 }
 
 fn free_port() -> Result<u16> {

@@ -1,6 +1,6 @@
 //! The leader's pool actors against a three-node cluster: dynamic resources (L13–L16), static
-//! removal (L17), the cleaner (L18), the reaper (L19) and the janitor (L20, with failing and
-//! hanging cleanups).
+//! removal (L17), the cleaner (L18), the reaper (L19), the janitor (L20, with failing and
+//! hanging cleanups) and Mason-style `needs`.
 
 use std::time::Duration;
 
@@ -308,6 +308,63 @@ async fn the_janitor_cleans_retries_failures_and_kills_hung_cleanups() -> Result
         value(&text, "failure") < 10.0,
         "failures back off rather than spin: {}",
         value(&text, "failure")
+    );
+    cluster.shutdown().await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn mason_needs_are_fulfilled_and_recycled() -> Result<()> {
+    let yaml = "resources:\n  - type: acct\n    state: free\n    names: [a1, a2]\n  - type: cluster\n    state: dirty\n    min-count: 1\n    max-count: 1\n    needs: {acct: 1}\n";
+    let cluster = start(fast(), yaml).await?;
+    let client = cluster.boskos(2);
+    let ready = |child: &'static str| {
+        let client = client.clone();
+        async move {
+            eventually(
+                Duration::from_secs(20),
+                &format!("the cluster to be built with {child}"),
+                || async {
+                    let parents = client.resources("cluster").await.ok()?;
+                    let parent = parents.first()?;
+                    let children = parent["userdata"]["leasedResources"].as_str()?;
+                    (parent["state"] == "free" && children == format!("[\"{child}\"]"))
+                        .then(|| parent["name"].as_str().unwrap_or_default().to_string())
+                },
+            )
+            .await
+        }
+    };
+    let parent = ready("a1").await?;
+    let accounts = states_of(&client, "acct").await?;
+    ensure!(
+        accounts.iter().any(|a| a.0 == "a1" && a.1 == parent),
+        "the child waits in the parent's state: {accounts:?}"
+    );
+    let held = client.acquire("cluster", "free", "busy", "job", None).await?;
+    ensure!(held.status == StatusCode::OK);
+    let children = client
+        .post(
+            "/acquirebystate",
+            &[
+                ("state", &parent),
+                ("dest", "busy"),
+                ("owner", "job"),
+                ("names", "a1"),
+            ],
+            None,
+        )
+        .await?;
+    ensure!(
+        children.status == StatusCode::OK,
+        "the client takes the children by state: {children:?}"
+    );
+    ensure!(client.release("a1", &parent, "job").await?.status == StatusCode::OK);
+    ensure!(client.release(&parent, "dirty", "job").await?.status == StatusCode::OK);
+    ready("a2").await?;
+    let accounts = states_of(&client, "acct").await?;
+    ensure!(
+        accounts.iter().any(|a| a.0 == "a1" && a.1 == "dirty"),
+        "the old child was recycled dirty: {accounts:?}"
     );
     cluster.shutdown().await
 }

@@ -1,6 +1,6 @@
 //! One actor per resource type: each tick it expires claims, reaps stale owned resources, runs
 //! the dynamic lifecycle, retires resources marked for deletion and hands dirty resources to
-//! the janitor. It decides from this node's replica and acts through committed commands, so a
+//! the janitor (or, for a type with `needs`, prepares them as Mason does). It decides from this node's replica and acts through committed commands, so a
 //! decision made on stale data is refused or is a no-op when applied.
 
 use std::collections::HashMap;
@@ -172,6 +172,29 @@ impl TypeState {
         }
     }
 
+    /// Mason: prepares dirty resources of a type with `needs` instead of the janitor.
+    async fn fulfil(&self, resources: &[Resource]) {
+        for resource in resources
+            .iter()
+            .filter(|r| r.state == states::DIRTY && r.owner.is_empty())
+        {
+            self.commit(PoolCommand::Fulfil {
+                name: resource.name.clone(),
+            })
+            .await;
+        }
+    }
+
+    fn has_needs(&self) -> bool {
+        let rtype = self.args.rtype.clone();
+        self.args.context.raft.local_read(|s| {
+            s.pools()
+                .config()
+                .and_then(|c| c.get(&rtype))
+                .is_some_and(|t| !t.needs.is_empty())
+        })
+    }
+
     async fn heartbeat_cleanups(&mut self) {
         let every = (self.args.config.reaper_expire / 4).max(self.args.config.sync_interval);
         let due: Vec<(String, u64)> = self
@@ -323,7 +346,11 @@ impl Actor for TypeActor {
                 state.retire(&resources).await;
                 state.heartbeat_cleanups().await;
                 let resources = state.resources();
-                state.dispatch_janitor(&myself, &resources).await;
+                if state.has_needs() {
+                    state.fulfil(&resources).await;
+                } else {
+                    state.dispatch_janitor(&myself, &resources).await;
+                }
             }
             TypeMsg::Cleaned { name, token, outcome } => state.cleaned(name, token, outcome).await,
         }

@@ -69,6 +69,7 @@ impl Pools {
             }
             PoolCommand::SyncDynamic { rtype, new_names } => Ok(self.sync_dynamic(now_ms, rtype, new_names)),
             PoolCommand::Retire { name } => self.retire(now_ms, name),
+            PoolCommand::Fulfil { name } => self.fulfil(now_ms, name),
         }
     }
 
@@ -508,6 +509,81 @@ impl Pools {
 }
 
 impl Pools {
+    fn fulfil(&mut self, now_ms: u64, name: &str) -> Outcome {
+        let parent = self
+            .resources
+            .get(name)
+            .ok_or_else(|| PoolError::NotFound(name.to_string()))?;
+        if parent.state != states::DIRTY || !parent.owner.is_empty() {
+            return Err(PoolError::StateMismatch {
+                expected: states::DIRTY.into(),
+                current: parent.state.clone(),
+            }
+            .into());
+        }
+        let needs = self
+            .config
+            .as_ref()
+            .and_then(|c| c.get(&parent.rtype))
+            .map(|t| t.needs.clone())
+            .unwrap_or_default();
+        if needs.is_empty() {
+            return Err(DomainError::Invalid {
+                field: format!("resources (type {:?}).needs", parent.rtype),
+                message: "the type needs nothing, so there is nothing to fulfil".into(),
+            });
+        }
+        let old_children: Vec<String> = parent
+            .user_data
+            .get(LEASED_RESOURCES)
+            .and_then(|list| serde_json::from_str(list).ok())
+            .unwrap_or_default();
+        // Choose every child before changing anything: all needs are met, or nothing happens.
+        let mut chosen = Vec::new();
+        for (rtype, count) in &needs {
+            let mut free: Vec<&Resource> = self
+                .resources
+                .values()
+                .filter(|r| &r.rtype == rtype && r.state == states::FREE && r.owner.is_empty())
+                .collect();
+            free.sort_by(|a, b| {
+                a.last_update_ms
+                    .cmp(&b.last_update_ms)
+                    .then_with(|| a.name.cmp(&b.name))
+            });
+            if free.len() < *count as usize {
+                return Err(PoolError::NoneAvailable(rtype.clone()).into());
+            }
+            chosen.extend(free.into_iter().take(*count as usize).map(|r| r.name.clone()));
+        }
+        for child in old_children {
+            if let Some(child) = self.resources.get_mut(&child) {
+                if child.state == name && child.owner.is_empty() {
+                    child.state = states::DIRTY.to_string();
+                    child.last_update_ms = now_ms;
+                }
+            }
+        }
+        for child in &chosen {
+            if let Some(child) = self.resources.get_mut(child) {
+                child.state = name.to_string();
+                child.last_update_ms = now_ms;
+            }
+        }
+        let list = serde_json::to_string(&chosen).map_err(|e| DomainError::Invalid {
+            field: LEASED_RESOURCES.into(),
+            message: e.to_string(),
+        })?;
+        let parent = self
+            .resources
+            .get_mut(name)
+            .ok_or_else(|| PoolError::NotFound(name.to_string()))?;
+        parent.user_data.insert(LEASED_RESOURCES.into(), list);
+        parent.state = states::FREE.to_string();
+        parent.last_update_ms = now_ms;
+        Ok(PoolResult::Resource(parent.clone()))
+    }
+
     /// Whether a [`PoolCommand::SyncDynamic`] at `now_ms` would change anything for `rtype`.
     pub fn dynamic_sync_needed(&self, rtype: &str, now_ms: u64) -> bool {
         let entry = self.config.as_ref().and_then(|c| c.get(rtype));

@@ -149,6 +149,13 @@ pub enum PoolCommand {
         /// Resource name.
         name: String,
     },
+    /// Mason: prepare a dirty resource of a type with `needs`. Its previous children are
+    /// released dirty, the needed children are taken from their free pools into the state named
+    /// after it, recorded under `leasedResources`, and the resource becomes free.
+    Fulfil {
+        /// Resource name.
+        name: String,
+    },
 }
 
 /// The replicated outcome of a pool command.

@@ -472,3 +472,51 @@ fn claims_expire_server_side_and_release_by_token() {
         Err(DomainError::Pool(PoolError::ClaimNotFound(_)))
     ));
 }
+
+#[test]
+fn fulfil_takes_children_all_or_nothing_and_recycles_old_ones() {
+    let mut parent_type = dynamic("cluster", 1, 2, None);
+    parent_type.state = "dirty".into();
+    parent_type.needs = BTreeMap::from([("acct".to_string(), 1)]);
+    let mut pools = pools_with(vec![static_type("acct", &["a1", "a2"]), parent_type]);
+    pools
+        .apply(
+            2,
+            2_000,
+            &PoolCommand::SyncDynamic {
+                rtype: "cluster".into(),
+                new_names: names(1, "c"),
+            },
+        )
+        .expect("sync");
+    let prepared = granted(pools.apply(3, 3_000, &PoolCommand::Fulfil { name: "c-0".into() }));
+    assert_eq!(prepared.state, "free");
+    assert_eq!(
+        prepared.user_data.get(LEASED_RESOURCES).map(String::as_str),
+        Some("[\"a1\"]")
+    );
+    assert_eq!(pools.resource("a1").map(|r| r.state.as_str()), Some("c-0"));
+    // Used and returned dirty: Mason recycles the old child and takes a fresh one.
+    granted(pools.apply(4, 4_000, &acquire("cluster", "job", None)));
+    pools
+        .apply(5, 5_000, &release("c-0", "job", "dirty", None))
+        .expect("release");
+    let again = granted(pools.apply(6, 6_000, &PoolCommand::Fulfil { name: "c-0".into() }));
+    assert_eq!(
+        again.user_data.get(LEASED_RESOURCES).map(String::as_str),
+        Some("[\"a2\"]")
+    );
+    assert_eq!(pools.resource("a1").map(|r| r.state.as_str()), Some("dirty"));
+    // No free account left: nothing changes.
+    let parent = pools.resources.get_mut("c-0").expect("parent");
+    parent.state = "dirty".into();
+    assert!(matches!(
+        pools.apply(8, 8_000, &PoolCommand::Fulfil { name: "c-0".into() }),
+        Err(DomainError::Pool(PoolError::NoneAvailable(_)))
+    ));
+    assert_eq!(
+        pools.resource("a2").map(|r| r.state.as_str()),
+        Some("c-0"),
+        "unchanged when refused"
+    );
+}
