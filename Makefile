@@ -3,7 +3,7 @@
 CARGO_TARGET_DIR ?= $(HOME)/.cache/drover-target
 export CARGO_TARGET_DIR
 
-.PHONY: setup demo test lint bench-leasing
+.PHONY: setup demo test lint bench-leasing chaos
 
 ## setup: install what a fresh machine lacks (clang, libclang, the Kubernetes Python client)
 setup:
@@ -27,3 +27,8 @@ lint: setup
 bench-leasing: setup
 	cargo build --release -p drover-node -p drover-bench
 	$(CARGO_TARGET_DIR)/release/drover-bench leasing
+
+## chaos: the long chaos run (30 seeds of 60 s, every fault kind; release build; about 35 minutes)
+chaos: setup
+	cargo build --release -p drover-node -p drover-chaos
+	$(CARGO_TARGET_DIR)/release/drover-chaos --seed 1 --runs 30 --duration 60 --out chaos-report.json

@@ -166,6 +166,23 @@ impl ProcessCluster {
         Ok(())
     }
 
+    /// Sends SIGSTOP (`pause = true`) or SIGCONT to a running node.
+    pub fn pause(&mut self, id: u64, pause: bool) -> Result<()> {
+        let node = self.nodes.get(&id).ok_or_else(|| anyhow!("no node {id}"))?;
+        let Some(pid) = node.child.as_ref().map(Child::id) else {
+            return Ok(());
+        };
+        let signal = if pause { "-STOP" } else { "-CONT" };
+        let status = Command::new("kill").arg(signal).arg(pid.to_string()).status()?;
+        anyhow::ensure!(status.success(), "kill {signal} {pid} failed");
+        Ok(())
+    }
+
+    /// Whether a node's process is running (not killed).
+    pub fn is_running(&self, id: u64) -> bool {
+        self.nodes.get(&id).is_some_and(|n| n.child.is_some())
+    }
+
     /// Restarts a killed node with exactly the same flags.
     pub fn restart(&mut self, id: u64) -> Result<()> {
         self.spawn(id)
@@ -211,6 +228,11 @@ impl Drop for ProcessCluster {
     fn drop(&mut self) {
         for node in self.nodes.values_mut() {
             if let Some(mut child) = node.child.take() {
+                // A paused process must be resumed to die promptly after SIGKILL is reaped.
+                let _ = Command::new("kill")
+                    .arg("-CONT")
+                    .arg(child.id().to_string())
+                    .status();
                 let _ = child.kill();
                 let _ = child.wait();
             }

@@ -1,0 +1,80 @@
+//! `drover-chaos`: runs seeded chaos runs and exits non-zero on any violation.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use anyhow::{bail, Result};
+use clap::Parser;
+use drover_chaos::faults::FaultKind;
+use drover_chaos::runner::{run, RunConfig};
+
+/// Chaos runs against a three-node Drover cluster on loopback.
+#[derive(Debug, Parser)]
+#[command(name = "drover-chaos")]
+struct Cli {
+    /// First seed; runs use seed, seed+1, ….
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Number of runs.
+    #[arg(long, default_value_t = 1)]
+    runs: u64,
+    /// Seconds of workload per run.
+    #[arg(long, default_value_t = 30)]
+    duration: u64,
+    /// Concurrent clients.
+    #[arg(long, default_value_t = 6)]
+    clients: usize,
+    /// Register keys.
+    #[arg(long, default_value_t = 4)]
+    keys: usize,
+    /// Fault kinds, comma separated: kill-leader, kill-random, pause-leader, pause-random.
+    #[arg(long, default_value = "kill-leader,kill-random,pause-leader,pause-random")]
+    faults: String,
+    /// Where to write the JSON reports (one array).
+    #[arg(long, default_value = "chaos-report.json")]
+    out: PathBuf,
+}
+
+#[tokio::main]
+async fn main() -> Result<ExitCode> {
+    let cli = Cli::parse();
+    let mut faults = Vec::new();
+    for name in cli.faults.split(',').map(str::trim).filter(|n| !n.is_empty()) {
+        match FaultKind::parse(name) {
+            Some(kind) => faults.push(kind),
+            None => {
+                bail!("unknown fault {name:?}: use kill-leader, kill-random, pause-leader or pause-random")
+            }
+        }
+    }
+    let mut reports = Vec::new();
+    let mut failed = false;
+    for seed in cli.seed..cli.seed + cli.runs {
+        let config = RunConfig {
+            seed,
+            duration: Duration::from_secs(cli.duration),
+            clients: cli.clients,
+            keys: cli.keys,
+            faults: faults.clone(),
+        };
+        // Ctrl-C drops the cluster, which kills (and resumes) every process it started.
+        let report = tokio::select! {
+            report = run(&config) => report?,
+            _ = tokio::signal::ctrl_c() => {
+                eprintln!("interrupted: every node was stopped");
+                return Ok(ExitCode::from(130));
+            }
+        };
+        report.print();
+        failed |= !report.violations.is_empty();
+        reports.push(report);
+    }
+    std::fs::write(&cli.out, serde_json::to_vec_pretty(&reports)?)?;
+    println!("reports written to {}", cli.out.display());
+    Ok(if failed {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    })
+}

@@ -1,0 +1,184 @@
+//! The summary of a run: per-fault figures, failover times, violations; printed as a table and
+//! written as JSON.
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+
+use crate::faults::FaultKind;
+use crate::history::History;
+use crate::runner::RunConfig;
+
+/// One injected fault.
+#[derive(Debug, Clone, Serialize)]
+pub struct FaultRecord {
+    /// Its kind.
+    pub kind: FaultKind,
+    /// The node it hit.
+    pub node: u64,
+    /// When it began (µs from the start).
+    pub start: u64,
+    /// When it was healed.
+    pub end: u64,
+}
+
+impl FaultRecord {
+    /// A fault on `node` from `start` to `end`.
+    pub fn new(kind: FaultKind, node: u64, start: u64, end: u64) -> Self {
+        Self {
+            kind,
+            node,
+            start,
+            end,
+        }
+    }
+}
+
+/// Figures for one fault kind.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct FaultSummary {
+    /// How many were injected.
+    pub count: usize,
+    /// Longest time without a successful write that overlapped one of them, in ms.
+    pub max_unavailable_ms: u64,
+}
+
+/// The outcome of a run.
+#[derive(Debug, Clone, Serialize)]
+pub struct Report {
+    /// The seed that reproduces it.
+    pub seed: u64,
+    /// Register operations recorded.
+    pub register_ops: usize,
+    /// Acknowledged unique creates.
+    pub acknowledged_creates: usize,
+    /// Successful writes.
+    pub writes_ok: usize,
+    /// Operations that certainly failed.
+    pub failed: u64,
+    /// Operations with unknown outcome.
+    pub unknown: u64,
+    /// Per fault kind.
+    pub faults: BTreeMap<String, FaultSummary>,
+    /// For each leader kill: ms from the kill to the first success of a write sent after it.
+    pub failover_ms: Vec<u64>,
+    /// Time from healing to every node holding the same state, in ms.
+    pub converged_ms: Option<u64>,
+    /// Broken promises; empty when the run passed.
+    pub violations: Vec<String>,
+    /// Every fault, in order.
+    pub fault_log: Vec<FaultRecord>,
+}
+
+/// The longest stretch without a successful write that overlaps `[from, to]`.
+fn longest_gap(successes: &[u64], from: u64, to: u64) -> u64 {
+    let mut points: Vec<u64> = successes.to_vec();
+    points.sort_unstable();
+    let mut longest = 0;
+    let mut previous = points.iter().rev().find(|t| **t <= from).copied().unwrap_or(from);
+    for point in points.iter().copied().filter(|t| *t > from) {
+        longest = longest.max(point - previous);
+        previous = point;
+        if point > to {
+            break;
+        }
+    }
+    if points.last().is_none_or(|last| *last <= to) {
+        longest = longest.max(to.saturating_sub(previous));
+    }
+    longest / 1000
+}
+
+impl Report {
+    /// Summarises a history.
+    pub fn new(config: &RunConfig, history: &History, fault_log: Vec<FaultRecord>) -> Self {
+        let mut faults: BTreeMap<String, FaultSummary> = BTreeMap::new();
+        let mut failover_ms = Vec::new();
+        for fault in &fault_log {
+            let summary = faults.entry(fault.kind.to_string()).or_default();
+            summary.count += 1;
+            let returns: Vec<u64> = history
+                .write_successes
+                .iter()
+                .map(|(_, returned)| *returned)
+                .collect();
+            summary.max_unavailable_ms =
+                summary
+                    .max_unavailable_ms
+                    .max(longest_gap(&returns, fault.start, fault.end));
+            if fault.kind == FaultKind::KillLeader {
+                // Writes already in flight at the kill say nothing about the new leader.
+                let next = history
+                    .write_successes
+                    .iter()
+                    .filter(|(invoked, _)| *invoked > fault.start)
+                    .map(|(_, returned)| *returned)
+                    .min();
+                if let Some(next) = next {
+                    failover_ms.push((next - fault.start) / 1000);
+                }
+            }
+        }
+        Self {
+            seed: config.seed,
+            register_ops: history.register.len(),
+            acknowledged_creates: history.acknowledged.len(),
+            writes_ok: history.write_successes.len(),
+            failed: history.failed,
+            unknown: history.unknown,
+            faults,
+            failover_ms,
+            converged_ms: None,
+            violations: Vec::new(),
+            fault_log,
+        }
+    }
+
+    /// Prints the summary table.
+    pub fn print(&self) {
+        println!(
+            "seed {}: {} register ops, {} ok writes, {} failed, {} unknown, {} acknowledged creates",
+            self.seed,
+            self.register_ops,
+            self.writes_ok,
+            self.failed,
+            self.unknown,
+            self.acknowledged_creates
+        );
+        println!("| fault | count | max unavailable ms |");
+        println!("|---|---:|---:|");
+        for (kind, summary) in &self.faults {
+            println!("| {kind} | {} | {} |", summary.count, summary.max_unavailable_ms);
+        }
+        if !self.failover_ms.is_empty() {
+            println!(
+                "failover after a leader kill (ms to the first success of a write sent after it): {:?}",
+                self.failover_ms
+            );
+        }
+        match self.converged_ms {
+            Some(ms) => println!("converged {ms} ms after healing"),
+            None => println!("did not converge"),
+        }
+        if self.violations.is_empty() {
+            println!("violations: none");
+        } else {
+            for violation in &self.violations {
+                println!("VIOLATION: {violation}");
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn gaps_are_measured_across_the_fault_window() {
+        let successes = [1_000_000, 2_000_000, 5_000_000, 5_500_000];
+        assert_eq!(longest_gap(&successes, 2_500_000, 4_000_000), 3_000);
+        assert_eq!(longest_gap(&successes, 5_100_000, 5_200_000), 500);
+        assert_eq!(longest_gap(&[], 0, 2_000_000), 2_000);
+    }
+}

@@ -1,0 +1,236 @@
+//! One chaos run: start a cluster of `drover` processes, drive the workload, inject faults,
+//! heal, wait for convergence, check the history, report.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result};
+use drover_tests::process::ProcessCluster;
+use drover_tests::wait::eventually;
+use serde_json::Value;
+
+use crate::checker::linearizable;
+use crate::faults::{self, FaultKind};
+use crate::history::{History, Recorder};
+use crate::report::{FaultRecord, Report};
+use crate::rng::Rng;
+use crate::workload::{self, DURABLE_NAMESPACE, REGISTER_NAMESPACE};
+
+/// What one run does.
+#[derive(Debug, Clone)]
+pub struct RunConfig {
+    /// Everything random derives from it.
+    pub seed: u64,
+    /// How long the workload runs.
+    pub duration: Duration,
+    /// Concurrent clients.
+    pub clients: usize,
+    /// Register keys.
+    pub keys: usize,
+    /// Fault kinds to draw from; none for a fault-free run.
+    pub faults: Vec<FaultKind>,
+}
+
+/// The longest time the history allows for the cluster to converge after healing.
+const CONVERGENCE: Duration = Duration::from_secs(30);
+
+async fn apply_fault(cluster: &mut ProcessCluster, rng: &mut Rng, kind: FaultKind) -> Result<u64> {
+    let target = if kind.targets_leader() {
+        cluster.leader(Duration::from_secs(15)).await?
+    } else {
+        let running = cluster.running_ids();
+        running[rng.below(running.len() as u64) as usize]
+    };
+    if kind.kills() {
+        cluster.kill(target)?;
+    } else {
+        cluster.pause(target, true)?;
+    }
+    Ok(target)
+}
+
+fn heal(cluster: &mut ProcessCluster, kind: FaultKind, target: u64) -> Result<()> {
+    if kind.kills() {
+        cluster.restart(target)
+    } else {
+        cluster.pause(target, false)
+    }
+}
+
+/// Runs the workload with faults, then checks and reports.
+pub async fn run(config: &RunConfig) -> Result<Report> {
+    println!(
+        "chaos run: seed {} ({} s, {} clients, faults {:?})",
+        config.seed,
+        config.duration.as_secs(),
+        config.clients,
+        config.faults
+    );
+    let mut rng = Rng::new(config.seed);
+    let mut cluster = ProcessCluster::start(3)?;
+    cluster
+        .leader(Duration::from_secs(30))
+        .await
+        .context("no leader at start")?;
+    let nodes: Vec<String> = (1..=3).map(|id| cluster.api_addr(id)).collect();
+    let recorder = Recorder::new();
+    let stop = Arc::new(AtomicBool::new(false));
+    let clients: Vec<_> = (0..config.clients)
+        .map(|id| {
+            tokio::spawn(workload::client(
+                id,
+                nodes.clone(),
+                config.keys,
+                rng.fork(),
+                recorder.clone(),
+                stop.clone(),
+            ))
+        })
+        .collect();
+
+    let mut fault_log = Vec::new();
+    let started = Instant::now();
+    let mut fault_rng = rng.fork();
+    let first_kind = fault_rng.below(config.faults.len().max(1) as u64) as usize;
+    let mut turn = 0;
+    while !config.faults.is_empty() && started.elapsed() + Duration::from_secs(4) < config.duration {
+        let planned = faults::plan(&mut fault_rng, &config.faults, first_kind, turn);
+        turn += 1;
+        let target = match apply_fault(&mut cluster, &mut fault_rng, planned.kind).await {
+            Ok(target) => target,
+            Err(e) => {
+                println!("  fault {} skipped: {e}", planned.kind);
+                tokio::time::sleep(planned.rest).await;
+                continue;
+            }
+        };
+        // The fault is in force from here (the leader lookup before it takes time too).
+        let start = recorder.now();
+        tokio::time::sleep(planned.hold).await;
+        heal(&mut cluster, planned.kind, target)?;
+        let end = recorder.now();
+        fault_log.push(FaultRecord::new(planned.kind, target, start, end));
+        tokio::time::sleep(planned.rest).await;
+    }
+    let remaining = config.duration.saturating_sub(started.elapsed());
+    tokio::time::sleep(remaining).await;
+    stop.store(true, Ordering::Relaxed);
+    for client in clients {
+        client.await?;
+    }
+
+    let convergence_started = Instant::now();
+    let converged = converge(&nodes).await;
+    let history = recorder.snapshot();
+    let mut report = Report::new(config, &history, fault_log);
+    report.converged_ms = converged
+        .as_ref()
+        .ok()
+        .map(|_| convergence_started.elapsed().as_millis() as u64);
+    match converged {
+        Ok(states) => check_durability(&history, &states, &mut report),
+        Err(e) => report.violations.push(format!(
+            "no convergence within {CONVERGENCE:?} after healing: {e}"
+        )),
+    }
+    check_linearizability(&history, &mut report);
+    drop(cluster);
+    Ok(report)
+}
+
+/// Per node: every object as (namespace/name, resourceVersion, holder).
+type NodeState = BTreeSet<(String, String, String)>;
+
+async fn node_state(http: &reqwest::Client, node: &str) -> Option<NodeState> {
+    let mut state = NodeState::new();
+    for namespace in [REGISTER_NAMESPACE, DURABLE_NAMESPACE] {
+        let url = format!(
+            "http://{node}/apis/coordination.k8s.io/v1/namespaces/{namespace}/leases?consistency=stale"
+        );
+        let body: Value = http.get(url).send().await.ok()?.json().await.ok()?;
+        for item in body["items"].as_array()? {
+            state.insert((
+                format!("{namespace}/{}", item["metadata"]["name"].as_str()?),
+                item["metadata"]["resourceVersion"].as_str()?.to_string(),
+                item["spec"]["holderIdentity"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .to_string(),
+            ));
+        }
+    }
+    Some(state)
+}
+
+/// Waits until every node has applied the same index and holds the same objects.
+async fn converge(nodes: &[String]) -> Result<Vec<NodeState>> {
+    let http = reqwest::Client::builder()
+        .timeout(Duration::from_secs(3))
+        .build()?;
+    eventually(CONVERGENCE, "every node to hold the same state", || async {
+        let mut applied = BTreeSet::new();
+        for node in nodes {
+            let body: Value = http
+                .get(format!("http://{node}/cluster"))
+                .send()
+                .await
+                .ok()?
+                .json()
+                .await
+                .ok()?;
+            let me = body["self"].as_u64()?;
+            let member = body["members"]
+                .as_array()?
+                .iter()
+                .find(|m| m["id"].as_u64() == Some(me))?
+                .clone();
+            applied.insert(member["appliedIndex"].as_u64()?);
+        }
+        if applied.len() != 1 {
+            return None;
+        }
+        let mut states = Vec::new();
+        for node in nodes {
+            states.push(node_state(&http, node).await?);
+        }
+        states.windows(2).all(|w| w[0] == w[1]).then_some(states)
+    })
+    .await
+}
+
+fn check_durability(history: &History, states: &[NodeState], report: &mut Report) {
+    for (node, state) in states.iter().enumerate() {
+        let names: BTreeSet<&str> = state.iter().map(|(name, _, _)| name.as_str()).collect();
+        for acknowledged in &history.acknowledged {
+            let name = format!("{DURABLE_NAMESPACE}/{}", acknowledged.name);
+            if !names.contains(name.as_str()) {
+                report
+                    .violations
+                    .push(format!("node {} lost acknowledged create {name}", node + 1));
+            }
+        }
+    }
+}
+
+fn check_linearizability(history: &History, report: &mut Report) {
+    let mut by_key: BTreeMap<&str, Vec<linearizable::Timed>> = BTreeMap::new();
+    for op in &history.register {
+        by_key.entry(&op.key).or_default().push(op.op.clone());
+    }
+    for (key, ops) in by_key {
+        if let Err(violation) = linearizable::check(&ops) {
+            let shown: Vec<String> = violation
+                .stuck_at
+                .iter()
+                .take(6)
+                .map(|op| format!("{op:?}"))
+                .collect();
+            report.violations.push(format!(
+                "key {key} is not linearizable; stuck at {}",
+                shown.join("; ")
+            ));
+        }
+    }
+}
