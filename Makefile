@@ -28,7 +28,7 @@ bench-leasing: setup
 	cargo build --release -p drover-node -p drover-bench
 	$(CARGO_TARGET_DIR)/release/drover-bench leasing
 
-## chaos: the long chaos run (30 seeds of 60 s, every fault kind; release build; about 35 minutes)
+## chaos: the long chaos run (30 seeds of 60 s, every fault kind; about 35 minutes)
 chaos: setup
-	cargo build --release -p drover-node -p drover-chaos
-	$(CARGO_TARGET_DIR)/release/drover-chaos --seed 1 --runs 30 --duration 60 --out chaos-report.json
+	cargo build -p drover-node -p drover-chaos
+	$(CARGO_TARGET_DIR)/debug/drover-chaos --seed 1 --runs 30 --duration 60 --out chaos-report.json
