@@ -69,7 +69,8 @@ pub async fn run(config: &RunConfig) -> Result<Report> {
         config.faults
     );
     let mut rng = Rng::new(config.seed);
-    let mut cluster = ProcessCluster::start(3)?;
+    // The binary's default timings: the figures are the ones an operator gets.
+    let mut cluster = ProcessCluster::start_with_exact_args(3, &[])?;
     cluster
         .leader(Duration::from_secs(30))
         .await

@@ -68,8 +68,24 @@ impl ProcessCluster {
         Self::start_with_args(size, &[])
     }
 
-    /// Starts `size` bootstrap members with extra `drover serve` flags.
+    /// Starts `size` bootstrap members with the harness's timings plus extra `drover serve` flags.
     pub fn start_with_args(size: u64, extra: &[String]) -> Result<Self> {
+        let mut args: Vec<String> = [
+            "--heartbeat-ms=100",
+            "--election-timeout-min-ms=500",
+            "--election-timeout-max-ms=1000",
+            "--request-timeout-ms=5000",
+        ]
+        .into_iter()
+        .map(str::to_string)
+        .collect();
+        args.extend(extra.iter().cloned());
+        Self::start_with_exact_args(size, &args)
+    }
+
+    /// Starts `size` bootstrap members with only the flags a cluster needs plus `extra`: every
+    /// timing is the binary's default unless `extra` sets it.
+    pub fn start_with_exact_args(size: u64, extra: &[String]) -> Result<Self> {
         let dir = TempDir::new()?;
         let binary = drover_binary()?;
         let mut ports = BTreeMap::new();
@@ -92,10 +108,6 @@ impl ProcessCluster {
                 format!("--peer-addr=127.0.0.1:{peer}"),
                 format!("--initial-cluster={initial}"),
                 format!("--cluster-secret={TEST_SECRET}"),
-                "--heartbeat-ms=100".to_string(),
-                "--election-timeout-min-ms=500".to_string(),
-                "--election-timeout-max-ms=1000".to_string(),
-                "--request-timeout-ms=5000".to_string(),
             ];
             let mut args = args;
             args.extend(extra.iter().cloned());
