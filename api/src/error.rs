@@ -2,7 +2,7 @@
 
 use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
-use drover_raft::{MembershipError, ReadError, WriteError};
+use drover_raft::MembershipError;
 use thiserror::Error;
 
 /// Seconds a client should wait before retrying when no leader is available.
@@ -14,9 +14,6 @@ pub enum ApiError {
     /// The request is malformed.
     #[error("{0}")]
     BadRequest(String),
-    /// The thing asked for does not exist.
-    #[error("{0}")]
-    NotFound(String),
     /// The request conflicts with the current state.
     #[error("{0}")]
     Conflict(String),
@@ -26,18 +23,6 @@ pub enum ApiError {
     /// A metrics registry error (start-up only).
     #[error("metrics: {0}")]
     Metrics(#[from] prometheus::Error),
-}
-
-impl From<WriteError> for ApiError {
-    fn from(error: WriteError) -> Self {
-        ApiError::Unavailable(error.to_string())
-    }
-}
-
-impl From<ReadError> for ApiError {
-    fn from(error: ReadError) -> Self {
-        ApiError::Unavailable(error.to_string())
-    }
 }
 
 impl From<MembershipError> for ApiError {
@@ -54,7 +39,6 @@ impl ApiError {
     pub fn status(&self) -> StatusCode {
         match self {
             ApiError::BadRequest(_) => StatusCode::BAD_REQUEST,
-            ApiError::NotFound(_) => StatusCode::NOT_FOUND,
             ApiError::Conflict(_) => StatusCode::CONFLICT,
             ApiError::Unavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
             ApiError::Metrics(_) => StatusCode::INTERNAL_SERVER_ERROR,

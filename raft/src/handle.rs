@@ -519,16 +519,6 @@ impl RaftHandle {
         }
     }
 
-    /// Asks Raft to build a snapshot now (and so purge the log behind it).
-    pub async fn trigger_snapshot(&self) -> Result<(), StoreError> {
-        self.core
-            .raft
-            .trigger()
-            .snapshot()
-            .await
-            .map_err(|e| StoreError::Raft(e.to_string()))
-    }
-
     pub(crate) fn raw(&self) -> &Raft {
         &self.core.raft
     }

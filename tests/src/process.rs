@@ -57,7 +57,8 @@ struct ProcessNode {
 
 /// A cluster of `drover` processes on loopback.
 pub struct ProcessCluster {
-    dir: TempDir,
+    /// Held for its `Drop`: the nodes' data and logs are deleted with the cluster.
+    _dir: TempDir,
     binary: PathBuf,
     nodes: BTreeMap<u64, ProcessNode>,
 }
@@ -122,7 +123,11 @@ impl ProcessCluster {
                 },
             );
         }
-        let mut cluster = Self { dir, binary, nodes };
+        let mut cluster = Self {
+            _dir: dir,
+            binary,
+            nodes,
+        };
         let ids: Vec<u64> = cluster.nodes.keys().copied().collect();
         for id in ids {
             cluster.spawn(id)?;
@@ -190,11 +195,6 @@ impl ProcessCluster {
         Ok(())
     }
 
-    /// Whether a node's process is running (not killed).
-    pub fn is_running(&self, id: u64) -> bool {
-        self.nodes.get(&id).is_some_and(|n| n.child.is_some())
-    }
-
     /// Restarts a killed node with exactly the same flags.
     pub fn restart(&mut self, id: u64) -> Result<()> {
         self.spawn(id)
@@ -228,11 +228,6 @@ impl ProcessCluster {
             seen
         })
         .await
-    }
-
-    /// The temporary directory holding data and logs.
-    pub fn dir(&self) -> &std::path::Path {
-        self.dir.path()
     }
 }
 

@@ -161,7 +161,6 @@ impl Pools {
                         queue.entries.push(QueueEntry {
                             id: id.to_string(),
                             expires_ms: now_ms + REQUEST_TTL_MS,
-                            first_seen_ms: now_ms,
                         });
                         (queue.entries.len(), true)
                     }

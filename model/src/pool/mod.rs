@@ -41,8 +41,6 @@ pub mod states {
 pub mod owners {
     /// The janitor.
     pub const JANITOR: &str = "Janitor";
-    /// The cleaner of retired dynamic resources.
-    pub const CLEANER: &str = "cleaner";
 }
 
 /// How long a `request_id` keeps its place in a queue without a new poll.

@@ -40,8 +40,6 @@ pub struct QueueEntry {
     pub id: String,
     /// The entry is dropped unless the caller polls again before this time.
     pub expires_ms: u64,
-    /// When the id was first seen (for acquire latency).
-    pub first_seen_ms: u64,
 }
 
 /// The FIFO of request ids waiting for one `(type, state)`.
@@ -97,20 +95,5 @@ impl Pools {
     /// Whether the type exists (configured or with resources).
     pub fn has_type(&self, rtype: &str) -> bool {
         self.config.as_ref().is_some_and(|c| c.get(rtype).is_some()) || self.of_type(rtype).next().is_some()
-    }
-
-    /// The live entries of a queue at `now_ms`.
-    pub fn queue(&self, rtype: &str, state: &str, now_ms: u64) -> Vec<QueueEntry> {
-        self.queues
-            .iter()
-            .find(|q| q.rtype == rtype && q.state == state)
-            .map(|q| {
-                q.entries
-                    .iter()
-                    .filter(|e| e.expires_ms > now_ms)
-                    .cloned()
-                    .collect()
-            })
-            .unwrap_or_default()
     }
 }
