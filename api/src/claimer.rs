@@ -55,13 +55,7 @@ fn authorize<'a>(state: &'a ApiState, headers: &HeaderMap) -> Result<&'a Claimer
         .and_then(|v| v.to_str().ok())
         .unwrap_or("");
     let presented = presented.strip_prefix("Bearer ").unwrap_or(presented);
-    let expected = options.auth_token.as_bytes();
-    let matches = presented.len() == expected.len()
-        && presented
-            .bytes()
-            .zip(expected)
-            .fold(0u8, |acc, (a, b)| acc | (a ^ b))
-            == 0;
+    let matches = drover_raft::constant_time_eq(presented.as_bytes(), options.auth_token.as_bytes());
     if matches {
         Ok(options)
     } else {

@@ -8,7 +8,6 @@ use anyhow::{bail, Result};
 use clap::Args;
 use drover_tests::boskos::BoskosClient;
 use drover_tests::process::ProcessCluster;
-use drover_tests::wait::eventually;
 use reqwest::StatusCode;
 
 use crate::histogram::Samples;
@@ -117,16 +116,9 @@ pub async fn run(args: LeasingArgs) -> Result<()> {
     let cluster = ProcessCluster::start_with_args(3, &[format!("--pools={}", file.display())])?;
     let leader = cluster.leader(Duration::from_secs(30)).await?;
     let nodes: Vec<BoskosClient> = (1..=3).map(|id| cluster.boskos(id)).collect();
-    let expected = names.len();
-    eventually(
-        Duration::from_secs(30),
-        "the bench pool to be committed",
-        || async {
-            let reply = nodes[0].metric("bench").await.ok()?;
-            (reply.json["current"]["free"].as_u64() == Some(expected as u64)).then_some(())
-        },
-    )
-    .await?;
+    nodes[0]
+        .wait_for_free("bench", names.len() as u64, Duration::from_secs(30))
+        .await?;
     println!("Boskos acquire+release pairs, three `drover` processes on 127.0.0.1 (leader: node {leader}),");
     println!(
         "clients spread over all nodes, {} s measured after {} s warm-up per row.\n",

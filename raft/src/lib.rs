@@ -26,5 +26,5 @@ pub use handle::{
     wall_clock_ms, ClusterView, Consistency, Leadership, MemberView, RaftHandle, StartOptions, Written,
 };
 pub use network::protocol::NodeStatus;
-pub use network::server::peer_router;
+pub use network::server::{constant_time_eq, peer_router};
 pub use typ::{NodeId, PeerNode};

@@ -116,6 +116,15 @@ impl BoskosClient {
         self.get("/metric", &[("type", rtype)]).await
     }
 
+    /// Waits until `count` resources of `rtype` are free (a pool file was committed).
+    pub async fn wait_for_free(&self, rtype: &str, count: u64, timeout: std::time::Duration) -> Result<()> {
+        crate::wait::eventually(timeout, &format!("{count} free {rtype} resources"), || async {
+            let reply = self.metric(rtype).await.ok()?;
+            (reply.json["current"]["free"].as_u64() == Some(count)).then_some(())
+        })
+        .await
+    }
+
     /// `PUT /pools/config` with a Boskos YAML file.
     pub async fn set_config(&self, yaml: &str) -> Result<Reply> {
         let response = self

@@ -4,6 +4,7 @@
 use std::time::Duration;
 
 use anyhow::{ensure, Result};
+use base64::Engine;
 use drover_actors::pools::PoolActorsConfig;
 use drover_api::claimer::ClaimerOptions;
 use drover_tests::boskos::BoskosClient;
@@ -99,7 +100,9 @@ async fn a_cluster_lease_is_exclusive_expires_and_releases_by_token() -> Result<
         body["cluster_name"] == "c1" && body["ip"] == "10.0.0.2",
         "L22: {body}"
     );
-    let decoded = base64_decode(body["kubeconfig"].as_str().unwrap_or_default());
+    let decoded =
+        base64::engine::general_purpose::STANDARD.decode(body["kubeconfig"].as_str().unwrap_or_default())?;
+    let decoded = String::from_utf8(decoded)?;
     ensure!(
         decoded.contains("clusters: [c1]"),
         "L22: kubeconfig is base64: {decoded:?}"
@@ -203,24 +206,4 @@ async fn cluster_regex_picks_the_matching_cluster() -> Result<()> {
     .await?;
     ensure!(invalid == StatusCode::BAD_REQUEST, "bad regex: {invalid}");
     cluster.shutdown().await
-}
-
-fn base64_decode(text: &str) -> String {
-    let alphabet = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    let mut bits = 0u32;
-    let mut count = 0;
-    let mut out = Vec::new();
-    for byte in text.bytes().filter(|b| *b != b'=') {
-        let Some(value) = alphabet.iter().position(|a| *a == byte) else {
-            continue;
-        };
-        bits = (bits << 6) | value as u32;
-        count += 6;
-        if count >= 8 {
-            count -= 8;
-            out.push((bits >> count) as u8);
-            bits &= (1 << count) - 1;
-        }
-    }
-    String::from_utf8_lossy(&out).into_owned()
 }

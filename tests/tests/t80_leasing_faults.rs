@@ -51,15 +51,7 @@ async fn two_hundred_clients_and_a_killed_leader_never_share_a_resource() -> Res
     )?;
     let leader = cluster.leader(Duration::from_secs(30)).await?;
     let nodes = clients(&cluster);
-    eventually(
-        Duration::from_secs(20),
-        "the pool file to be committed",
-        || async {
-            let reply = nodes[0].metric("t").await.ok()?;
-            (reply.json["current"]["free"] == 20).then_some(())
-        },
-    )
-    .await?;
+    nodes[0].wait_for_free("t", 20, Duration::from_secs(20)).await?;
 
     let history = Arc::new(Mutex::new(Vec::<Hold>::new()));
     let stop = Arc::new(AtomicBool::new(false));
@@ -189,15 +181,7 @@ async fn a_heartbeat_keeps_a_resource_across_two_leader_changes_and_silence_is_r
     )?;
     cluster.leader(Duration::from_secs(30)).await?;
     let nodes = clients(&cluster);
-    eventually(
-        Duration::from_secs(20),
-        "the pool file to be committed",
-        || async {
-            let reply = nodes[0].metric("t").await.ok()?;
-            (reply.json["current"]["free"] == 2).then_some(())
-        },
-    )
-    .await?;
+    nodes[0].wait_for_free("t", 2, Duration::from_secs(20)).await?;
     let kept = nodes[1]
         .post(
             "/acquirebystate",

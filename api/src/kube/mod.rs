@@ -24,7 +24,7 @@ use serde_json::json;
 
 use self::selector::Selector;
 use self::status::KubeError;
-use self::wire::{list_json, object_json, parse_incoming, FieldValidation};
+use self::wire::{list_json, object_json, parse_incoming, FieldValidation, Incoming};
 use crate::state::ApiState;
 
 /// Header that says how fresh a read was.
@@ -109,6 +109,16 @@ pub(super) fn idempotency_key(headers: &HeaderMap) -> Result<Option<String>, Kub
             Ok(Some(key.to_string()))
         }
     }
+}
+
+/// A body may name its namespace, but only the one in the path.
+fn check_body_namespace(incoming: &Incoming, namespace: &str) -> Result<(), KubeError> {
+    if incoming.namespace.as_deref().is_some_and(|ns| ns != namespace) {
+        return Err(KubeError::bad_request(
+            "the namespace of the provided object does not match the namespace sent on the request",
+        ));
+    }
+    Ok(())
 }
 
 pub(super) fn check_names(kind: ObjectKind, namespace: &str, name: &str) -> Result<(), KubeError> {
@@ -226,11 +236,7 @@ async fn create(
 ) -> Result<Response, KubeError> {
     let kind = resolve(&group, &plural)?;
     let incoming = parse_incoming(kind, &body, FieldValidation::from_query(&query)?)?;
-    if incoming.namespace.as_ref().is_some_and(|ns| ns != &namespace) {
-        return Err(KubeError::bad_request(
-            "the namespace of the provided object does not match the namespace sent on the request",
-        ));
-    }
+    check_body_namespace(&incoming, &namespace)?;
     let name = match (incoming.name.is_empty(), incoming.generate_name.is_empty()) {
         (false, _) => incoming.name.clone(),
         (true, false) => generated_name(&incoming.generate_name),
@@ -272,11 +278,7 @@ async fn replace(
             incoming.name
         )));
     }
-    if incoming.namespace.as_ref().is_some_and(|ns| ns != &namespace) {
-        return Err(KubeError::bad_request(
-            "the namespace of the provided object does not match the namespace sent on the request",
-        ));
-    }
+    check_body_namespace(&incoming, &namespace)?;
     check_names(kind, &namespace, &name)?;
     let command = Command::Replace {
         key: ObjectKey::new(kind, namespace, name),

@@ -40,8 +40,8 @@ pub fn peer_router(handle: RaftHandle, cluster_secret: &str) -> Router {
         .with_state(state)
 }
 
-/// Compares in time independent of where the first difference is.
-fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
+/// Compares secrets in time independent of where the first difference is.
+pub fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
     a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
 
