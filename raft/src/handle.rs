@@ -296,7 +296,8 @@ impl RaftHandle {
     }
 
     fn peer_addr_of(&self, id: NodeId) -> Option<String> {
-        let metrics = self.core.raft.metrics().borrow().clone();
+        let metrics = self.core.raft.metrics();
+        let metrics = metrics.borrow();
         metrics
             .membership_config
             .membership()
@@ -411,8 +412,7 @@ impl RaftHandle {
                 membership_answer(added)
             }
             LeaderRequest::RemoveMember { id } => {
-                let metrics = raft.metrics().borrow().clone();
-                let membership = metrics.membership_config.membership().clone();
+                let membership = raft.metrics().borrow().membership_config.membership().clone();
                 if membership.get_node(&id).is_none() {
                     return LeaderResponse::Refused {
                         message: format!("node {id} is not a member"),
@@ -459,7 +459,8 @@ impl RaftHandle {
 
     /// This node's own status.
     pub fn status(&self) -> NodeStatus {
-        let metrics = self.core.raft.metrics().borrow().clone();
+        let metrics = self.core.raft.metrics();
+        let metrics = metrics.borrow();
         node_status(
             &self.core.node,
             &metrics,

@@ -22,9 +22,15 @@ const KEY_SNAPSHOT_META: &[u8] = b"snapshot_meta";
 const KEY_SNAPSHOT_DATA: &[u8] = b"snapshot_data";
 
 /// What a snapshot's data holds.
-#[derive(Serialize, Deserialize)]
+#[derive(Deserialize)]
 struct SnapshotData {
     state: State,
+}
+
+/// [`SnapshotData`] by reference, so building a snapshot encodes the state without copying it.
+#[derive(Serialize)]
+struct SnapshotDataRef<'a> {
+    state: &'a State,
 }
 
 /// The applied state with the log position it reflects.
@@ -145,8 +151,8 @@ impl RaftSnapshotBuilder<TypeConfig> for StateMachineStore {
     async fn build_snapshot(&mut self) -> Result<Snapshot, StorageError> {
         let (data, last_applied, last_membership) = {
             let applied = self.shared.applied.read().unwrap_or_else(|p| p.into_inner());
-            let data = encode(&SnapshotData {
-                state: applied.state.clone(),
+            let data = encode(&SnapshotDataRef {
+                state: &applied.state,
             })
             .map_err(snapshot_write)?;
             (data, applied.last_applied, applied.last_membership.clone())
