@@ -62,7 +62,116 @@ fn holder_of(body: &Value) -> String {
         .to_string()
 }
 
-/// One client's loop, until `stop`.
+/// One client: its connection pool, the versions it last saw, and the recorder.
+struct Worker {
+    http: Client,
+    recorder: Recorder,
+    versions: HashMap<String, u64>,
+}
+
+impl Worker {
+    /// Records a successful operation whose answer carries the object: remembers its version
+    /// and records the operation `make` builds from it.
+    fn observed(&mut self, key: &str, invoked: u64, body: &Value, make: impl FnOnce(u64) -> RegisterOp) {
+        let returned = self.recorder.now();
+        if let Some(version) = version_of(body) {
+            self.versions.insert(key.to_string(), version);
+            self.recorder
+                .register(key, invoked, Some(returned), make(version));
+        }
+    }
+
+    fn refused(&self, key: &str, invoked: u64, op: RegisterOp) {
+        self.recorder
+            .register(key, invoked, Some(self.recorder.now()), op);
+    }
+
+    fn failed(&self) {
+        self.recorder.with(|h| h.failed += 1);
+    }
+
+    async fn read(&mut self, url: &str, key: &str) {
+        let invoked = self.recorder.now();
+        match send(self.http.get(format!("{url}/{key}"))).await {
+            Outcome::Answer(StatusCode::OK, body) => {
+                let holder = holder_of(&body);
+                self.observed(key, invoked, &body, |version| {
+                    RegisterOp::Read(Some((holder, version)))
+                });
+            }
+            Outcome::Answer(StatusCode::NOT_FOUND, _) => self.refused(key, invoked, RegisterOp::Read(None)),
+            // A failed read changed nothing: it needs no place in the history.
+            _ => self.failed(),
+        }
+    }
+
+    async fn create(&mut self, url: &str, key: &str, value: String) {
+        let invoked = self.recorder.now();
+        let body = json!({"metadata": {"name": key}, "spec": {"holderIdentity": value}});
+        match send(self.http.post(url).json(&body)).await {
+            Outcome::Answer(StatusCode::CREATED, body) => {
+                self.observed(key, invoked, &body, |version| RegisterOp::Created {
+                    value,
+                    version,
+                });
+            }
+            Outcome::Answer(StatusCode::CONFLICT, _) => self.refused(key, invoked, RegisterOp::CreateRefused),
+            Outcome::Unknown => {
+                self.recorder
+                    .register(key, invoked, None, RegisterOp::CreateUnknown { value })
+            }
+            _ => self.failed(),
+        }
+    }
+
+    async fn swap(&mut self, url: &str, key: &str, value: String) {
+        let Some(expected) = self.versions.get(key).copied() else {
+            return;
+        };
+        let invoked = self.recorder.now();
+        let body = json!({
+            "metadata": {"name": key, "resourceVersion": expected.to_string()},
+            "spec": {"holderIdentity": value},
+        });
+        match send(self.http.put(format!("{url}/{key}")).json(&body)).await {
+            Outcome::Answer(StatusCode::OK, body) => {
+                self.observed(key, invoked, &body, |version| RegisterOp::Swapped {
+                    expected,
+                    value,
+                    version,
+                });
+            }
+            Outcome::Answer(StatusCode::CONFLICT | StatusCode::NOT_FOUND, _) => {
+                self.refused(key, invoked, RegisterOp::SwapRefused { expected });
+            }
+            Outcome::Unknown => {
+                self.recorder
+                    .register(key, invoked, None, RegisterOp::SwapUnknown { expected, value });
+            }
+            _ => self.failed(),
+        }
+    }
+
+    async fn create_durable(&self, node: &str, name: String) {
+        let invoked = self.recorder.now();
+        let url = format!("http://{node}/apis/coordination.k8s.io/v1/namespaces/{DURABLE_NAMESPACE}/leases");
+        let body = json!({"metadata": {"name": name}, "spec": {"holderIdentity": "durable"}});
+        match send(self.http.post(url).json(&body)).await {
+            Outcome::Answer(StatusCode::CREATED, _) => {
+                let at = self.recorder.now();
+                self.recorder.with(|h| {
+                    h.acknowledged.push(Acknowledged { name, invoked, at });
+                    h.write_successes.push((invoked, at));
+                });
+            }
+            Outcome::Unknown => self.recorder.with(|h| h.unknown += 1),
+            _ => self.failed(),
+        }
+    }
+}
+
+/// One client's loop, until `stop`: reads 40 %, creates 10 %, durable creates 10 %,
+/// compare-and-sets 40 %, each on a random node and key.
 pub async fn client(
     id: usize,
     nodes: Vec<String>,
@@ -75,7 +184,11 @@ pub async fn client(
         .pool_max_idle_per_host(2)
         .build()
         .unwrap_or_default();
-    let mut versions: HashMap<String, u64> = HashMap::new();
+    let mut worker = Worker {
+        http,
+        recorder,
+        versions: HashMap::new(),
+    };
     let mut serial = 0u64;
     while !stop.load(Ordering::Relaxed) {
         let node = &nodes[rng.below(nodes.len() as u64) as usize];
@@ -83,111 +196,11 @@ pub async fn client(
         let url = format!("http://{node}/apis/coordination.k8s.io/v1/namespaces/{REGISTER_NAMESPACE}/leases");
         serial += 1;
         let value = format!("c{id}-{serial}");
-        let invoked = recorder.now();
         match rng.below(10) {
-            0..=3 => {
-                let outcome = send(http.get(format!("{url}/{key}"))).await;
-                let returned = recorder.now();
-                match outcome {
-                    Outcome::Answer(StatusCode::OK, body) => {
-                        if let Some(version) = version_of(&body) {
-                            versions.insert(key.clone(), version);
-                            recorder.register(
-                                &key,
-                                invoked,
-                                Some(returned),
-                                RegisterOp::Read(Some((holder_of(&body), version))),
-                            );
-                        }
-                    }
-                    Outcome::Answer(StatusCode::NOT_FOUND, _) => {
-                        recorder.register(&key, invoked, Some(returned), RegisterOp::Read(None));
-                    }
-                    // A failed read changed nothing: it needs no place in the history.
-                    _ => recorder.with(|h| h.failed += 1),
-                }
-            }
-            4 => {
-                let body = json!({"metadata": {"name": key}, "spec": {"holderIdentity": value}});
-                match send(http.post(&url).json(&body)).await {
-                    Outcome::Answer(StatusCode::CREATED, body) => {
-                        let returned = recorder.now();
-                        if let Some(version) = version_of(&body) {
-                            versions.insert(key.clone(), version);
-                            recorder.register(
-                                &key,
-                                invoked,
-                                Some(returned),
-                                RegisterOp::Created { value, version },
-                            );
-                        }
-                    }
-                    Outcome::Answer(StatusCode::CONFLICT, _) => {
-                        recorder.register(&key, invoked, Some(recorder.now()), RegisterOp::CreateRefused);
-                    }
-                    Outcome::Unknown => {
-                        recorder.register(&key, invoked, None, RegisterOp::CreateUnknown { value })
-                    }
-                    _ => recorder.with(|h| h.failed += 1),
-                }
-            }
-            5 => {
-                let name = format!("d-{id}-{serial}");
-                let body = json!({"metadata": {"name": name}, "spec": {"holderIdentity": "durable"}});
-                let durable = format!(
-                    "http://{node}/apis/coordination.k8s.io/v1/namespaces/{DURABLE_NAMESPACE}/leases"
-                );
-                match send(http.post(durable).json(&body)).await {
-                    Outcome::Answer(StatusCode::CREATED, _) => {
-                        let at = recorder.now();
-                        recorder.with(|h| {
-                            h.acknowledged.push(Acknowledged { name, invoked, at });
-                            h.write_successes.push((invoked, at));
-                        });
-                    }
-                    Outcome::Unknown => recorder.with(|h| h.unknown += 1),
-                    _ => recorder.with(|h| h.failed += 1),
-                }
-            }
-            _ => {
-                let Some(expected) = versions.get(&key).copied() else {
-                    continue;
-                };
-                let body = json!({
-                    "metadata": {"name": key, "resourceVersion": expected.to_string()},
-                    "spec": {"holderIdentity": value},
-                });
-                match send(http.put(format!("{url}/{key}")).json(&body)).await {
-                    Outcome::Answer(StatusCode::OK, body) => {
-                        let returned = recorder.now();
-                        if let Some(version) = version_of(&body) {
-                            versions.insert(key.clone(), version);
-                            recorder.register(
-                                &key,
-                                invoked,
-                                Some(returned),
-                                RegisterOp::Swapped {
-                                    expected,
-                                    value,
-                                    version,
-                                },
-                            );
-                        }
-                    }
-                    Outcome::Answer(StatusCode::CONFLICT | StatusCode::NOT_FOUND, _) => {
-                        recorder.register(
-                            &key,
-                            invoked,
-                            Some(recorder.now()),
-                            RegisterOp::SwapRefused { expected },
-                        );
-                    }
-                    Outcome::Unknown => {
-                        recorder.register(&key, invoked, None, RegisterOp::SwapUnknown { expected, value })
-                    }
-                    _ => recorder.with(|h| h.failed += 1),
-                }
-            }
+            0..=3 => worker.read(&url, &key).await,
+            4 => worker.create(&url, &key, value).await,
+            5 => worker.create_durable(node, format!("d-{id}-{serial}")).await,
+            _ => worker.swap(&url, &key, value).await,
         }
     }
 }
