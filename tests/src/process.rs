@@ -42,10 +42,18 @@ pub fn drover_binary() -> Result<PathBuf> {
         })
 }
 
-fn free_port() -> Result<u16> {
-    // The port is free when this returns; the child binds it a moment later.
-    let listener = std::net::TcpListener::bind("127.0.0.1:0")?;
-    Ok(listener.local_addr()?.port())
+/// How many times a cluster start is tried on fresh ports.
+const STARTUP_ATTEMPTS: usize = 3;
+/// How long a node may take to open its API listener.
+const STARTUP_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(20);
+
+/// Finds `count` distinct free ports. Every listener stays bound until all are found, so the
+/// kernel cannot hand the same port out twice; the children bind them a moment later.
+fn free_ports(count: usize) -> Result<Vec<u16>> {
+    let listeners = (0..count)
+        .map(|_| std::net::TcpListener::bind("127.0.0.1:0"))
+        .collect::<std::io::Result<Vec<_>>>()?;
+    listeners.iter().map(|l| Ok(l.local_addr()?.port())).collect()
 }
 
 struct ProcessNode {
@@ -86,13 +94,57 @@ impl ProcessCluster {
 
     /// Starts `size` bootstrap members with only the flags a cluster needs plus `extra`: every
     /// timing is the binary's default unless `extra` sets it.
+    ///
+    /// Ports are found free and then bound by the children a moment later, so another test can
+    /// take one in between; a cluster whose node could not start is discarded and started again
+    /// on fresh ports.
     pub fn start_with_exact_args(size: u64, extra: &[String]) -> Result<Self> {
+        let mut last_failure = String::new();
+        for _ in 0..STARTUP_ATTEMPTS {
+            let mut cluster = Self::spawn_all(size, extra)?;
+            match cluster.wait_listening() {
+                Ok(()) => return Ok(cluster),
+                Err(e) => last_failure = e.to_string(),
+            }
+        }
+        Err(anyhow!(
+            "no cluster started in {STARTUP_ATTEMPTS} attempts: {last_failure}"
+        ))
+    }
+
+    /// Waits until every node accepts connections on its API address, or one has exited.
+    fn wait_listening(&mut self) -> Result<()> {
+        let deadline = std::time::Instant::now() + STARTUP_TIMEOUT;
+        for (id, node) in self.nodes.iter_mut() {
+            loop {
+                if let Some(child) = node.child.as_mut() {
+                    if let Some(status) = child.try_wait()? {
+                        let log = std::fs::read_to_string(&node.log).unwrap_or_default();
+                        return Err(anyhow!("node {id} exited at start ({status}): {log}"));
+                    }
+                }
+                if std::net::TcpStream::connect(&node.api).is_ok() {
+                    break;
+                }
+                if std::time::Instant::now() >= deadline {
+                    return Err(anyhow!(
+                        "node {id} did not listen on {} within {STARTUP_TIMEOUT:?}",
+                        node.api
+                    ));
+                }
+                std::thread::sleep(std::time::Duration::from_millis(20));
+            }
+        }
+        Ok(())
+    }
+
+    fn spawn_all(size: u64, extra: &[String]) -> Result<Self> {
         let dir = TempDir::new()?;
         let binary = drover_binary()?;
-        let mut ports = BTreeMap::new();
-        for id in 1..=size {
-            ports.insert(id, (free_port()?, free_port()?));
-        }
+        let free = free_ports(2 * size as usize)?;
+        let ports: BTreeMap<u64, (u16, u16)> = (1..=size)
+            .zip(free.chunks(2).map(|pair| (pair[0], pair[1])))
+            .collect();
         let initial = ports
             .iter()
             .map(|(id, (_, peer))| format!("{id}=127.0.0.1:{peer}"))
