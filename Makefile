@@ -3,7 +3,7 @@
 CARGO_TARGET_DIR ?= $(HOME)/.cache/drover-target
 export CARGO_TARGET_DIR
 
-.PHONY: setup demo test lint bench-leasing chaos
+.PHONY: setup demo test lint bench-leasing chaos chaos-planted
 
 ## setup: install what a fresh machine lacks (clang, libclang, the Kubernetes Python client)
 setup:
@@ -32,3 +32,7 @@ bench-leasing: setup
 chaos: setup
 	cargo build -p drover-node -p drover-chaos
 	$(CARGO_TARGET_DIR)/debug/drover-chaos --seed 1 --runs 30 --duration 60 --out chaos-report.json
+
+## chaos-planted: prove the harness finds a planted stale-read bug in most seeds (about 5 minutes)
+chaos-planted: setup
+	scripts/chaos-planted.sh 8 25

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs what a fresh machine lacks to build and test Drover: clang and libclang (RocksDB's
-# bindings), rustfmt and clippy, and the official Kubernetes Python client used by the
-# compatibility tests. Safe to run again: it installs only what is missing.
+# bindings), iptables and libfaketime (the chaos harness's partitions and clock skew), etcd (the
+# benchmark's reference cluster), rustfmt and clippy, and the official Kubernetes Python client
+# used by the compatibility tests. Safe to run again: it installs only what is missing.
 set -euo pipefail
 
 as_root() {
@@ -13,6 +14,12 @@ command -v clang >/dev/null 2>&1 || missing_debs+=(clang)
 ls /usr/lib/llvm-*/lib/libclang*.so* >/dev/null 2>&1 || missing_debs+=(libclang-dev)
 command -v curl >/dev/null 2>&1 || missing_debs+=(curl)
 command -v make >/dev/null 2>&1 || missing_debs+=(make)
+command -v iptables >/dev/null 2>&1 || missing_debs+=(iptables)
+command -v unshare >/dev/null 2>&1 || missing_debs+=(util-linux)
+command -v ip >/dev/null 2>&1 || missing_debs+=(iproute2)
+ls /usr/lib/*/faketime/libfaketimeMT.so.1 >/dev/null 2>&1 || missing_debs+=(faketime)
+command -v etcd >/dev/null 2>&1 || missing_debs+=(etcd-server)
+command -v etcdctl >/dev/null 2>&1 || missing_debs+=(etcd-client)
 if [ "${#missing_debs[@]}" -gt 0 ]; then
   echo "setup: installing ${missing_debs[*]}"
   as_root apt-get update -qq

@@ -78,6 +78,7 @@ async fn single_node() -> Result<(tempfile::TempDir, RaftHandle)> {
             config: RaftConfig::default(),
             cluster_secret: "drover-test-cluster-secret".into(),
             initial_members: BTreeMap::from([(1, "127.0.0.1:9".to_string())]),
+            peer_source_ip: None,
         },
         &prometheus::Registry::new(),
     )

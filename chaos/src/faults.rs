@@ -1,5 +1,6 @@
-//! The faults a run injects into its cluster: SIGKILL and restart, SIGSTOP and SIGCONT, of the
-//! leader or of a random node. Each is bounded in time and healed by the runner.
+//! The faults a run can inject and how a run plans them from its seed: crashes, pauses,
+//! partitions, clock skew and membership changes. Each is bounded in time; `nemesis` applies
+//! and heals them.
 
 use std::fmt;
 use std::time::Duration;
@@ -19,30 +20,49 @@ pub enum FaultKind {
     PauseLeader,
     /// SIGSTOP a random node, then SIGCONT.
     PauseRandom,
+    /// Cut the leader off from every other node (it keeps serving its clients).
+    PartitionLeader,
+    /// Cut a random node off from the others: a minority of one and a majority.
+    PartitionRandom,
+    /// Cut two nodes off from each other while the third still reaches both.
+    PartitionBridge,
+    /// Restart a random node with its clocks (wall and monotonic) offset and running at
+    /// another rate through libfaketime, then restart it with the true clock.
+    ClockSkew,
+    /// Remove a random follower from the membership, then add it back.
+    MemberChange,
 }
 
 impl FaultKind {
     /// Every kind.
-    pub const ALL: [FaultKind; 4] = [
+    pub const ALL: [FaultKind; 9] = [
         Self::KillLeader,
         Self::KillRandom,
         Self::PauseLeader,
         Self::PauseRandom,
+        Self::PartitionLeader,
+        Self::PartitionRandom,
+        Self::PartitionBridge,
+        Self::ClockSkew,
+        Self::MemberChange,
     ];
 
-    /// Parses `kill-leader`, `kill-random`, `pause-leader`, `pause-random`.
+    /// Parses a kind by its name (`kill-leader`, `partition-bridge`, …).
     pub fn parse(text: &str) -> Option<Self> {
         Self::ALL.into_iter().find(|kind| kind.to_string() == text)
     }
 
-    /// Whether it targets the leader.
-    pub fn targets_leader(self) -> bool {
-        matches!(self, Self::KillLeader | Self::PauseLeader)
+    /// The names of every kind, comma separated.
+    pub fn names() -> String {
+        Self::ALL.map(|kind| kind.to_string()).join(",")
     }
 
-    /// Whether it kills (rather than pauses).
-    pub fn kills(self) -> bool {
-        matches!(self, Self::KillLeader | Self::KillRandom)
+    /// Whether it needs the harness's own network namespace.
+    pub fn partitions(self) -> bool {
+        matches!(
+            self,
+            Self::PartitionLeader | Self::PartitionRandom | Self::PartitionBridge
+        )
     }
 }
 
@@ -53,6 +73,11 @@ impl fmt::Display for FaultKind {
             Self::KillRandom => "kill-random",
             Self::PauseLeader => "pause-leader",
             Self::PauseRandom => "pause-random",
+            Self::PartitionLeader => "partition-leader",
+            Self::PartitionRandom => "partition-random",
+            Self::PartitionBridge => "partition-bridge",
+            Self::ClockSkew => "clock-skew",
+            Self::MemberChange => "member-change",
         })
     }
 }
@@ -72,9 +97,11 @@ pub struct Planned {
 /// enabled kind is exercised even in a short run.
 pub fn plan(rng: &mut Rng, kinds: &[FaultKind], start: usize, turn: usize) -> Planned {
     let kind = kinds[(start + turn) % kinds.len()];
+    // A partition is held longer: the majority needs an election before the split shows.
+    let hold = if kind.partitions() { 3_000 + rng.below(4_000) } else { 1_500 + rng.below(2_500) };
     Planned {
         kind,
-        hold: Duration::from_millis(1_500 + rng.below(2_500)),
+        hold: Duration::from_millis(hold),
         rest: Duration::from_millis(1_500 + rng.below(2_000)),
     }
 }

@@ -6,6 +6,7 @@ use std::time::Instant;
 use serde::{Deserialize, Serialize};
 
 use crate::checker::linearizable::{RegisterOp, Timed};
+use crate::checker::mutex::{Accepted, Grant};
 
 /// One recorded operation on a register key.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -34,8 +35,14 @@ pub struct History {
     pub register: Vec<KeyedOp>,
     /// Acknowledged creates of unique objects.
     pub acknowledged: Vec<Acknowledged>,
+    /// Successful pool acquires.
+    pub grants: Vec<Grant>,
+    /// Pool updates and releases accepted with a fencing token.
+    pub accepted: Vec<Accepted>,
     /// Successful writes as (invoked, returned) times in µs.
     pub write_successes: Vec<(u64, u64)>,
+    /// When each operation that failed for sure (not applied) returned, in µs.
+    pub failures: Vec<u64>,
     /// Operations that failed for sure (not applied).
     pub failed: u64,
     /// Operations whose outcome is unknown.
@@ -90,6 +97,21 @@ impl Recorder {
                 },
             });
         });
+    }
+
+    /// Records an operation that certainly failed.
+    pub fn failed(&self) {
+        let at = self.now();
+        self.with(|h| {
+            h.failed += 1;
+            h.failures.push(at);
+        });
+    }
+
+    /// Records a successful write outside the registers.
+    pub fn write_succeeded(&self, invoked: u64) {
+        let at = self.now();
+        self.with(|h| h.write_successes.push((invoked, at)));
     }
 
     /// A snapshot of the history.

@@ -1,12 +1,17 @@
-//! Drover's chaos harness: real clusters of `drover` processes on loopback, a seeded workload of
-//! reads, creates and compare-and-sets, faults (SIGKILL and restart, SIGSTOP and SIGCONT of the
-//! leader or a random node), and checkers over what the clients observed — linearizability per
-//! key, durability of acknowledged creates, convergence after healing — with per-fault
+//! Drover's chaos harness: real clusters of `drover` processes, one loopback address each, a
+//! seeded workload of reads, creates and compare-and-sets plus Boskos acquire/heartbeat/release
+//! with fencing tokens, faults (SIGKILL and restart, SIGSTOP and SIGCONT, iptables partitions in
+//! the harness's own network namespace, clock skew through libfaketime, membership changes), and
+//! checkers over what the clients observed — linearizability per key, mutual exclusion by
+//! fencing token, durability of acknowledged creates, convergence after healing — with per-fault
 //! availability figures. One seed reproduces one run's choices.
 
 pub mod checker;
 pub mod faults;
 pub mod history;
+pub mod nemesis;
+pub mod netns;
+pub mod pool_workload;
 pub mod report;
 pub mod rng;
 pub mod runner;

@@ -14,8 +14,8 @@ use crate::runner::RunConfig;
 pub struct FaultRecord {
     /// Its kind.
     pub kind: FaultKind,
-    /// The node it hit.
-    pub node: u64,
+    /// The nodes it hit.
+    pub nodes: Vec<u64>,
     /// When it began (µs from the start).
     pub start: u64,
     /// When it was healed.
@@ -23,11 +23,11 @@ pub struct FaultRecord {
 }
 
 impl FaultRecord {
-    /// A fault on `node` from `start` to `end`.
-    pub fn new(kind: FaultKind, node: u64, start: u64, end: u64) -> Self {
+    /// A fault on `nodes` from `start` to `end`.
+    pub fn new(kind: FaultKind, nodes: Vec<u64>, start: u64, end: u64) -> Self {
         Self {
             kind,
-            node,
+            nodes,
             start,
             end,
         }
@@ -39,6 +39,10 @@ impl FaultRecord {
 pub struct FaultSummary {
     /// How many were injected.
     pub count: usize,
+    /// Writes that succeeded while one was in force.
+    pub writes_ok: usize,
+    /// Operations that certainly failed while one was in force.
+    pub failures: usize,
     /// Longest time without a successful write that overlapped one of them, in ms.
     pub max_unavailable_ms: u64,
 }
@@ -52,6 +56,10 @@ pub struct Report {
     pub register_ops: usize,
     /// Acknowledged unique creates.
     pub acknowledged_creates: usize,
+    /// Pool resources granted.
+    pub grants: usize,
+    /// Pool heartbeats and releases accepted.
+    pub token_uses: usize,
     /// Successful writes.
     pub writes_ok: usize,
     /// Operations that certainly failed.
@@ -97,6 +105,9 @@ impl Report {
         for fault in &fault_log {
             let summary = faults.entry(fault.kind.to_string()).or_default();
             summary.count += 1;
+            let within = |t: u64| t >= fault.start && t <= fault.end;
+            summary.writes_ok += history.write_successes.iter().filter(|(_, r)| within(*r)).count();
+            summary.failures += history.failures.iter().filter(|t| within(**t)).count();
             let returns: Vec<u64> = history
                 .write_successes
                 .iter()
@@ -123,6 +134,8 @@ impl Report {
             seed: config.seed,
             register_ops: history.register.len(),
             acknowledged_creates: history.acknowledged.len(),
+            grants: history.grants.len(),
+            token_uses: history.accepted.len(),
             writes_ok: history.write_successes.len(),
             failed: history.failed,
             unknown: history.unknown,
@@ -137,18 +150,24 @@ impl Report {
     /// Prints the summary table.
     pub fn print(&self) {
         println!(
-            "seed {}: {} register ops, {} ok writes, {} failed, {} unknown, {} acknowledged creates",
+            "seed {}: {} register ops, {} ok writes, {} failed, {} unknown, {} acknowledged creates, \
+             {} pool grants, {} token uses",
             self.seed,
             self.register_ops,
             self.writes_ok,
             self.failed,
             self.unknown,
-            self.acknowledged_creates
+            self.acknowledged_creates,
+            self.grants,
+            self.token_uses
         );
-        println!("| fault | count | max unavailable ms |");
-        println!("|---|---:|---:|");
+        println!("| fault | count | ok writes during | failures during | max unavailable ms |");
+        println!("|---|---:|---:|---:|---:|");
         for (kind, summary) in &self.faults {
-            println!("| {kind} | {} | {} |", summary.count, summary.max_unavailable_ms);
+            println!(
+                "| {kind} | {} | {} | {} | {} |",
+                summary.count, summary.writes_ok, summary.failures, summary.max_unavailable_ms
+            );
         }
         if !self.failover_ms.is_empty() {
             println!(

@@ -11,12 +11,13 @@ use drover_tests::process::ProcessCluster;
 use drover_tests::wait::eventually;
 use serde_json::Value;
 
-use crate::checker::linearizable;
-use crate::faults::{self, FaultKind};
+use crate::checker::{linearizable, mutex};
+use crate::faults;
 use crate::history::{History, Recorder};
 use crate::report::{FaultRecord, Report};
 use crate::rng::Rng;
 use crate::workload::{self, DURABLE_NAMESPACE, REGISTER_NAMESPACE};
+use crate::{nemesis, pool_workload};
 
 /// What one run does.
 #[derive(Debug, Clone)]
@@ -29,35 +30,14 @@ pub struct RunConfig {
     pub clients: usize,
     /// Register keys.
     pub keys: usize,
+    /// Concurrent Boskos clients contending for the pool.
+    pub pool_clients: usize,
     /// Fault kinds to draw from; none for a fault-free run.
-    pub faults: Vec<FaultKind>,
+    pub faults: Vec<faults::FaultKind>,
 }
 
 /// The longest time the history allows for the cluster to converge after healing.
 const CONVERGENCE: Duration = Duration::from_secs(30);
-
-async fn apply_fault(cluster: &mut ProcessCluster, rng: &mut Rng, kind: FaultKind) -> Result<u64> {
-    let target = if kind.targets_leader() {
-        cluster.leader(Duration::from_secs(15)).await?
-    } else {
-        let running = cluster.running_ids();
-        running[rng.below(running.len() as u64) as usize]
-    };
-    if kind.kills() {
-        cluster.kill(target)?;
-    } else {
-        cluster.pause(target, true)?;
-    }
-    Ok(target)
-}
-
-fn heal(cluster: &mut ProcessCluster, kind: FaultKind, target: u64) -> Result<()> {
-    if kind.kills() {
-        cluster.restart(target)
-    } else {
-        cluster.pause(target, false)
-    }
-}
 
 /// Runs the workload with faults, then checks and reports.
 pub async fn run(config: &RunConfig) -> Result<Report> {
@@ -69,8 +49,15 @@ pub async fn run(config: &RunConfig) -> Result<Report> {
         config.faults
     );
     let mut rng = Rng::new(config.seed);
+    nemesis::prepare(&config.faults)?;
+    let pools = tempfile::NamedTempFile::new()?;
+    std::fs::write(pools.path(), pool_workload::pools_yaml())?;
     // The binary's default timings: the figures are the ones an operator gets.
-    let mut cluster = ProcessCluster::start_with_exact_args(3, &[])?;
+    let args = [
+        format!("--pools={}", pools.path().display()),
+        format!("--reaper-expire={}", pool_workload::REAPER_EXPIRE),
+    ];
+    let mut cluster = ProcessCluster::start_on(3, &args, nemesis::HOSTS)?;
     cluster
         .leader(Duration::from_secs(30))
         .await
@@ -78,7 +65,7 @@ pub async fn run(config: &RunConfig) -> Result<Report> {
     let nodes: Vec<String> = (1..=3).map(|id| cluster.api_addr(id)).collect();
     let recorder = Recorder::new();
     let stop = Arc::new(AtomicBool::new(false));
-    let clients: Vec<_> = (0..config.clients)
+    let mut clients: Vec<_> = (0..config.clients)
         .map(|id| {
             tokio::spawn(workload::client(
                 id,
@@ -90,6 +77,15 @@ pub async fn run(config: &RunConfig) -> Result<Report> {
             ))
         })
         .collect();
+    clients.extend((0..config.pool_clients).map(|id| {
+        tokio::spawn(pool_workload::client(
+            id,
+            nodes.clone(),
+            rng.fork(),
+            recorder.clone(),
+            stop.clone(),
+        ))
+    }));
 
     let mut fault_log = Vec::new();
     let started = Instant::now();
@@ -99,8 +95,8 @@ pub async fn run(config: &RunConfig) -> Result<Report> {
     while !config.faults.is_empty() && started.elapsed() + Duration::from_secs(4) < config.duration {
         let planned = faults::plan(&mut fault_rng, &config.faults, first_kind, turn);
         turn += 1;
-        let target = match apply_fault(&mut cluster, &mut fault_rng, planned.kind).await {
-            Ok(target) => target,
+        let targets = match nemesis::apply(&mut cluster, &mut fault_rng, planned.kind).await {
+            Ok(targets) => targets,
             Err(e) => {
                 println!("  fault {} skipped: {e}", planned.kind);
                 tokio::time::sleep(planned.rest).await;
@@ -110,9 +106,9 @@ pub async fn run(config: &RunConfig) -> Result<Report> {
         // The fault is in force from here (the leader lookup before it takes time too).
         let start = recorder.now();
         tokio::time::sleep(planned.hold).await;
-        heal(&mut cluster, planned.kind, target)?;
+        nemesis::heal(&mut cluster, planned.kind, &targets).await?;
         let end = recorder.now();
-        fault_log.push(FaultRecord::new(planned.kind, target, start, end));
+        fault_log.push(FaultRecord::new(planned.kind, targets, start, end));
         tokio::time::sleep(planned.rest).await;
     }
     let remaining = config.duration.saturating_sub(started.elapsed());
@@ -137,6 +133,9 @@ pub async fn run(config: &RunConfig) -> Result<Report> {
         )),
     }
     check_linearizability(&history, &mut report);
+    report
+        .violations
+        .extend(mutex::check(&history.grants, &history.accepted));
     drop(cluster);
     Ok(report)
 }

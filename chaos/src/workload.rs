@@ -22,7 +22,7 @@ pub const DURABLE_NAMESPACE: &str = "chaos-durable";
 pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(3);
 
 /// How a write ended, as far as the client can tell.
-enum Outcome {
+pub(crate) enum Outcome {
     /// An answer with a status and a body.
     Answer(StatusCode, Value),
     /// Certainly not applied (refused before delivery, or no leader known).
@@ -31,7 +31,7 @@ enum Outcome {
     Unknown,
 }
 
-async fn send(request: reqwest::RequestBuilder) -> Outcome {
+pub(crate) async fn send(request: reqwest::RequestBuilder) -> Outcome {
     match request.timeout(REQUEST_TIMEOUT).send().await {
         Ok(response) => {
             let status = response.status();
@@ -87,7 +87,7 @@ impl Worker {
     }
 
     fn failed(&self) {
-        self.recorder.with(|h| h.failed += 1);
+        self.recorder.failed();
     }
 
     async fn read(&mut self, url: &str, key: &str) {

@@ -107,6 +107,9 @@ pub async fn start(
             config: config.raft.clone(),
             cluster_secret: config.cluster_secret.clone(),
             initial_members: config.initial_cluster.clone(),
+            // Peer connections leave from the address the peer listener is bound to (when it
+            // is a specific one), so a node's traffic is attributable to it.
+            peer_source_ip: Some(config.peer_addr.ip()).filter(|ip| !ip.is_unspecified()),
         },
         &registry,
     )

@@ -38,6 +38,8 @@ pub struct StartOptions {
     pub cluster_secret: String,
     /// The bootstrap members (id → peer address); empty for a node that joins later.
     pub initial_members: BTreeMap<NodeId, String>,
+    /// The address outgoing peer connections start from; `None` lets the OS choose.
+    pub peer_source_ip: Option<std::net::IpAddr>,
 }
 
 /// Who leads, as this node sees it.
@@ -136,7 +138,7 @@ impl RaftHandle {
         let (log_store, state_machine) = store::open(&options.data_dir, options.config.watch_history)?;
         let shared = state_machine.shared();
         let committed = log_store.committed_index();
-        let peers = PeerClient::new(&options.cluster_secret);
+        let peers = PeerClient::new(&options.cluster_secret, options.peer_source_ip);
         let raft = Raft::new(
             options.id,
             openraft_config,
@@ -388,19 +390,25 @@ impl RaftHandle {
                     },
                 }
             }
-            LeaderRequest::ReadIndex => match raft.get_read_log_id().await {
-                Ok((read_log_id, _)) => LeaderResponse::ReadIndex {
-                    index: read_log_id.map_or(0, |id| id.index),
-                },
-                Err(e) => match e.forward_to_leader() {
-                    Some(forward) => LeaderResponse::NotLeader {
-                        leader: forward.leader_id,
+            LeaderRequest::ReadIndex => {
+                #[cfg(feature = "planted-stale-read")]
+                if let Some(index) = self.planted_stale_read_index() {
+                    return LeaderResponse::ReadIndex { index };
+                }
+                match raft.get_read_log_id().await {
+                    Ok((read_log_id, _)) => LeaderResponse::ReadIndex {
+                        index: read_log_id.map_or(0, |id| id.index),
                     },
-                    None => LeaderResponse::Refused {
-                        message: e.to_string(),
+                    Err(e) => match e.forward_to_leader() {
+                        Some(forward) => LeaderResponse::NotLeader {
+                            leader: forward.leader_id,
+                        },
+                        None => LeaderResponse::Refused {
+                            message: e.to_string(),
+                        },
                     },
-                },
-            },
+                }
+            }
             LeaderRequest::AddMember { id, node } => {
                 let added = match raft.add_learner(id, node, true).await {
                     Ok(_) => {
@@ -455,6 +463,17 @@ impl RaftHandle {
             Routed::Answer(other) => Err(MembershipError::Unavailable(format!("{other:?}"))),
             Routed::NoLeader(message) => Err(MembershipError::Unavailable(message)),
         }
+    }
+
+    /// THE PLANTED BUG (feature `planted-stale-read`, for the chaos harness only): a node that
+    /// believes it leads answers a read index from its own state, without confirming with a
+    /// quorum that it still leads, so a deposed leader serves stale reads.
+    #[cfg(feature = "planted-stale-read")]
+    fn planted_stale_read_index(&self) -> Option<u64> {
+        let metrics = self.core.raft.metrics();
+        let metrics = metrics.borrow();
+        (metrics.current_leader == Some(self.core.id))
+            .then(|| metrics.last_applied.map_or(0, |id| id.index))
     }
 
     /// This node's own status.

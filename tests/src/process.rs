@@ -4,6 +4,7 @@
 
 use std::collections::BTreeMap;
 use std::fs::File;
+use std::net::{IpAddr, Ipv4Addr};
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
@@ -47,18 +48,49 @@ const STARTUP_ATTEMPTS: usize = 3;
 /// How long a node may take to open its API listener.
 const STARTUP_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(20);
 
-/// Finds `count` distinct free ports. Every listener stays bound until all are found, so the
-/// kernel cannot hand the same port out twice; the children bind them a moment later.
-fn free_ports(count: usize) -> Result<Vec<u16>> {
-    let listeners = (0..count)
-        .map(|_| std::net::TcpListener::bind("127.0.0.1:0"))
+/// Finds two free ports on each of `hosts`. Every listener stays bound until all are found, so
+/// the kernel cannot hand the same port out twice; the children bind them a moment later.
+fn free_ports(hosts: &[IpAddr]) -> Result<Vec<(u16, u16)>> {
+    let listeners = hosts
+        .iter()
+        .map(|host| {
+            let api = std::net::TcpListener::bind((*host, 0))?;
+            let peer = std::net::TcpListener::bind((*host, 0))?;
+            Ok((api, peer))
+        })
         .collect::<std::io::Result<Vec<_>>>()?;
-    listeners.iter().map(|l| Ok(l.local_addr()?.port())).collect()
+    listeners
+        .iter()
+        .map(|(api, peer)| Ok((api.local_addr()?.port(), peer.local_addr()?.port())))
+        .collect()
+}
+
+/// Where the nodes of a cluster listen.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Hosts {
+    /// Every node on 127.0.0.1.
+    Shared,
+    /// Node `n` on 127.0.0.(10 + n), so that its traffic can be told apart (and cut) by
+    /// address; clients stay on 127.0.0.1.
+    Separate,
+}
+
+impl Hosts {
+    /// The address node `id` listens on.
+    pub fn of(self, id: u64) -> IpAddr {
+        match self {
+            Hosts::Shared => Ipv4Addr::LOCALHOST.into(),
+            Hosts::Separate => Ipv4Addr::new(127, 0, 0, 10 + id as u8).into(),
+        }
+    }
 }
 
 struct ProcessNode {
     api: String,
+    peer: String,
     args: Vec<String>,
+    /// Extra environment for the next start (for example a faked clock).
+    env: Vec<(String, String)>,
     child: Option<Child>,
     log: PathBuf,
 }
@@ -99,9 +131,14 @@ impl ProcessCluster {
     /// take one in between; a cluster whose node could not start is discarded and started again
     /// on fresh ports.
     pub fn start_with_exact_args(size: u64, extra: &[String]) -> Result<Self> {
+        Self::start_on(size, extra, Hosts::Shared)
+    }
+
+    /// Like [`ProcessCluster::start_with_exact_args`], with the nodes on `hosts`.
+    pub fn start_on(size: u64, extra: &[String], hosts: Hosts) -> Result<Self> {
         let mut last_failure = String::new();
         for _ in 0..STARTUP_ATTEMPTS {
-            let mut cluster = Self::spawn_all(size, extra)?;
+            let mut cluster = Self::spawn_all(size, extra, hosts)?;
             match cluster.wait_listening() {
                 Ok(()) => return Ok(cluster),
                 Err(e) => last_failure = e.to_string(),
@@ -138,27 +175,30 @@ impl ProcessCluster {
         Ok(())
     }
 
-    fn spawn_all(size: u64, extra: &[String]) -> Result<Self> {
+    fn spawn_all(size: u64, extra: &[String], hosts: Hosts) -> Result<Self> {
         let dir = TempDir::new()?;
         let binary = drover_binary()?;
-        let free = free_ports(2 * size as usize)?;
-        let ports: BTreeMap<u64, (u16, u16)> = (1..=size)
-            .zip(free.chunks(2).map(|pair| (pair[0], pair[1])))
-            .collect();
-        let initial = ports
+        let ids: Vec<u64> = (1..=size).collect();
+        let addresses: Vec<IpAddr> = ids.iter().map(|id| hosts.of(*id)).collect();
+        let free = free_ports(&addresses)?;
+        let listen: BTreeMap<u64, (String, String)> = ids
             .iter()
-            .map(|(id, (_, peer))| format!("{id}=127.0.0.1:{peer}"))
+            .zip(addresses.iter().zip(free))
+            .map(|(id, (host, (api, peer)))| (*id, (format!("{host}:{api}"), format!("{host}:{peer}"))))
+            .collect();
+        let initial = listen
+            .iter()
+            .map(|(id, (_, peer))| format!("{id}={peer}"))
             .collect::<Vec<_>>()
             .join(",");
         let mut nodes = BTreeMap::new();
-        for (id, (api, peer)) in ports {
-            let api = format!("127.0.0.1:{api}");
+        for (id, (api, peer)) in listen {
             let args = vec![
                 "serve".to_string(),
                 format!("--node-id={id}"),
                 format!("--data-dir={}", dir.path().join(format!("node-{id}")).display()),
                 format!("--api-addr={api}"),
-                format!("--peer-addr=127.0.0.1:{peer}"),
+                format!("--peer-addr={peer}"),
                 format!("--initial-cluster={initial}"),
                 format!("--cluster-secret={TEST_SECRET}"),
             ];
@@ -169,7 +209,9 @@ impl ProcessCluster {
                 id,
                 ProcessNode {
                     api,
+                    peer,
                     args,
+                    env: Vec::new(),
                     child: None,
                     log,
                 },
@@ -192,6 +234,7 @@ impl ProcessCluster {
         let log = File::options().create(true).append(true).open(&node.log)?;
         let child = Command::new(&self.binary)
             .args(&node.args)
+            .envs(node.env.iter().map(|(k, v)| (k, v)))
             .stdin(Stdio::null())
             .stdout(log.try_clone()?)
             .stderr(log)
@@ -204,6 +247,11 @@ impl ProcessCluster {
     /// API address of a node.
     pub fn api_addr(&self, id: u64) -> String {
         self.nodes.get(&id).map(|n| n.api.clone()).unwrap_or_default()
+    }
+
+    /// Peer address of a node.
+    pub fn peer_addr(&self, id: u64) -> String {
+        self.nodes.get(&id).map(|n| n.peer.clone()).unwrap_or_default()
     }
 
     /// A Boskos client bound to a node.
@@ -247,8 +295,15 @@ impl ProcessCluster {
         Ok(())
     }
 
-    /// Restarts a killed node with exactly the same flags.
+    /// Restarts a killed node with exactly the same flags (and no extra environment).
     pub fn restart(&mut self, id: u64) -> Result<()> {
+        self.restart_with_env(id, &[])
+    }
+
+    /// Restarts a killed node with the same flags and `env` added to its environment.
+    pub fn restart_with_env(&mut self, id: u64, env: &[(&str, &str)]) -> Result<()> {
+        let node = self.nodes.get_mut(&id).ok_or_else(|| anyhow!("no node {id}"))?;
+        node.env = env.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
         self.spawn(id)
     }
 

@@ -7,6 +7,7 @@ use std::time::Duration;
 use anyhow::{bail, Result};
 use clap::Parser;
 use drover_chaos::faults::FaultKind;
+use drover_chaos::netns;
 use drover_chaos::runner::{run, RunConfig};
 
 /// Chaos runs against a three-node Drover cluster on loopback.
@@ -28,26 +29,42 @@ struct Cli {
     /// Register keys.
     #[arg(long, default_value_t = 4)]
     keys: usize,
-    /// Fault kinds, comma separated: kill-leader, kill-random, pause-leader, pause-random.
-    #[arg(long, default_value = "kill-leader,kill-random,pause-leader,pause-random")]
+    /// Concurrent Boskos clients.
+    #[arg(long, default_value_t = 3)]
+    pool_clients: usize,
+    /// Fault kinds, comma separated (default: all): kill-leader, kill-random, pause-leader,
+    /// pause-random, partition-leader, partition-random, partition-bridge, clock-skew,
+    /// member-change; `none` for a fault-free run.
+    #[arg(long, default_value_t = FaultKind::names())]
     faults: String,
     /// Where to write the JSON reports (one array).
     #[arg(long, default_value = "chaos-report.json")]
     out: PathBuf,
 }
 
-#[tokio::main]
-async fn main() -> Result<ExitCode> {
+fn main() -> Result<ExitCode> {
     let cli = Cli::parse();
     let mut faults = Vec::new();
-    for name in cli.faults.split(',').map(str::trim).filter(|n| !n.is_empty()) {
+    for name in cli
+        .faults
+        .split(',')
+        .map(str::trim)
+        .filter(|n| !n.is_empty() && *n != "none")
+    {
         match FaultKind::parse(name) {
             Some(kind) => faults.push(kind),
-            None => {
-                bail!("unknown fault {name:?}: use kill-leader, kill-random, pause-leader or pause-random")
-            }
+            None => bail!("unknown fault {name:?}: use some of {}", FaultKind::names()),
         }
     }
+    // Partitions are iptables rules in a network namespace that lives as long as the harness.
+    if faults.iter().any(|kind| kind.partitions()) && !netns::inside() {
+        let code = netns::reexec_inside()?;
+        return Ok(ExitCode::from(u8::try_from(code).unwrap_or(1)));
+    }
+    tokio::runtime::Runtime::new()?.block_on(run_all(&cli, faults))
+}
+
+async fn run_all(cli: &Cli, faults: Vec<FaultKind>) -> Result<ExitCode> {
     let mut reports = Vec::new();
     let mut failed = false;
     for seed in cli.seed..cli.seed + cli.runs {
@@ -56,6 +73,7 @@ async fn main() -> Result<ExitCode> {
             duration: Duration::from_secs(cli.duration),
             clients: cli.clients,
             keys: cli.keys,
+            pool_clients: cli.pool_clients,
             faults: faults.clone(),
         };
         // Ctrl-C drops the cluster, which kills (and resumes) every process it started.

@@ -80,11 +80,13 @@ pub struct PeerClient {
 }
 
 impl PeerClient {
-    /// A client that authenticates with `secret`.
-    pub fn new(secret: &str) -> Self {
+    /// A client that authenticates with `secret` and, given `source_ip`, opens its connections
+    /// from that address, so that peers and firewalls see which node is calling.
+    pub fn new(secret: &str, source_ip: Option<std::net::IpAddr>) -> Self {
         let http = reqwest::Client::builder()
             .pool_idle_timeout(Duration::from_secs(60))
             .tcp_nodelay(true)
+            .local_address(source_ip)
             .build()
             .unwrap_or_default();
         Self {
