@@ -60,6 +60,12 @@ pub enum Command {
     Pool(PoolCommand),
     /// Changes nothing; used to probe the write path.
     Noop,
+    /// Several proposals applied one after another in one log entry. The leader groups the
+    /// writes that arrive together, so they share one append and one disk sync.
+    Batch {
+        /// The proposals, applied in order.
+        proposals: Vec<Proposal>,
+    },
 }
 
 /// A command plus the envelope fields that do not depend on its kind.
@@ -107,4 +113,9 @@ pub enum CommandResult {
     Done,
     /// The command was refused; nothing changed.
     Refused(DomainError),
+    /// The results of a batch, in its order.
+    Batch {
+        /// One result per proposal.
+        results: Vec<CommandResult>,
+    },
 }

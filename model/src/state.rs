@@ -24,10 +24,10 @@ pub enum ChangeKind {
     Deleted,
 }
 
-/// One change of one object at one log index.
+/// One change of one object at one revision.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Change {
-    /// Log index of the command that made the change.
+    /// Revision of the command that made the change.
     pub index: u64,
     /// What happened.
     pub kind: ChangeKind,
@@ -52,6 +52,11 @@ pub struct State {
     /// The latest leader time applied; time never runs backwards across leaders.
     #[serde(default)]
     clock_ms: u64,
+    /// The revision of the last applied proposal: every proposal gets its own, larger than any
+    /// before it and at least its log index (a batch puts several proposals in one entry).
+    /// Resource versions, fencing tokens and watch positions are revisions.
+    #[serde(default)]
+    revision: u64,
 }
 
 impl State {
@@ -74,6 +79,11 @@ impl State {
             .collect()
     }
 
+    /// The revision of the last applied proposal.
+    pub fn revision(&self) -> u64 {
+        self.revision
+    }
+
     /// The latest leader time applied (ms since the epoch).
     pub fn clock_ms(&self) -> u64 {
         self.clock_ms
@@ -89,17 +99,29 @@ impl State {
         self.objects.len()
     }
 
-    /// Applies one committed proposal at log `index`. Pure: the result and the changes depend
-    /// only on `self`, `index` and `proposal`.
+    /// Applies one committed proposal (or batch) of the log entry at `index`. Pure: the result
+    /// and the changes depend only on `self`, `index` and `proposal`.
     pub fn apply(&mut self, index: u64, proposal: &Proposal) -> (CommandResult, Vec<Change>) {
+        if let Command::Batch { proposals } = &proposal.command {
+            let mut results = Vec::with_capacity(proposals.len());
+            let mut changes = Vec::new();
+            for inner in proposals {
+                let (result, mut inner_changes) = self.apply(index, inner);
+                results.push(result);
+                changes.append(&mut inner_changes);
+            }
+            return (CommandResult::Batch { results }, changes);
+        }
         if let Some(key) = &proposal.idempotency_key {
             if let Some(result) = self.idempotency.get(key) {
                 return (result.clone(), Vec::new());
             }
         }
+        self.revision = self.revision.saturating_add(1).max(index);
+        let revision = self.revision;
         // A new leader's clock may be behind the old one's: keep the replicated clock monotonic.
         self.clock_ms = self.clock_ms.max(proposal.now_ms);
-        let (result, changes) = match self.apply_command(index, self.clock_ms, &proposal.command) {
+        let (result, changes) = match self.apply_command(revision, self.clock_ms, &proposal.command) {
             Ok(done) => done,
             Err(error) => (CommandResult::Refused(error), Vec::new()),
         };
@@ -204,6 +226,8 @@ impl State {
                 Ok((CommandResult::Deleted(object), vec![change]))
             }
             Command::Noop => Ok((CommandResult::Done, Vec::new())),
+            // Handled by `apply`; a batch inside a batch is applied the same way.
+            Command::Batch { .. } => Ok((CommandResult::Done, Vec::new())),
         }
     }
 }
@@ -331,6 +355,45 @@ mod tests {
             CommandResult::Refused(DomainError::AlreadyExists { .. })
         ));
         assert!(changes.is_empty());
+    }
+
+    #[test]
+    fn a_batch_gives_each_proposal_its_own_revision_and_result() {
+        let mut state = State::new();
+        state.apply(3, &create("a", "n1"));
+        let batch = Proposal::new(Command::Batch {
+            proposals: vec![
+                create("b", "n1"),
+                replace("a", "n2", Some(3)),
+                // Same expected version as the replace before it: refused, as if sent alone.
+                replace("a", "n3", Some(3)),
+                create("b", "n2"),
+            ],
+        });
+        // Batches travel through the log encoded: the shape must survive a round trip.
+        let encoded = serde_json::to_vec(&batch).expect("a batch encodes");
+        let decoded: Proposal = serde_json::from_slice(&encoded).expect("a batch decodes");
+        assert_eq!(decoded, batch);
+        let (result, changes) = state.apply(4, &decoded);
+        let CommandResult::Batch { results } = result else {
+            panic!("expected a batch result, got {result:?}")
+        };
+        assert!(matches!(&results[0], CommandResult::Stored(o) if o.meta.resource_version == 4));
+        assert!(matches!(&results[1], CommandResult::Stored(o) if o.meta.resource_version == 5));
+        assert!(matches!(
+            &results[2],
+            CommandResult::Refused(DomainError::Conflict { .. })
+        ));
+        assert!(matches!(
+            &results[3],
+            CommandResult::Refused(DomainError::AlreadyExists { .. })
+        ));
+        let revisions: Vec<u64> = changes.iter().map(|c| c.index).collect();
+        assert_eq!(revisions, vec![4, 5]);
+        assert_eq!(state.revision(), 7);
+        // The next entry's proposal continues above the batch, not at its log index.
+        let (next, _) = state.apply(5, &replace("a", "n4", Some(5)));
+        assert!(matches!(next, CommandResult::Stored(ref o) if o.meta.resource_version == 8));
     }
 
     #[test]

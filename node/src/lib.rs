@@ -12,6 +12,7 @@ pub mod telemetry;
 
 use std::sync::Arc;
 
+use axum::serve::ListenerExt;
 use drover_actors::pools::PoolsChild;
 use drover_actors::{ChildSpec, GateState, LeaderGate, RestartPolicyConfig};
 use drover_api::ApiState;
@@ -176,6 +177,12 @@ async fn serve(
     shutdown: CancellationToken,
 ) -> Result<(), NodeError> {
     let addr = listener.local_addr().map(|a| a.to_string()).unwrap_or_default();
+    // Small answers go out at once instead of waiting on Nagle's algorithm for an ACK.
+    let listener = listener.tap_io(|stream| {
+        if let Err(e) = stream.set_nodelay(true) {
+            tracing::debug!("cannot set TCP_NODELAY on a connection: {e}");
+        }
+    });
     axum::serve(listener, router)
         .with_graceful_shutdown(async move { shutdown.cancelled().await })
         .await

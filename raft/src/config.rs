@@ -30,9 +30,12 @@ pub struct RaftConfig {
 impl Default for RaftConfig {
     fn default() -> Self {
         Self {
-            heartbeat_interval: Duration::from_millis(100),
-            election_timeout_min: Duration::from_millis(400),
-            election_timeout_max: Duration::from_millis(800),
+            // openraft 0.9 lets a follower campaign only after the leader's lease (the maximum
+            // election timeout) plus its own election timeout: 500 + 250..500 ms here, so a
+            // dead leader is replaced in about a second and a split vote still fits in two.
+            heartbeat_interval: Duration::from_millis(50),
+            election_timeout_min: Duration::from_millis(250),
+            election_timeout_max: Duration::from_millis(500),
             rpc_timeout: Duration::from_millis(1000),
             request_timeout: Duration::from_secs(5),
             snapshot_every_logs: 10_000,
@@ -41,6 +44,9 @@ impl Default for RaftConfig {
         }
     }
 }
+
+/// Log entries per AppendEntries RPC (each may hold up to a batch of writes).
+pub const MAX_ENTRIES_PER_APPEND: u64 = 16;
 
 impl RaftConfig {
     /// Checks the settings against each other.
@@ -80,6 +86,10 @@ impl RaftConfig {
             install_snapshot_timeout: millis(self.rpc_timeout) * 10,
             snapshot_policy: openraft::SnapshotPolicy::LogsSinceLast(self.snapshot_every_logs),
             max_in_snapshot_log_to_keep: self.logs_kept_after_snapshot,
+            // openraft 0.9 gives an AppendEntries RPC one heartbeat interval to finish, and an
+            // entry may be a batch of writes: a follower catching up must get small RPCs, or
+            // every one times out and is sent again, forever.
+            max_payload_entries: MAX_ENTRIES_PER_APPEND,
             ..Default::default()
         };
         config.validate().map_err(|e| StoreError::Config(e.to_string()))

@@ -12,10 +12,12 @@ use openraft::{ChangeMembers, ServerState};
 use tokio::sync::{broadcast, watch};
 use tokio::time::Instant;
 
+use crate::batcher::Batcher;
 use crate::error::{HistoryGone, MembershipError, ReadError, StoreError, WriteError};
 use crate::metrics::RaftMetricsExporter;
 use crate::network::client::{Network, PeerClient, PeerError};
 use crate::network::protocol::{LeaderRequest, LeaderResponse, NodeStatus};
+use crate::read_batcher::ReadBatcher;
 use crate::store::{self, SharedState};
 use crate::typ::{ClientWriteError, NodeId, PeerNode, Raft, RaftError, RaftMetrics};
 use crate::RaftConfig;
@@ -107,6 +109,10 @@ struct Core {
     peers: PeerClient,
     config: RaftConfig,
     leadership: watch::Receiver<Leadership>,
+    /// Group commit for the writes this node serves as leader.
+    batcher: Batcher,
+    /// Shared quorum rounds for the linearizable reads this node serves as leader.
+    read_batcher: ReadBatcher,
 }
 
 /// A cheap, cloneable handle on this node's Raft instance.
@@ -186,6 +192,7 @@ impl RaftHandle {
             shared.clone(),
             committed.clone(),
         ));
+        let raft_for_batcher = raft.clone();
         Ok(Self {
             core: Arc::new(Core {
                 id: options.id,
@@ -196,6 +203,8 @@ impl RaftHandle {
                 peers,
                 config: options.config,
                 leadership,
+                batcher: Batcher::start(raft_for_batcher.clone()),
+                read_batcher: ReadBatcher::start(raft_for_batcher),
             }),
         })
     }
@@ -247,13 +256,14 @@ impl RaftHandle {
                 Ok(Written { index, result })
             }
             Routed::Answer(LeaderResponse::Failed { message }) => Err(WriteError::MaybeCommitted(message)),
+            Routed::Answer(LeaderResponse::Refused { message }) => Err(WriteError::Unavailable(message)),
             Routed::Answer(other) => Err(WriteError::Unavailable(format!("unexpected answer {other:?}"))),
             Routed::NoLeader(message) => Err(WriteError::Unavailable(message)),
         }
     }
 
-    /// Reads the state with the given consistency; returns `f`'s result and the applied index
-    /// it reflects.
+    /// Reads the state with the given consistency; returns `f`'s result and the revision it
+    /// reflects (the resource version of a list).
     pub async fn read<R>(
         &self,
         consistency: Consistency,
@@ -375,39 +385,14 @@ impl RaftHandle {
             LeaderRequest::Write(mut proposal) => {
                 // The leader's clock is the cluster's clock: every replica applies this value.
                 proposal.now_ms = wall_clock_ms();
-                match raft.client_write(proposal).await {
-                    Ok(response) => LeaderResponse::Written {
-                        index: response.log_id.index,
-                        result: response.data,
-                    },
-                    Err(e) => match e.forward_to_leader() {
-                        Some(forward) => LeaderResponse::NotLeader {
-                            leader: forward.leader_id,
-                        },
-                        None => LeaderResponse::Failed {
-                            message: e.to_string(),
-                        },
-                    },
-                }
+                self.core.batcher.write(proposal).await
             }
             LeaderRequest::ReadIndex => {
                 #[cfg(feature = "planted-stale-read")]
                 if let Some(index) = self.planted_stale_read_index() {
                     return LeaderResponse::ReadIndex { index };
                 }
-                match raft.get_read_log_id().await {
-                    Ok((read_log_id, _)) => LeaderResponse::ReadIndex {
-                        index: read_log_id.map_or(0, |id| id.index),
-                    },
-                    Err(e) => match e.forward_to_leader() {
-                        Some(forward) => LeaderResponse::NotLeader {
-                            leader: forward.leader_id,
-                        },
-                        None => LeaderResponse::Refused {
-                            message: e.to_string(),
-                        },
-                    },
-                }
+                self.core.read_batcher.read_index().await
             }
             LeaderRequest::AddMember { id, node } => {
                 let added = match raft.add_learner(id, node, true).await {
@@ -472,8 +457,7 @@ impl RaftHandle {
     fn planted_stale_read_index(&self) -> Option<u64> {
         let metrics = self.core.raft.metrics();
         let metrics = metrics.borrow();
-        (metrics.current_leader == Some(self.core.id))
-            .then(|| metrics.last_applied.map_or(0, |id| id.index))
+        (metrics.current_leader == Some(self.core.id)).then(|| metrics.last_applied.map_or(0, |id| id.index))
     }
 
     /// This node's own status.

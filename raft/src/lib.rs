@@ -12,11 +12,13 @@
 //! No openraft or RocksDB type appears in the public API of this crate except through the
 //! peer router, which only `node` mounts.
 
+mod batcher;
 pub mod config;
 pub mod error;
 mod handle;
 mod metrics;
 pub mod network;
+mod read_batcher;
 mod store;
 mod typ;
 

@@ -158,7 +158,7 @@ pub(super) fn stored(result: CommandResult) -> Result<StoredObject, KubeError> {
     match result {
         CommandResult::Stored(object) | CommandResult::Deleted(object) => Ok(object),
         CommandResult::Refused(error) => Err(KubeError::from_domain(error)),
-        CommandResult::Done | CommandResult::Pool(_) => {
+        CommandResult::Done | CommandResult::Pool(_) | CommandResult::Batch { .. } => {
             Err(KubeError::internal("the command produced no object"))
         }
     }

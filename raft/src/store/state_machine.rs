@@ -53,14 +53,13 @@ pub struct SharedState {
 }
 
 impl SharedState {
-    /// Runs `f` over the applied state; returns its result and the applied index it saw.
+    /// Runs `f` over the applied state; returns its result and the revision it saw.
     pub fn with_state<R>(&self, f: impl FnOnce(&State) -> R) -> (R, u64) {
         let applied = self
             .applied
             .read()
             .unwrap_or_else(|poisoned| poisoned.into_inner());
-        let index = applied.last_applied.as_ref().map_or(0, |id| id.index);
-        (f(&applied.state), index)
+        (f(&applied.state), applied.state.revision())
     }
 }
 
@@ -101,11 +100,12 @@ impl StateMachineStore {
             _ => Applied::default(),
         };
         let floor = applied.last_applied.as_ref().map_or(0, |id| id.index);
+        let revision = applied.state.revision();
         let (changes, _) = broadcast::channel(4096);
         let (applied_index, _) = watch::channel(floor);
         let shared = Arc::new(SharedState {
             applied: RwLock::new(applied),
-            history: Mutex::new(ChangeHistory::new(floor, watch_history)),
+            history: Mutex::new(ChangeHistory::new(revision, watch_history)),
             changes,
             applied_index,
             snapshots_built: AtomicU64::new(0),
@@ -246,7 +246,7 @@ impl RaftStateMachine<TypeConfig> for StateMachineStore {
                 .history
                 .lock()
                 .unwrap_or_else(|p| p.into_inner())
-                .reset(floor);
+                .reset(applied.state.revision());
         }
         self.shared.snapshots_installed.fetch_add(1, Ordering::Relaxed);
         self.shared.applied_index.send_replace(floor);
