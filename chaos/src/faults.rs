@@ -98,7 +98,11 @@ pub struct Planned {
 pub fn plan(rng: &mut Rng, kinds: &[FaultKind], start: usize, turn: usize) -> Planned {
     let kind = kinds[(start + turn) % kinds.len()];
     // A partition is held longer: the majority needs an election before the split shows.
-    let hold = if kind.partitions() { 3_000 + rng.below(4_000) } else { 1_500 + rng.below(2_500) };
+    let hold = if kind.partitions() {
+        3_000 + rng.below(4_000)
+    } else {
+        1_500 + rng.below(2_500)
+    };
     Planned {
         kind,
         hold: Duration::from_millis(hold),

@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
 use drover_tests::process::ProcessCluster;
+use drover_tests::status::applied_index;
 use drover_tests::wait::eventually;
 use serde_json::Value;
 
@@ -172,21 +173,7 @@ async fn converge(nodes: &[String]) -> Result<Vec<NodeState>> {
     eventually(CONVERGENCE, "every node to hold the same state", || async {
         let mut applied = BTreeSet::new();
         for node in nodes {
-            let body: Value = http
-                .get(format!("http://{node}/cluster"))
-                .send()
-                .await
-                .ok()?
-                .json()
-                .await
-                .ok()?;
-            let me = body["self"].as_u64()?;
-            let member = body["members"]
-                .as_array()?
-                .iter()
-                .find(|m| m["id"].as_u64() == Some(me))?
-                .clone();
-            applied.insert(member["appliedIndex"].as_u64()?);
+            applied.insert(applied_index(&http, node).await?);
         }
         if applied.len() != 1 {
             return None;

@@ -6,6 +6,7 @@ pub mod boskos;
 pub mod client;
 pub mod cluster;
 pub mod process;
+pub mod status;
 pub mod wait;
 
 /// The cluster secret every test cluster uses.

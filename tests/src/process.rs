@@ -97,10 +97,13 @@ struct ProcessNode {
 
 /// A cluster of `drover` processes on loopback.
 pub struct ProcessCluster {
-    /// Held for its `Drop`: the nodes' data and logs are deleted with the cluster.
-    _dir: TempDir,
+    /// The nodes' data and logs, deleted with the cluster.
+    dir: TempDir,
     binary: PathBuf,
     nodes: BTreeMap<u64, ProcessNode>,
+    hosts: Hosts,
+    /// Flags every node gets beyond its addresses.
+    extra: Vec<String>,
 }
 
 impl ProcessCluster {
@@ -191,42 +194,66 @@ impl ProcessCluster {
             .map(|(id, (_, peer))| format!("{id}={peer}"))
             .collect::<Vec<_>>()
             .join(",");
-        let mut nodes = BTreeMap::new();
-        for (id, (api, peer)) in listen {
-            let args = vec![
-                "serve".to_string(),
-                format!("--node-id={id}"),
-                format!("--data-dir={}", dir.path().join(format!("node-{id}")).display()),
-                format!("--api-addr={api}"),
-                format!("--peer-addr={peer}"),
-                format!("--initial-cluster={initial}"),
-                format!("--cluster-secret={TEST_SECRET}"),
-            ];
-            let mut args = args;
-            args.extend(extra.iter().cloned());
-            let log = dir.path().join(format!("node-{id}.log"));
-            nodes.insert(
-                id,
-                ProcessNode {
-                    api,
-                    peer,
-                    args,
-                    env: Vec::new(),
-                    child: None,
-                    log,
-                },
-            );
-        }
         let mut cluster = Self {
-            _dir: dir,
+            dir,
             binary,
-            nodes,
+            nodes: BTreeMap::new(),
+            hosts,
+            extra: extra.to_vec(),
         };
+        for (id, (api, peer)) in listen {
+            cluster.define(id, api, peer, Some(&initial));
+        }
         let ids: Vec<u64> = cluster.nodes.keys().copied().collect();
         for id in ids {
             cluster.spawn(id)?;
         }
         Ok(cluster)
+    }
+
+    /// Records node `id`'s flags; `initial` is the bootstrap membership, `None` for a node that
+    /// waits to be added.
+    fn define(&mut self, id: u64, api: String, peer: String, initial: Option<&str>) {
+        let mut args = vec![
+            "serve".to_string(),
+            format!("--node-id={id}"),
+            format!("--data-dir={}", self.data_dir(id).display()),
+            format!("--api-addr={api}"),
+            format!("--peer-addr={peer}"),
+            format!("--cluster-secret={TEST_SECRET}"),
+        ];
+        if let Some(initial) = initial {
+            args.push(format!("--initial-cluster={initial}"));
+        }
+        args.extend(self.extra.iter().cloned());
+        let log = self.dir.path().join(format!("node-{id}.log"));
+        self.nodes.insert(
+            id,
+            ProcessNode {
+                api,
+                peer,
+                args,
+                env: Vec::new(),
+                child: None,
+                log,
+            },
+        );
+    }
+
+    /// Where node `id` keeps its data.
+    pub fn data_dir(&self, id: u64) -> PathBuf {
+        self.dir.path().join(format!("node-{id}"))
+    }
+
+    /// Starts a new node that is no member yet (add it through `/cluster/members`); returns
+    /// its id.
+    pub fn spawn_joiner(&mut self) -> Result<u64> {
+        let id = self.nodes.keys().max().copied().unwrap_or(0) + 1;
+        let host = self.hosts.of(id);
+        let (api, peer) = free_ports(&[host])?[0];
+        self.define(id, format!("{host}:{api}"), format!("{host}:{peer}"), None);
+        self.spawn(id)?;
+        Ok(id)
     }
 
     fn spawn(&mut self, id: u64) -> Result<()> {
@@ -270,6 +297,14 @@ impl ProcessCluster {
             .iter()
             .filter(|(_, n)| n.child.is_some())
             .map(|(id, _)| *id)
+            .collect()
+    }
+
+    /// Process ids of the running nodes.
+    pub fn running_pids(&self) -> Vec<u32> {
+        self.nodes
+            .values()
+            .filter_map(|n| n.child.as_ref().map(Child::id))
             .collect()
     }
 
