@@ -3,9 +3,10 @@
 CARGO_TARGET_DIR ?= $(HOME)/.cache/drover-target
 export CARGO_TARGET_DIR
 
-.PHONY: setup demo test lint bench-leasing chaos chaos-planted
+.PHONY: setup demo test lint bench bench-scale bench-leasing chaos chaos-planted
 
-## setup: install what a fresh machine lacks (clang, libclang, the Kubernetes Python client)
+## setup: install what a fresh machine lacks (clang, libclang, iptables, libfaketime, etcd, the
+## Kubernetes Python client)
 setup:
 	scripts/setup.sh
 
@@ -22,6 +23,18 @@ test: setup
 lint: setup
 	cargo fmt --all -- --check
 	cargo clippy --workspace --all-targets -- -D warnings
+
+## bench: Drover and a three-member etcd side by side (writes, reads, leasing, heartbeats at 1-256
+## clients) and the 10,000-object scale figures; writes the table into docs/BENCHMARKS.md
+bench: setup
+	cargo build --release -p drover-node -p drover-bench
+	$(CARGO_TARGET_DIR)/release/drover-bench compare --write docs/BENCHMARKS.md
+	$(CARGO_TARGET_DIR)/release/drover-bench scale --objects 10000
+
+## bench-scale: memory, disk, restart and catch-up figures with 10,000 and 1,000,000 objects
+bench-scale: setup
+	cargo build --release -p drover-node -p drover-bench
+	$(CARGO_TARGET_DIR)/release/drover-bench scale --objects 10000,1000000
 
 ## bench-leasing: acquire+release pairs/s and latency at 1, 16 and 64 clients (release build)
 bench-leasing: setup

@@ -26,13 +26,14 @@ impl Samples {
     }
 
     /// The `q` quantile (0..=1) in milliseconds.
-    pub fn quantile_ms(&mut self, q: f64) -> f64 {
+    pub fn quantile_ms(&self, q: f64) -> f64 {
         if self.micros.is_empty() {
             return 0.0;
         }
-        self.micros.sort_unstable();
-        let rank = ((self.micros.len() as f64 - 1.0) * q).round() as usize;
-        self.micros[rank.min(self.micros.len() - 1)] as f64 / 1000.0
+        let mut sorted = self.micros.clone();
+        sorted.sort_unstable();
+        let rank = ((sorted.len() as f64 - 1.0) * q).round() as usize;
+        sorted[rank.min(sorted.len() - 1)] as f64 / 1000.0
     }
 }
 

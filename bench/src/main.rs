@@ -2,12 +2,21 @@
 //! fixed-concurrency workload for a fixed time (after a warm-up that is not counted), and prints
 //! throughput and latency percentiles. Figures are printed, never asserted.
 //!
-//! `drover-bench leasing --concurrency 1,16,64 --duration 10s` measures Boskos acquire+release
+//! `drover-bench leasing --concurrency 1,16,64 --duration 10` measures Boskos acquire+release
 //! pairs: each client acquires a resource of a pool large enough that nobody waits, releases it,
-//! and records the latency of the pair.
+//! and records the latency of the pair. `drover-bench compare` runs Drover and a three-member
+//! etcd cluster side by side on the same workloads and writes the table into
+//! `docs/BENCHMARKS.md`.
 
+mod compare;
+mod driver;
+mod drover;
+mod etcd;
 mod histogram;
 mod leasing;
+mod proc;
+mod report;
+mod scale;
 
 use anyhow::Result;
 use clap::{Parser, Subcommand};
@@ -24,11 +33,17 @@ struct Cli {
 enum Workload {
     /// Boskos acquire+release pairs against a three-node cluster.
     Leasing(leasing::LeasingArgs),
+    /// Drover and etcd side by side: writes, reads, leasing and heartbeats.
+    Compare(compare::CompareArgs),
+    /// Memory, disk, restart and catch-up figures with many objects stored.
+    Scale(scale::ScaleArgs),
 }
 
 #[tokio::main]
 async fn main() -> Result<()> {
     match Cli::parse().workload {
         Workload::Leasing(args) => leasing::run(args).await,
+        Workload::Compare(args) => compare::run(args).await,
+        Workload::Scale(args) => scale::run(args).await,
     }
 }

@@ -1,0 +1,258 @@
+//! `drover-bench compare`: Drover and etcd side by side, each a three-member cluster on loopback
+//! started by the benchmark, the same workloads through the same HTTP/JSON client, alternating
+//! between the two for every row, and a table with the ratios.
+
+use std::fmt::Write as _;
+use std::time::Duration;
+
+use anyhow::{bail, Result};
+use clap::Args;
+
+use crate::driver::{drive, http_client, Cell, Worker};
+use crate::drover::{self, BoskosPair, DroverCluster, LeaseHolder, LeaseReader, LeaseWriter};
+use crate::etcd::{self, EtcdCluster, KeepAlive, Putter, Ranger};
+use crate::report;
+
+/// Arguments of `drover-bench compare`.
+#[derive(Debug, Args)]
+pub struct CompareArgs {
+    /// Client counts for the closed-loop workloads.
+    #[arg(long, value_delimiter = ',', default_value = "1,16,64,256")]
+    pub concurrency: Vec<usize>,
+    /// Lease holders for the heartbeat workload, each renewing once a second.
+    #[arg(long, value_delimiter = ',', default_value = "256,1024")]
+    pub holders: Vec<usize>,
+    /// Measured seconds per row and system.
+    #[arg(long, default_value_t = 5)]
+    pub duration: u64,
+    /// Unmeasured warm-up seconds per row and system.
+    #[arg(long, default_value_t = 1)]
+    pub warmup: u64,
+    /// Markdown file whose generated section receives the table (left alone when absent).
+    #[arg(long)]
+    pub write: Option<std::path::PathBuf>,
+    /// Extra `drover serve` flag for every node (repeatable), to try other settings.
+    #[arg(long = "drover-flag", allow_hyphen_values = true)]
+    pub drover_flags: Vec<String>,
+}
+
+/// The workloads, in the lettering.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Workload {
+    Write,
+    LinearizableRead,
+    StaleRead,
+    LeasingPair,
+    Heartbeat,
+}
+
+impl Workload {
+    fn title(self) -> &'static str {
+        match self {
+            Workload::Write => "(a) write: lease CAS replace / etcd put",
+            Workload::LinearizableRead => "(b) linearizable get / range",
+            Workload::StaleRead => "(c) stale get / serializable range",
+            Workload::LeasingPair => "(d) Boskos acquire+release pair",
+            Workload::Heartbeat => "(e) lease renewal every 1 s / keep-alive",
+        }
+    }
+}
+
+/// One row of the table.
+pub struct Row {
+    /// What ran.
+    pub workload: &'static str,
+    /// Clients (or holders).
+    pub clients: usize,
+    /// Drover's figures.
+    pub drover: Cell,
+    /// etcd's figures, where it has the workload.
+    pub etcd: Option<Cell>,
+}
+
+fn boxed<W: Worker>(workers: Vec<W>) -> Vec<Box<dyn Worker>> {
+    workers
+        .into_iter()
+        .map(|w| Box::new(w) as Box<dyn Worker>)
+        .collect()
+}
+
+async fn drover_workers(
+    cluster: &DroverCluster,
+    workload: Workload,
+    clients: usize,
+) -> Result<Vec<Box<dyn Worker>>> {
+    let http = http_client(clients);
+    let mut writers = Vec::new();
+    if matches!(workload, Workload::Write | Workload::Heartbeat) {
+        for i in 0..clients {
+            let node = cluster.node_for(i);
+            let name = format!("w-{i}");
+            let version = drover::ensure_lease(&http, node, &name).await?;
+            writers.push(LeaseWriter::new(http.clone(), node, name, version));
+        }
+    }
+    // Paced holders start once everything is prepared, so none begins behind its schedule.
+    let first = tokio::time::Instant::now() + Duration::from_millis(50);
+    Ok(match workload {
+        Workload::Write => boxed(writers),
+        Workload::LinearizableRead | Workload::StaleRead => boxed(
+            (0..clients)
+                .map(|i| {
+                    LeaseReader::new(
+                        http.clone(),
+                        cluster.node_for(i),
+                        "w-0",
+                        workload == Workload::StaleRead,
+                    )
+                })
+                .collect(),
+        ),
+        Workload::LeasingPair => boxed(
+            (0..clients)
+                .map(|i| BoskosPair {
+                    http: http.clone(),
+                    base: format!("http://{}", cluster.node_for(i)),
+                    owner: format!("bench-{i}"),
+                })
+                .collect(),
+        ),
+        Workload::Heartbeat => boxed(
+            writers
+                .into_iter()
+                .enumerate()
+                .map(|(i, writer)| LeaseHolder {
+                    writer,
+                    period: Duration::from_secs(1),
+                    // Holders are spread evenly over the second.
+                    next: first + Duration::from_micros((i as u64 * 1_000_000) / clients as u64),
+                })
+                .collect(),
+        ),
+    })
+}
+
+async fn etcd_workers(
+    cluster: &EtcdCluster,
+    workload: Workload,
+    clients: usize,
+) -> Result<Vec<Box<dyn Worker>>> {
+    let http = http_client(clients);
+    Ok(match workload {
+        Workload::Write => boxed(
+            (0..clients)
+                .map(|i| Putter::new(http.clone(), cluster.node_for(i), &format!("w-{i}")))
+                .collect(),
+        ),
+        Workload::LinearizableRead | Workload::StaleRead => {
+            etcd::put_once(&http, cluster.node_for(0), "w-0").await?;
+            boxed(
+                (0..clients)
+                    .map(|i| {
+                        Ranger::new(
+                            http.clone(),
+                            cluster.node_for(i),
+                            "w-0",
+                            workload == Workload::StaleRead,
+                        )
+                    })
+                    .collect(),
+            )
+        }
+        Workload::LeasingPair => Vec::new(),
+        Workload::Heartbeat => {
+            let mut leases = Vec::new();
+            for i in 0..clients {
+                leases.push(etcd::grant_lease(&http, cluster.node_for(i), 10).await?);
+            }
+            // Paced holders start once every lease is granted, so none begins behind schedule.
+            let first = tokio::time::Instant::now() + Duration::from_millis(50);
+            let spacing = |i: usize| Duration::from_micros((i as u64 * 1_000_000) / clients as u64);
+            boxed(
+                leases
+                    .iter()
+                    .enumerate()
+                    .map(|(i, id)| {
+                        let node = cluster.node_for(i);
+                        KeepAlive::new(http.clone(), node, id, Duration::from_secs(1), first + spacing(i))
+                    })
+                    .collect(),
+            )
+        }
+    })
+}
+
+/// Runs every row, alternating Drover and etcd, prints the table and, if asked, writes it.
+pub async fn run(args: CompareArgs) -> Result<()> {
+    if args.concurrency.contains(&0) || args.holders.contains(&0) {
+        bail!("--concurrency and --holders values must be at least 1");
+    }
+    let max_clients = args.concurrency.iter().copied().max().unwrap_or(1);
+    let warmup = Duration::from_secs(args.warmup);
+    let duration = Duration::from_secs(args.duration);
+    println!("starting a three-node Drover cluster and a three-member etcd cluster on 127.0.0.1");
+    let drover_cluster = DroverCluster::start(max_clients * 2, &args.drover_flags).await?;
+    let etcd_cluster = EtcdCluster::start().await?;
+
+    let mut plan: Vec<(Workload, usize)> = Vec::new();
+    for workload in [
+        Workload::Write,
+        Workload::LinearizableRead,
+        Workload::StaleRead,
+        Workload::LeasingPair,
+    ] {
+        plan.extend(args.concurrency.iter().map(|c| (workload, *c)));
+    }
+    plan.extend(args.holders.iter().map(|h| (Workload::Heartbeat, *h)));
+
+    let mut rows = Vec::new();
+    for (workload, clients) in plan {
+        let drover = drive(
+            drover_workers(&drover_cluster, workload, clients).await?,
+            warmup,
+            duration,
+        )
+        .await;
+        let etcd_workers = etcd_workers(&etcd_cluster, workload, clients).await?;
+        let etcd = if etcd_workers.is_empty() {
+            None
+        } else {
+            Some(drive(etcd_workers, warmup, duration).await)
+        };
+        let row = Row {
+            workload: workload.title(),
+            clients,
+            drover,
+            etcd,
+        };
+        println!("{}", report::row_line(&row));
+        rows.push(row);
+    }
+    let memory = format!(
+        "Resident memory after the run: Drover nodes {:?} MiB, etcd members {:?} MiB.",
+        drover_cluster
+            .rss_kib()
+            .iter()
+            .map(|k| k / 1024)
+            .collect::<Vec<_>>(),
+        etcd_cluster
+            .rss_kib()
+            .iter()
+            .map(|k| k / 1024)
+            .collect::<Vec<_>>(),
+    );
+    drop(drover_cluster);
+    drop(etcd_cluster);
+
+    let mut table = report::header(&args, duration, warmup);
+    for row in &mut rows {
+        let _ = writeln!(table, "{}", report::row_line(row));
+    }
+    let _ = writeln!(table, "\n{memory}");
+    println!("\n{table}");
+    if let Some(path) = &args.write {
+        report::write_section(path, &table)?;
+        println!("written to {}", path.display());
+    }
+    Ok(())
+}

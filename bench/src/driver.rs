@@ -1,0 +1,114 @@
+//! The load driver: a fixed number of workers, each running its operation in a loop over kept-alive
+//! connections; a warm-up that is not counted, then a measured window. Workers time their own
+//! operations, so a paced worker (a lease holder renewing every second) is not charged for its
+//! idle time.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use crate::histogram::Samples;
+
+/// What one operation of a worker came to.
+pub enum Step {
+    /// It succeeded after this long.
+    Ok(Duration),
+    /// It failed (an error answer, a timeout, a refused connection).
+    Failed,
+}
+
+/// The boxed future of one operation.
+pub type StepFuture<'a> = Pin<Box<dyn Future<Output = Step> + Send + 'a>>;
+
+/// One client of a workload: it owns its connection handle and whatever it must remember
+/// between operations (a resource version, a lease id).
+pub trait Worker: Send + 'static {
+    /// Runs one operation (pacing itself if the workload is paced) and times it.
+    fn step(&mut self) -> StepFuture<'_>;
+}
+
+/// Times `operation`, which reports success.
+pub async fn timed(operation: impl Future<Output = bool>) -> Step {
+    let started = Instant::now();
+    if operation.await {
+        Step::Ok(started.elapsed())
+    } else {
+        Step::Failed
+    }
+}
+
+/// The figures of one measured window.
+pub struct Cell {
+    /// Latencies of the successful operations.
+    pub samples: Samples,
+    /// Failed operations.
+    pub errors: u64,
+    /// Length of the window.
+    pub elapsed: Duration,
+}
+
+impl Cell {
+    /// Successful operations per second.
+    pub fn rate(&self) -> f64 {
+        self.samples.len() as f64 / self.elapsed.as_secs_f64()
+    }
+}
+
+/// Runs `workers` concurrently: `warmup` unmeasured, then `duration` measured.
+pub async fn drive(workers: Vec<Box<dyn Worker>>, warmup: Duration, duration: Duration) -> Cell {
+    let measuring = Arc::new(AtomicBool::new(false));
+    let stop = Arc::new(AtomicBool::new(false));
+    let tasks: Vec<_> = workers
+        .into_iter()
+        .map(|mut worker| {
+            let measuring = measuring.clone();
+            let stop = stop.clone();
+            tokio::spawn(async move {
+                let mut samples = Samples::default();
+                let mut errors = 0;
+                while !stop.load(Ordering::Relaxed) {
+                    let step = worker.step().await;
+                    if !measuring.load(Ordering::Relaxed) {
+                        continue;
+                    }
+                    match step {
+                        Step::Ok(latency) => samples.record(latency),
+                        Step::Failed => errors += 1,
+                    }
+                }
+                (samples, errors)
+            })
+        })
+        .collect();
+    tokio::time::sleep(warmup).await;
+    measuring.store(true, Ordering::Relaxed);
+    let started = Instant::now();
+    tokio::time::sleep(duration).await;
+    measuring.store(false, Ordering::Relaxed);
+    let elapsed = started.elapsed();
+    stop.store(true, Ordering::Relaxed);
+    let mut cell = Cell {
+        samples: Samples::default(),
+        errors: 0,
+        elapsed,
+    };
+    for task in tasks {
+        if let Ok((samples, errors)) = task.await {
+            cell.samples.merge(samples);
+            cell.errors += errors;
+        }
+    }
+    cell
+}
+
+/// A shared HTTP client sized for `clients` kept-alive connections.
+pub fn http_client(clients: usize) -> reqwest::Client {
+    reqwest::Client::builder()
+        .pool_max_idle_per_host(clients.max(1))
+        .tcp_nodelay(true)
+        .timeout(Duration::from_secs(10))
+        .build()
+        .unwrap_or_default()
+}

@@ -1,0 +1,263 @@
+//! Drover's side of the benchmarks: a three-node cluster of `drover` processes with the
+//! binary's default timings, and one worker type per workload, all over HTTP/JSON.
+
+use std::time::Duration;
+
+use anyhow::{bail, Context, Result};
+use drover_tests::process::ProcessCluster;
+use reqwest::{Client, StatusCode};
+use serde_json::{json, Value};
+
+use crate::driver::{timed, StepFuture, Worker};
+
+/// Namespace of the benchmark's lease objects.
+const NAMESPACE: &str = "bench";
+/// The Boskos pool type of the leasing workload.
+pub const POOL_TYPE: &str = "bench";
+
+/// A running cluster and its API addresses.
+pub struct DroverCluster {
+    /// The processes.
+    pub processes: ProcessCluster,
+    /// API addresses, node 1 first.
+    pub nodes: Vec<String>,
+    /// Held for its `Drop`: the pools file.
+    _pools: tempfile::NamedTempFile,
+}
+
+impl DroverCluster {
+    /// Starts three nodes whose pool holds `resources` free resources of [`POOL_TYPE`], with
+    /// the binary's defaults plus `flags`.
+    pub async fn start(resources: usize, flags: &[String]) -> Result<Self> {
+        let pools = tempfile::NamedTempFile::new()?;
+        let names: Vec<String> = (0..resources).map(|i| format!("r{i}")).collect();
+        std::fs::write(
+            pools.path(),
+            format!(
+                "resources:\n  - type: {POOL_TYPE}\n    state: free\n    names: [{}]\n",
+                names.join(", ")
+            ),
+        )?;
+        let mut args = vec![format!("--pools={}", pools.path().display())];
+        args.extend(flags.iter().cloned());
+        let cluster = ProcessCluster::start_with_exact_args(3, &args)?;
+        cluster.leader(Duration::from_secs(30)).await?;
+        cluster
+            .boskos(1)
+            .wait_for_free(POOL_TYPE, resources as u64, Duration::from_secs(30))
+            .await?;
+        let nodes = (1..=3).map(|id| cluster.api_addr(id)).collect();
+        Ok(Self {
+            processes: cluster,
+            nodes,
+            _pools: pools,
+        })
+    }
+
+    /// The node client `i` talks to: clients are spread over every node.
+    pub fn node_for(&self, i: usize) -> &str {
+        &self.nodes[i % self.nodes.len()]
+    }
+
+    /// Resident memory of each node, in KiB (from `/proc`).
+    pub fn rss_kib(&self) -> Vec<u64> {
+        self.processes
+            .running_pids()
+            .into_iter()
+            .filter_map(crate::proc::rss_kib)
+            .collect()
+    }
+}
+
+fn leases_url(node: &str) -> String {
+    format!("http://{node}/apis/coordination.k8s.io/v1/namespaces/{NAMESPACE}/leases")
+}
+
+fn version_of(body: &Value) -> Option<String> {
+    Some(body["metadata"]["resourceVersion"].as_str()?.to_string())
+}
+
+/// Creates lease `name` (or finds it) and returns its resource version.
+pub async fn ensure_lease(http: &Client, node: &str, name: &str) -> Result<String> {
+    let body =
+        json!({"metadata": {"name": name}, "spec": {"holderIdentity": "bench", "leaseDurationSeconds": 10}});
+    let response = http.post(leases_url(node)).json(&body).send().await?;
+    let response = match response.status() {
+        StatusCode::CREATED => response,
+        StatusCode::CONFLICT => http.get(format!("{}/{name}", leases_url(node))).send().await?,
+        other => bail!("creating lease {name} answered {other}"),
+    };
+    let body: Value = response.json().await?;
+    version_of(&body).context("an answer without a resourceVersion")
+}
+
+/// Replaces a lease, conditional on its version (the compare-and-set of a Kubernetes lease
+/// renewal); returns the new version.
+async fn renew(http: &Client, url: &str, name: &str, version: &str, seq: u64) -> Option<String> {
+    let body = json!({
+        "metadata": {"name": name, "resourceVersion": version},
+        "spec": {
+            "holderIdentity": "bench",
+            "leaseDurationSeconds": 10,
+            "renewTime": format!("2026-01-01T00:00:{:02}.{:06}Z", seq % 60, seq % 1_000_000),
+        },
+    });
+    let response = http.put(format!("{url}/{name}")).json(&body).send().await.ok()?;
+    if response.status() != StatusCode::OK {
+        return None;
+    }
+    version_of(&response.json().await.ok()?)
+}
+
+/// Workload (a): compare-and-set replaces of the worker's own lease, back to back.
+pub struct LeaseWriter {
+    /// Connection pool.
+    pub http: Client,
+    /// The node it talks to.
+    pub node: String,
+    /// The node's leases URL.
+    pub url: String,
+    /// The worker's lease.
+    pub name: String,
+    /// Its current version.
+    pub version: String,
+    /// Operations so far.
+    pub seq: u64,
+}
+
+impl LeaseWriter {
+    /// A writer of lease `name` through `node`, which must exist with `version`.
+    pub fn new(http: Client, node: &str, name: String, version: String) -> Self {
+        Self {
+            http,
+            node: node.to_string(),
+            url: leases_url(node),
+            name,
+            version,
+            seq: 0,
+        }
+    }
+
+    async fn write(&mut self) -> bool {
+        self.seq += 1;
+        match renew(&self.http, &self.url, &self.name, &self.version, self.seq).await {
+            Some(version) => {
+                self.version = version;
+                true
+            }
+            None => {
+                // Learn the current version again before the next attempt.
+                if let Ok(version) = ensure_lease(&self.http, &self.node, &self.name).await {
+                    self.version = version;
+                }
+                false
+            }
+        }
+    }
+}
+
+impl Worker for LeaseWriter {
+    fn step(&mut self) -> StepFuture<'_> {
+        Box::pin(timed(self.write()))
+    }
+}
+
+/// Workloads (b) and (c): gets of one lease, linearizable or stale.
+pub struct LeaseReader {
+    /// Connection pool.
+    pub http: Client,
+    /// The lease's URL, with the consistency parameter.
+    pub url: String,
+}
+
+impl LeaseReader {
+    /// A reader of lease `name` through `node`.
+    pub fn new(http: Client, node: &str, name: &str, stale: bool) -> Self {
+        let consistency = if stale { "stale" } else { "linearizable" };
+        Self {
+            http,
+            url: format!("{}/{name}?consistency={consistency}", leases_url(node)),
+        }
+    }
+}
+
+impl Worker for LeaseReader {
+    fn step(&mut self) -> StepFuture<'_> {
+        Box::pin(timed(async {
+            match self.http.get(&self.url).send().await {
+                Ok(response) => response.status() == StatusCode::OK && response.bytes().await.is_ok(),
+                Err(_) => false,
+            }
+        }))
+    }
+}
+
+/// Workload (e): a lease holder that renews its lease once per `period`, as a Kubernetes
+/// leader-election client does.
+pub struct LeaseHolder {
+    /// The writer it renews with.
+    pub writer: LeaseWriter,
+    /// Time between renewals.
+    pub period: Duration,
+    /// When the next renewal is due.
+    pub next: tokio::time::Instant,
+}
+
+impl Worker for LeaseHolder {
+    fn step(&mut self) -> StepFuture<'_> {
+        Box::pin(async move {
+            tokio::time::sleep_until(self.next).await;
+            self.next += self.period;
+            self.writer.step().await
+        })
+    }
+}
+
+/// Workload (d): a Boskos acquire followed by the release of what it got.
+pub struct BoskosPair {
+    /// Connection pool.
+    pub http: Client,
+    /// `http://node`.
+    pub base: String,
+    /// The owner name.
+    pub owner: String,
+}
+
+impl BoskosPair {
+    async fn pair(&self) -> bool {
+        let acquired = self
+            .http
+            .post(format!("{}/acquire", self.base))
+            .query(&[
+                ("type", POOL_TYPE),
+                ("state", "free"),
+                ("dest", "busy"),
+                ("owner", &self.owner),
+            ])
+            .send()
+            .await;
+        let Ok(response) = acquired else { return false };
+        if response.status() != StatusCode::OK {
+            return false;
+        }
+        let Ok(body) = response.json::<Value>().await else {
+            return false;
+        };
+        let Some(name) = body["name"].as_str() else {
+            return false;
+        };
+        let released = self
+            .http
+            .post(format!("{}/release", self.base))
+            .query(&[("name", name), ("dest", "free"), ("owner", &self.owner)])
+            .send()
+            .await;
+        released.is_ok_and(|r| r.status() == StatusCode::OK)
+    }
+}
+
+impl Worker for BoskosPair {
+    fn step(&mut self) -> StepFuture<'_> {
+        Box::pin(timed(self.pair()))
+    }
+}

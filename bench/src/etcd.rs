@@ -1,0 +1,276 @@
+//! The reference: a three-member etcd cluster (Debian's `etcd-server`) on loopback with its
+//! default timings, started and stopped by the benchmark, and the equivalent workers over its
+//! v3 JSON gateway: put, linearizable and serializable range, lease keep-alive.
+
+use std::net::TcpListener;
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use anyhow::{anyhow, bail, Context, Result};
+use base64::engine::general_purpose::STANDARD as BASE64;
+use base64::Engine;
+use reqwest::{Client, StatusCode};
+use serde_json::{json, Value};
+use tempfile::TempDir;
+
+use crate::driver::{timed, StepFuture, Worker};
+
+/// Size of the values written: about the size of a lease object as Drover stores it.
+const VALUE_BYTES: usize = 256;
+
+/// A running etcd cluster; dropping it kills the members and deletes their data.
+pub struct EtcdCluster {
+    children: Vec<Child>,
+    /// Client URLs' host:port, member 1 first.
+    pub nodes: Vec<String>,
+    _dir: TempDir,
+}
+
+impl EtcdCluster {
+    /// Starts three members on free loopback ports and waits until all are healthy.
+    pub async fn start() -> Result<Self> {
+        let dir = TempDir::new()?;
+        let listeners = (0..6)
+            .map(|_| TcpListener::bind("127.0.0.1:0"))
+            .collect::<std::io::Result<Vec<_>>>()?;
+        let ports = listeners
+            .iter()
+            .map(|l| Ok(l.local_addr()?.port()))
+            .collect::<Result<Vec<u16>>>()?;
+        drop(listeners);
+        let peer = |i: usize| format!("http://127.0.0.1:{}", ports[2 * i + 1]);
+        let initial = (0..3)
+            .map(|i| format!("m{}={}", i + 1, peer(i)))
+            .collect::<Vec<_>>()
+            .join(",");
+        let mut cluster = Self {
+            children: Vec::new(),
+            nodes: (0..3).map(|i| format!("127.0.0.1:{}", ports[2 * i])).collect(),
+            _dir: dir,
+        };
+        for i in 0..3 {
+            let client = format!("http://{}", cluster.nodes[i]);
+            let log = std::fs::File::create(cluster._dir.path().join(format!("m{}.log", i + 1)))?;
+            let child = Command::new("etcd")
+                .arg(format!("--name=m{}", i + 1))
+                .arg(format!(
+                    "--data-dir={}",
+                    cluster._dir.path().join(format!("m{}", i + 1)).display()
+                ))
+                .arg(format!("--listen-client-urls={client}"))
+                .arg(format!("--advertise-client-urls={client}"))
+                .arg(format!("--listen-peer-urls={}", peer(i)))
+                .arg(format!("--initial-advertise-peer-urls={}", peer(i)))
+                .arg(format!("--initial-cluster={initial}"))
+                .arg("--initial-cluster-token=drover-bench")
+                .arg("--initial-cluster-state=new")
+                .stdin(Stdio::null())
+                .stdout(log.try_clone()?)
+                .stderr(log)
+                .spawn()
+                .context("starting etcd (apt install etcd-server)")?;
+            cluster.children.push(child);
+        }
+        cluster.wait_healthy().await?;
+        Ok(cluster)
+    }
+
+    async fn wait_healthy(&mut self) -> Result<()> {
+        let http = Client::builder().timeout(Duration::from_secs(2)).build()?;
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+        for node in &self.nodes {
+            loop {
+                let healthy = match http.get(format!("http://{node}/health")).send().await {
+                    Ok(response) => response
+                        .json::<Value>()
+                        .await
+                        .is_ok_and(|body| body["health"] == "true"),
+                    Err(_) => false,
+                };
+                if healthy {
+                    break;
+                }
+                if let Some(status) = self.children.iter_mut().find_map(|c| c.try_wait().ok().flatten()) {
+                    bail!("an etcd member exited at start: {status}");
+                }
+                if tokio::time::Instant::now() >= deadline {
+                    bail!("etcd member {node} not healthy within 30 s");
+                }
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+        }
+        Ok(())
+    }
+
+    /// The node client `i` talks to: clients are spread over every member.
+    pub fn node_for(&self, i: usize) -> &str {
+        &self.nodes[i % self.nodes.len()]
+    }
+
+    /// Resident memory of each member, in KiB.
+    pub fn rss_kib(&self) -> Vec<u64> {
+        self.children
+            .iter()
+            .filter_map(|c| crate::proc::rss_kib(c.id()))
+            .collect()
+    }
+}
+
+impl Drop for EtcdCluster {
+    fn drop(&mut self) {
+        for child in &mut self.children {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+fn b64(text: &str) -> String {
+    BASE64.encode(text)
+}
+
+async fn post_ok(http: &Client, url: &str, body: &Value) -> Option<Value> {
+    let response = http.post(url).json(body).send().await.ok()?;
+    if response.status() != StatusCode::OK {
+        return None;
+    }
+    let body: Value = response.json().await.ok()?;
+    // The gateway reports gRPC errors in the body.
+    body.get("error").is_none().then_some(body)
+}
+
+/// Puts key `key` once, so reads find it.
+pub async fn put_once(http: &Client, node: &str, key: &str) -> Result<()> {
+    let body = json!({"key": b64(key), "value": b64(&"v".repeat(VALUE_BYTES))});
+    post_ok(http, &format!("http://{node}/v3/kv/put"), &body)
+        .await
+        .map(|_| ())
+        .ok_or_else(|| anyhow!("etcd put of {key} failed"))
+}
+
+/// Writes: back-to-back puts of the worker's own key.
+pub struct Putter {
+    /// Connection pool.
+    pub http: Client,
+    /// The member's put URL.
+    pub url: String,
+    /// The key, base64.
+    pub key: String,
+    /// Operations so far.
+    pub seq: u64,
+}
+
+impl Putter {
+    /// A writer of `key` through `node`.
+    pub fn new(http: Client, node: &str, key: &str) -> Self {
+        Self {
+            http,
+            url: format!("http://{node}/v3/kv/put"),
+            key: b64(key),
+            seq: 0,
+        }
+    }
+}
+
+impl Worker for Putter {
+    fn step(&mut self) -> StepFuture<'_> {
+        self.seq += 1;
+        let value = format!("{:0width$}", self.seq, width = VALUE_BYTES);
+        let body = json!({"key": self.key, "value": b64(&value)});
+        Box::pin(timed(async move {
+            post_ok(&self.http, &self.url, &body).await.is_some()
+        }))
+    }
+}
+
+/// Reads: ranges of one key, linearizable or serializable.
+pub struct Ranger {
+    /// Connection pool.
+    pub http: Client,
+    /// The member's range URL.
+    pub url: String,
+    /// The request body.
+    pub body: Value,
+}
+
+impl Ranger {
+    /// A reader of `key` through `node`.
+    pub fn new(http: Client, node: &str, key: &str, serializable: bool) -> Self {
+        Self {
+            http,
+            url: format!("http://{node}/v3/kv/range"),
+            body: json!({"key": b64(key), "serializable": serializable}),
+        }
+    }
+}
+
+impl Worker for Ranger {
+    fn step(&mut self) -> StepFuture<'_> {
+        Box::pin(timed(async {
+            post_ok(&self.http, &self.url, &self.body).await.is_some()
+        }))
+    }
+}
+
+/// Grants a lease of `ttl` seconds and returns its id.
+pub async fn grant_lease(http: &Client, node: &str, ttl: u64) -> Result<String> {
+    let body = post_ok(
+        http,
+        &format!("http://{node}/v3/lease/grant"),
+        &json!({"TTL": ttl.to_string()}),
+    )
+    .await
+    .ok_or_else(|| anyhow!("etcd lease grant failed"))?;
+    body["ID"]
+        .as_str()
+        .map(str::to_string)
+        .ok_or_else(|| anyhow!("etcd lease grant answered without an ID: {body}"))
+}
+
+/// Heartbeats: a lease holder that keeps its lease alive once per `period`.
+pub struct KeepAlive {
+    /// Connection pool.
+    pub http: Client,
+    /// The member's keep-alive URL.
+    pub url: String,
+    /// The request body.
+    pub body: Value,
+    /// Time between keep-alives.
+    pub period: Duration,
+    /// When the next is due.
+    pub next: tokio::time::Instant,
+}
+
+impl KeepAlive {
+    /// A holder of lease `id` through `node`, first renewing at `first`.
+    pub fn new(http: Client, node: &str, id: &str, period: Duration, first: tokio::time::Instant) -> Self {
+        Self {
+            http,
+            url: format!("http://{node}/v3/lease/keepalive"),
+            body: json!({"ID": id}),
+            period,
+            next: first,
+        }
+    }
+}
+
+impl Worker for KeepAlive {
+    fn step(&mut self) -> StepFuture<'_> {
+        Box::pin(async move {
+            tokio::time::sleep_until(self.next).await;
+            self.next += self.period;
+            // The gateway streams keep-alive answers as {"result": {...}} lines.
+            timed(async {
+                let Ok(response) = self.http.post(&self.url).json(&self.body).send().await else {
+                    return false;
+                };
+                response.status() == StatusCode::OK
+                    && response
+                        .text()
+                        .await
+                        .is_ok_and(|text| text.contains("\"TTL\"") && !text.contains("\"error\""))
+            })
+            .await
+        })
+    }
+}
