@@ -18,6 +18,7 @@ fn short_runs_with_every_fault_kind_keep_every_promise() -> anyhow::Result<()> {
     anyhow::ensure!(status.success(), "drover-chaos exited with {status}");
     anyhow::ensure!(reports.len() == 4, "one report per seed");
     let mut kinds = std::collections::BTreeSet::new();
+    let mut grants = 0;
     for report in &reports {
         let seed = &report["seed"];
         let violations = report["violations"].as_array().map(Vec::len);
@@ -38,6 +39,7 @@ fn short_runs_with_every_fault_kind_keep_every_promise() -> anyhow::Result<()> {
             kinds.insert(fault["kind"].to_string());
         }
     }
+    anyhow::ensure!(grants >= 20, "the pool was used: {grants} grants in all");
     anyhow::ensure!(kinds.len() >= 6, "most fault kinds were injected: {kinds:?}");
     Ok(())
 }
