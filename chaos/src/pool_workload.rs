@@ -17,8 +17,8 @@ use crate::workload::{send, Outcome};
 pub const POOL_TYPE: &str = "chaos";
 /// How many resources the pool holds: fewer than the clients, so they contend.
 pub const POOL_SIZE: usize = 2;
-/// How long a holder may stay silent before the reaper takes its resource back (it also
-/// reclaims what acquires with a lost answer granted).
+/// How long a holder may stay silent before the reaper takes its resource back, as `dirty` (it
+/// also reclaims what acquires with a lost answer granted).
 pub const REAPER_EXPIRE: &str = "4s";
 /// The pause between a holder's heartbeats, and before retrying an empty pool.
 const PACE: Duration = Duration::from_millis(150);
@@ -62,11 +62,12 @@ impl Holder<'_> {
         }
     }
 
-    async fn acquire(&self, node: &str) -> Option<(String, u64)> {
+    /// Acquires a resource in state `from`.
+    async fn acquire(&self, node: &str, from: &str) -> Option<(String, u64)> {
         let invoked = self.recorder.now();
         let query = [
             ("type", POOL_TYPE.to_string()),
-            ("state", "free".to_string()),
+            ("state", from.to_string()),
             ("dest", "busy".to_string()),
             ("owner", self.owner.clone()),
         ];
@@ -135,7 +136,13 @@ pub async fn client(id: usize, nodes: Vec<String>, mut rng: Rng, recorder: Recor
     };
     let mut node = || nodes[rng.below(nodes.len() as u64) as usize].clone();
     while !stop.load(Ordering::Relaxed) {
-        let Some((resource, token)) = holder.acquire(&node()).await else {
+        // The reaper hands silent holders' resources back as `dirty` (there is no janitor
+        // here), so a client takes a dirty one when none is free, as a Boskos user would.
+        let acquired = match holder.acquire(&node(), "free").await {
+            Some(grant) => Some(grant),
+            None => holder.acquire(&node(), "dirty").await,
+        };
+        let Some((resource, token)) = acquired else {
             tokio::time::sleep(PACE).await;
             continue;
         };
