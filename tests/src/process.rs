@@ -85,6 +85,29 @@ impl Hosts {
     }
 }
 
+/// True when the server at `api` says, through `GET /cluster`, that it is node `id`.
+fn answers_as(api: &str, id: u64) -> bool {
+    use std::io::{Read, Write};
+    let Ok(mut stream) = std::net::TcpStream::connect(api) else {
+        return false;
+    };
+    let _ = stream.set_read_timeout(Some(Duration::from_secs(2)));
+    if stream
+        .write_all(format!("GET /cluster HTTP/1.0\r\nHost: {api}\r\n\r\n").as_bytes())
+        .is_err()
+    {
+        return false;
+    }
+    let mut answer = String::new();
+    if stream.read_to_string(&mut answer).is_err() {
+        return false;
+    }
+    answer
+        .split_once("\r\n\r\n")
+        .and_then(|(_, body)| serde_json::from_str::<Value>(body).ok())
+        .is_some_and(|body| body["self"].as_u64() == Some(id))
+}
+
 struct ProcessNode {
     api: String,
     peer: String,
@@ -152,7 +175,8 @@ impl ProcessCluster {
         ))
     }
 
-    /// Waits until every node accepts connections on its API address, or one has exited.
+    /// Waits until every node answers on its API address as itself, or one has exited. Asking
+    /// for its id (not just connecting) catches a port another process took first.
     fn wait_listening(&mut self) -> Result<()> {
         let deadline = std::time::Instant::now() + STARTUP_TIMEOUT;
         for (id, node) in self.nodes.iter_mut() {
@@ -163,7 +187,7 @@ impl ProcessCluster {
                         return Err(anyhow!("node {id} exited at start ({status}): {log}"));
                     }
                 }
-                if std::net::TcpStream::connect(&node.api).is_ok() {
+                if answers_as(&node.api, *id) {
                     break;
                 }
                 if std::time::Instant::now() >= deadline {
