@@ -383,6 +383,15 @@ impl RaftHandle {
         let raft = &self.core.raft;
         match request {
             LeaderRequest::Write(mut proposal) => {
+                if let Some(silence) = self.quorum_silence_ms() {
+                    // Cut off from the majority: the write could only wait out its timeout.
+                    return LeaderResponse::Refused {
+                        message: format!(
+                            "this leader has not heard from a majority for {silence} ms; \
+                             nothing was proposed"
+                        ),
+                    };
+                }
                 // The leader's clock is the cluster's clock: every replica applies this value.
                 proposal.now_ms = wall_clock_ms();
                 self.core.batcher.write(proposal).await
@@ -458,6 +467,15 @@ impl RaftHandle {
         let metrics = self.core.raft.metrics();
         let metrics = metrics.borrow();
         (metrics.current_leader == Some(self.core.id)).then(|| metrics.last_applied.map_or(0, |id| id.index))
+    }
+
+    /// On a leader that has not heard from a majority for twice the maximum election timeout
+    /// (openraft 0.9 leaders do not step down by themselves), how long it has been.
+    fn quorum_silence_ms(&self) -> Option<u64> {
+        let limit = u64::try_from(self.core.config.election_timeout_max.as_millis()).unwrap_or(u64::MAX);
+        let metrics = self.core.raft.metrics();
+        let silence = metrics.borrow().millis_since_quorum_ack?;
+        (silence > limit.saturating_mul(2)).then_some(silence)
     }
 
     /// This node's own status.
