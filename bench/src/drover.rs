@@ -4,6 +4,7 @@
 use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
+use drover_tests::boskos::static_pool_yaml;
 use drover_tests::process::ProcessCluster;
 use reqwest::{Client, StatusCode};
 use serde_json::{json, Value};
@@ -31,13 +32,7 @@ impl DroverCluster {
     pub async fn start(resources: usize, flags: &[String]) -> Result<Self> {
         let pools = tempfile::NamedTempFile::new()?;
         let names: Vec<String> = (0..resources).map(|i| format!("r{i}")).collect();
-        std::fs::write(
-            pools.path(),
-            format!(
-                "resources:\n  - type: {POOL_TYPE}\n    state: free\n    names: [{}]\n",
-                names.join(", ")
-            ),
-        )?;
+        std::fs::write(pools.path(), static_pool_yaml(POOL_TYPE, &names))?;
         let mut args = vec![format!("--pools={}", pools.path().display())];
         args.extend(flags.iter().cloned());
         let cluster = ProcessCluster::start_with_exact_args(3, &args)?;

@@ -2,13 +2,15 @@
 //! default timings, started and stopped by the benchmark, and the equivalent workers over its
 //! v3 JSON gateway: put, linearizable and serializable range, lease keep-alive.
 
-use std::net::TcpListener;
+use std::net::Ipv4Addr;
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
 use anyhow::{anyhow, bail, Context, Result};
 use base64::engine::general_purpose::STANDARD as BASE64;
 use base64::Engine;
+use drover_tests::process::free_ports;
+use drover_tests::wait::eventually;
 use reqwest::{Client, StatusCode};
 use serde_json::{json, Value};
 use tempfile::TempDir;
@@ -30,22 +32,19 @@ impl EtcdCluster {
     /// Starts three members on free loopback ports and waits until all are healthy.
     pub async fn start() -> Result<Self> {
         let dir = TempDir::new()?;
-        let listeners = (0..6)
-            .map(|_| TcpListener::bind("127.0.0.1:0"))
-            .collect::<std::io::Result<Vec<_>>>()?;
-        let ports = listeners
-            .iter()
-            .map(|l| Ok(l.local_addr()?.port()))
-            .collect::<Result<Vec<u16>>>()?;
-        drop(listeners);
-        let peer = |i: usize| format!("http://127.0.0.1:{}", ports[2 * i + 1]);
+        // (client, peer) port pairs, one per member.
+        let ports = free_ports(&[Ipv4Addr::LOCALHOST.into(); 3])?;
+        let peer = |i: usize| format!("http://127.0.0.1:{}", ports[i].1);
         let initial = (0..3)
             .map(|i| format!("m{}={}", i + 1, peer(i)))
             .collect::<Vec<_>>()
             .join(",");
         let mut cluster = Self {
             children: Vec::new(),
-            nodes: (0..3).map(|i| format!("127.0.0.1:{}", ports[2 * i])).collect(),
+            nodes: ports
+                .iter()
+                .map(|(client, _)| format!("127.0.0.1:{client}"))
+                .collect(),
             _dir: dir,
         };
         for i in 0..3 {
@@ -77,29 +76,26 @@ impl EtcdCluster {
 
     async fn wait_healthy(&mut self) -> Result<()> {
         let http = Client::builder().timeout(Duration::from_secs(2)).build()?;
-        let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
-        for node in &self.nodes {
-            loop {
-                let healthy = match http.get(format!("http://{node}/health")).send().await {
-                    Ok(response) => response
-                        .json::<Value>()
-                        .await
-                        .is_ok_and(|body| body["health"] == "true"),
-                    Err(_) => false,
-                };
-                if healthy {
-                    break;
+        let nodes = &self.nodes;
+        let healthy = eventually(
+            Duration::from_secs(30),
+            "every etcd member to be healthy",
+            || async {
+                for node in nodes {
+                    let response = http.get(format!("http://{node}/health")).send().await.ok()?;
+                    let body: Value = response.json().await.ok()?;
+                    if body["health"] != "true" {
+                        return None;
+                    }
                 }
-                if let Some(status) = self.children.iter_mut().find_map(|c| c.try_wait().ok().flatten()) {
-                    bail!("an etcd member exited at start: {status}");
-                }
-                if tokio::time::Instant::now() >= deadline {
-                    bail!("etcd member {node} not healthy within 30 s");
-                }
-                tokio::time::sleep(Duration::from_millis(100)).await;
-            }
+                Some(())
+            },
+        )
+        .await;
+        if let Some(status) = self.children.iter_mut().find_map(|c| c.try_wait().ok().flatten()) {
+            bail!("an etcd member exited at start: {status}");
         }
-        Ok(())
+        healthy
     }
 
     /// The node client `i` talks to: clients are spread over every member.

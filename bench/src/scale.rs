@@ -11,6 +11,7 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Context, Result};
 use clap::Args;
 use drover_tests::status::applied_index;
+use drover_tests::wait::eventually;
 use reqwest::{Client, StatusCode};
 use serde_json::json;
 
@@ -68,38 +69,23 @@ fn dir_size(path: &Path) -> u64 {
 }
 
 async fn all_ready(http: &Client, nodes: &[String], timeout: Duration) -> Result<()> {
-    let deadline = Instant::now() + timeout;
-    for node in nodes {
-        loop {
-            let ready = http
-                .get(format!("http://{node}/readyz"))
-                .send()
-                .await
-                .is_ok_and(|r| r.status() == StatusCode::OK);
-            if ready {
-                break;
+    eventually(timeout, "every node to answer /readyz", || async {
+        for node in nodes {
+            let response = http.get(format!("http://{node}/readyz")).send().await.ok()?;
+            if response.status() != StatusCode::OK {
+                return None;
             }
-            if Instant::now() >= deadline {
-                bail!("{node} not ready within {timeout:?}");
-            }
-            tokio::time::sleep(Duration::from_millis(20)).await;
         }
-    }
-    Ok(())
+        Some(())
+    })
+    .await
 }
 
 async fn wait_applied(http: &Client, node: &str, index: u64, timeout: Duration) -> Result<()> {
-    let deadline = Instant::now() + timeout;
-    while applied_index(http, node)
-        .await
-        .is_none_or(|applied| applied < index)
-    {
-        if Instant::now() >= deadline {
-            bail!("{node} did not apply index {index} within {timeout:?}");
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    Ok(())
+    eventually(timeout, &format!("{node} to apply index {index}"), || async {
+        (applied_index(http, node).await? >= index).then_some(())
+    })
+    .await
 }
 
 fn mib(kib: &[u64]) -> String {

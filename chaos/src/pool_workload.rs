@@ -6,6 +6,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
+use drover_tests::boskos::static_pool_yaml;
 use reqwest::{Client, StatusCode};
 
 use crate::checker::mutex::{Accepted, Grant};
@@ -26,10 +27,7 @@ const PACE: Duration = Duration::from_millis(150);
 /// The `--pools` file the nodes start with.
 pub fn pools_yaml() -> String {
     let names: Vec<String> = (0..POOL_SIZE).map(|i| format!("m-{i}")).collect();
-    format!(
-        "resources:\n  - type: {POOL_TYPE}\n    state: free\n    names: [{}]\n",
-        names.join(", ")
-    )
+    static_pool_yaml(POOL_TYPE, &names)
 }
 
 struct Holder<'a> {

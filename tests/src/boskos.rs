@@ -5,6 +5,15 @@ use anyhow::Result;
 use reqwest::{Client, StatusCode};
 use serde_json::Value;
 
+/// A Boskos configuration with one static type whose resources `names` all start free.
+pub fn static_pool_yaml(rtype: &str, names: &[impl AsRef<str>]) -> String {
+    let names: Vec<&str> = names.iter().map(AsRef::as_ref).collect();
+    format!(
+        "resources:\n  - type: {rtype}\n    state: free\n    names: [{}]\n",
+        names.join(", ")
+    )
+}
+
 /// A status code, the raw body and the body parsed as JSON (`Null` when it is not JSON).
 #[derive(Debug, Clone)]
 pub struct Reply {

@@ -50,7 +50,7 @@ const STARTUP_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(20);
 
 /// Finds two free ports on each of `hosts`. Every listener stays bound until all are found, so
 /// the kernel cannot hand the same port out twice; the children bind them a moment later.
-fn free_ports(hosts: &[IpAddr]) -> Result<Vec<(u16, u16)>> {
+pub fn free_ports(hosts: &[IpAddr]) -> Result<Vec<(u16, u16)>> {
     let listeners = hosts
         .iter()
         .map(|host| {

@@ -5,6 +5,7 @@ use std::collections::BTreeSet;
 use std::time::Duration;
 
 use anyhow::{ensure, Result};
+use drover_tests::boskos::static_pool_yaml;
 use drover_tests::cluster::TestCluster;
 use drover_tests::wait::eventually;
 use reqwest::StatusCode;
@@ -102,11 +103,7 @@ async fn acquire_picks_the_least_recently_updated() -> Result<()> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn concurrent_acquires_never_share_a_resource() -> Result<()> {
     let names: Vec<String> = (0..10).map(|i| format!("r{i}")).collect();
-    let yaml = format!(
-        "resources:\n  - type: t\n    state: free\n    names: [{}]\n",
-        names.join(", ")
-    );
-    let (cluster, _, _) = cluster_with(&yaml).await?;
+    let (cluster, _, _) = cluster_with(&static_pool_yaml("t", &names)).await?;
     let mut calls = Vec::new();
     for i in 0..50u64 {
         let client = cluster.boskos(1 + i % 3);

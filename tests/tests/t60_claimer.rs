@@ -7,7 +7,7 @@ use anyhow::{ensure, Result};
 use base64::Engine;
 use drover_actors::pools::PoolActorsConfig;
 use drover_api::claimer::ClaimerOptions;
-use drover_tests::boskos::BoskosClient;
+use drover_tests::boskos::{static_pool_yaml, BoskosClient};
 use drover_tests::cluster::{ClusterOptions, TestCluster};
 use drover_tests::wait::eventually;
 use reqwest::StatusCode;
@@ -31,10 +31,7 @@ async fn claimer_cluster(names: &[&str]) -> Result<TestCluster> {
     let cluster = TestCluster::start_with_options(3, options).await?;
     cluster.leader(ELECTION).await?;
     let admin = cluster.boskos(1);
-    let yaml = format!(
-        "resources:\n  - type: k8s-cluster\n    state: free\n    names: [{}]\n",
-        names.join(", ")
-    );
+    let yaml = static_pool_yaml("k8s-cluster", names);
     ensure!(admin.set_config(&yaml).await?.status == StatusCode::OK);
     // Operators register each cluster's credentials: hold it, write its user data, free it.
     for name in names {

@@ -9,7 +9,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, ensure, Result};
-use drover_tests::boskos::BoskosClient;
+use drover_tests::boskos::{static_pool_yaml, BoskosClient};
 use drover_tests::process::ProcessCluster;
 use drover_tests::wait::eventually;
 use reqwest::StatusCode;
@@ -26,13 +26,7 @@ struct Hold {
 
 fn pool_file(dir: &std::path::Path, names: &[String]) -> Result<String> {
     let path = dir.join("pools.yaml");
-    std::fs::write(
-        &path,
-        format!(
-            "resources:\n  - type: t\n    state: free\n    names: [{}]\n",
-            names.join(", ")
-        ),
-    )?;
+    std::fs::write(&path, static_pool_yaml("t", names))?;
     Ok(path.display().to_string())
 }
 
