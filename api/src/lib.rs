@@ -6,36 +6,44 @@
 //! Handlers turn requests into [`drover_model::Command`]s and reads through
 //! [`drover_raft::RaftHandle`]; the handle forwards to the leader, so any node answers.
 
+pub mod axebow;
 pub mod boskos;
 pub mod claimer;
 pub mod error;
 pub mod http_metrics;
+pub mod idempotency;
 pub mod kube;
 pub mod ops;
 pub mod pool_metrics;
 pub mod pools;
 pub mod state;
 
+use axum::extract::DefaultBodyLimit;
 use axum::Router;
 use tower_http::limit::RequestBodyLimitLayer;
 
 pub use state::{ApiOptions, ApiState};
 
-/// Largest request body accepted by the public API.
+/// Largest request body accepted by the public API unless configured otherwise.
 pub const MAX_BODY_BYTES: usize = 1024 * 1024;
 
 /// The public router of one node.
 pub fn router(state: ApiState) -> Router {
-    Router::new()
+    let limit = state.options.max_body_bytes;
+    let dialects = Router::new()
         .merge(ops::routes())
         .merge(kube::routes())
         .merge(boskos::routes())
         .merge(claimer::routes())
         .merge(pools::routes())
+        .layer(RequestBodyLimitLayer::new(limit));
+    // The platform API reads bodies itself, so an oversized one gets its error envelope.
+    let platform = axebow::routes().layer(DefaultBodyLimit::max(limit));
+    dialects
+        .merge(platform)
         .layer(axum::middleware::from_fn_with_state(
             state.clone(),
             http_metrics::record,
         ))
-        .layer(RequestBodyLimitLayer::new(MAX_BODY_BYTES))
         .with_state(state)
 }

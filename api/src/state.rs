@@ -1,9 +1,13 @@
 //! What every handler can reach.
 
+use std::sync::Arc;
+
 use drover_raft::RaftHandle;
 use prometheus::Registry;
 use tokio_util::sync::CancellationToken;
 
+use crate::axebow::auth::Verifier;
+use crate::axebow::{AxebowContext, PlatformOptions};
 use crate::boskos::AcquireClock;
 use crate::claimer::ClaimerOptions;
 use crate::error::ApiError;
@@ -11,10 +15,27 @@ use crate::http_metrics::HttpMetrics;
 use crate::pool_metrics::PoolMetrics;
 
 /// Settings of the API that come from the node's configuration.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct ApiOptions {
     /// The k8s-claimer endpoints, when enabled.
     pub claimer: Option<ClaimerOptions>,
+    /// Checks the bearer tokens of the platform API.
+    pub verifier: Verifier,
+    /// Settings of the platform API.
+    pub platform: PlatformOptions,
+    /// Largest request body accepted.
+    pub max_body_bytes: usize,
+}
+
+impl Default for ApiOptions {
+    fn default() -> Self {
+        Self {
+            claimer: None,
+            verifier: Verifier::default(),
+            platform: PlatformOptions::default(),
+            max_body_bytes: crate::MAX_BODY_BYTES,
+        }
+    }
 }
 
 /// Shared state of the public API.
@@ -34,6 +55,8 @@ pub struct ApiState {
     pub pool_metrics: PoolMetrics,
     /// First-poll times of waiting acquire requests.
     pub acquire_clock: AcquireClock,
+    /// The platform API's verifier, settings and rate limiter.
+    pub axebow: Arc<AxebowContext>,
 }
 
 impl ApiState {
@@ -46,7 +69,12 @@ impl ApiState {
     ) -> Result<Self, ApiError> {
         let http = HttpMetrics::register(&registry)?;
         let pool_metrics = PoolMetrics::register(&registry)?;
+        let axebow = Arc::new(AxebowContext::new(
+            options.verifier.clone(),
+            options.platform.clone(),
+        ));
         Ok(Self {
+            axebow,
             raft,
             registry,
             http,

@@ -6,6 +6,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::DomainError;
 use crate::object::{LeaseSpec, ObjectKey, StoredObject};
+use crate::platform::{PlatformCommand, PlatformResult};
 use crate::pool::{PoolCommand, PoolResult};
 
 /// What a write requires of the object it replaces or deletes.
@@ -58,6 +59,8 @@ pub enum Command {
     },
     /// A change of the resource pools.
     Pool(PoolCommand),
+    /// A change of the multi-tenant platform (users, tenants, accounts, resources).
+    Platform(PlatformCommand),
     /// Changes nothing; used to probe the write path.
     Noop,
     /// Several proposals applied one after another in one log entry. The leader groups the
@@ -109,6 +112,8 @@ pub enum CommandResult {
     Deleted(StoredObject),
     /// The outcome of a pool command.
     Pool(PoolResult),
+    /// The outcome of a platform command.
+    Platform(PlatformResult),
     /// Nothing to report.
     Done,
     /// The command was refused; nothing changed.

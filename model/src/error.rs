@@ -5,6 +5,7 @@ use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
 use crate::object::ObjectKey;
+use crate::platform::PlatformError;
 use crate::pool::PoolError;
 
 /// Why a command was refused.
@@ -33,6 +34,9 @@ pub enum DomainError {
     /// A pool command was refused.
     #[error(transparent)]
     Pool(#[from] PoolError),
+    /// A platform command was refused.
+    #[error(transparent)]
+    Platform(#[from] PlatformError),
     /// The request is malformed; `field` names what to fix.
     #[error("{field}: {message}")]
     Invalid {

@@ -7,6 +7,7 @@
 pub mod command;
 pub mod error;
 pub mod object;
+pub mod platform;
 pub mod pool;
 pub mod state;
 pub mod validation;

@@ -7,6 +7,7 @@ use serde::{Deserialize, Serialize};
 use crate::command::{Command, CommandResult, Precondition, Proposal};
 use crate::error::DomainError;
 use crate::object::{ObjectKey, ObjectKind, ObjectMeta, StoredObject};
+use crate::platform::Platform;
 use crate::pool::Pools;
 use crate::validation::{validate_name, validate_namespace};
 
@@ -49,6 +50,9 @@ pub struct State {
     /// Resource pools (Boskos and k8s-claimer).
     #[serde(default)]
     pools: Pools,
+    /// Users, tenants and their objects (Axebow platform).
+    #[serde(default)]
+    platform: Platform,
     /// The latest leader time applied; time never runs backwards across leaders.
     #[serde(default)]
     clock_ms: u64,
@@ -92,6 +96,11 @@ impl State {
     /// The resource pools.
     pub fn pools(&self) -> &Pools {
         &self.pools
+    }
+
+    /// Users, tenants and their objects.
+    pub fn platform(&self) -> &Platform {
+        &self.platform
     }
 
     /// Number of stored objects.
@@ -144,6 +153,10 @@ impl State {
         command: &Command,
     ) -> Result<(CommandResult, Vec<Change>), DomainError> {
         match command {
+            Command::Platform(platform_command) => {
+                let result = self.platform.apply(platform_command)?;
+                Ok((CommandResult::Platform(result), Vec::new()))
+            }
             Command::Pool(pool_command) => {
                 let result = self.pools.apply(index, now_ms, pool_command)?;
                 Ok((CommandResult::Pool(result), Vec::new()))

@@ -15,7 +15,7 @@ fn invalid(field: &str, message: String) -> DomainError {
     }
 }
 
-fn is_label(value: &str) -> bool {
+pub(crate) fn is_label(value: &str) -> bool {
     let bytes = value.as_bytes();
     !bytes.is_empty()
         && bytes.len() <= MAX_LABEL_LEN
@@ -26,7 +26,7 @@ fn is_label(value: &str) -> bool {
         && bytes.last().is_some_and(u8::is_ascii_alphanumeric)
 }
 
-fn is_subdomain(value: &str) -> bool {
+pub(crate) fn is_subdomain(value: &str) -> bool {
     value.len() <= MAX_SUBDOMAIN_LEN && value.split('.').all(is_label)
 }
 

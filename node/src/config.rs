@@ -16,6 +16,7 @@ use drover_raft::{NodeId, RaftConfig};
 use serde::Deserialize;
 
 use crate::error::NodeError;
+use crate::platform_config::{platform_settings, PlatformArgs, PlatformFile, PlatformSettings};
 
 /// `drover serve` flags; each can also come from the environment variable it names.
 #[derive(Debug, Clone, Default, Args)]
@@ -99,6 +100,9 @@ pub struct ServeArgs {
     /// File holding the claimer token (instead of --claimer-auth-token).
     #[arg(long, env = "DROVER_CLAIMER_AUTH_TOKEN_FILE")]
     pub claimer_auth_token_file: Option<PathBuf>,
+    /// Platform API settings.
+    #[command(flatten)]
+    pub platform: PlatformArgs,
 }
 
 /// The same settings as a TOML file spells them.
@@ -130,6 +134,7 @@ struct FileConfig {
     claimer_type: Option<String>,
     claimer_auth_token: Option<String>,
     claimer_auth_token_file: Option<PathBuf>,
+    platform: Option<PlatformFile>,
 }
 
 /// How logs are written.
@@ -168,6 +173,8 @@ pub struct NodeConfig {
     pub pools: PoolActorsConfig,
     /// The k8s-claimer endpoints, when enabled.
     pub claimer: Option<ClaimerOptions>,
+    /// The platform API's verifier, options and limits.
+    pub platform: PlatformSettings,
 }
 
 const MIN_SECRET_LEN: usize = 16;
@@ -236,6 +243,7 @@ impl NodeConfig {
     fn merge(args: &ServeArgs, file: FileConfig) -> Result<Self, NodeError> {
         let pools = pool_actors_config(args, &file)?;
         let claimer = claimer_options(args, &file)?;
+        let platform = platform_settings(&args.platform, file.platform.clone().unwrap_or_default())?;
         let node_id = args.node_id.or(file.node_id).ok_or_else(|| {
             invalid(
                 "node-id",
@@ -358,6 +366,7 @@ impl NodeConfig {
         Ok(Self {
             pools,
             claimer,
+            platform,
             node_id,
             data_dir,
             api_addr,
@@ -377,6 +386,9 @@ impl NodeConfig {
     pub fn api_options(&self) -> ApiOptions {
         ApiOptions {
             claimer: self.claimer.clone(),
+            verifier: self.platform.verifier.clone(),
+            platform: self.platform.options.clone(),
+            max_body_bytes: self.platform.max_body_bytes,
         }
     }
 }

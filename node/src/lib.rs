@@ -8,6 +8,7 @@
 pub mod cli;
 pub mod config;
 pub mod error;
+pub mod platform_config;
 pub mod telemetry;
 
 use std::sync::Arc;

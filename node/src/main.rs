@@ -4,6 +4,7 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 use drover_node::cli::lease::LeaseCommand;
+use drover_node::cli::token::TokenArgs;
 use drover_node::{config, shutdown_signal, start, telemetry, Listeners, NodeConfig};
 
 /// Drover: a replicated control plane for shared infrastructure.
@@ -23,6 +24,8 @@ enum Command {
     /// Acquire, hold, release and list pool resources.
     #[command(subcommand)]
     Lease(LeaseCommand),
+    /// Mint a development bearer token for the platform API.
+    Token(TokenArgs),
 }
 
 #[tokio::main]
@@ -34,6 +37,13 @@ async fn main() -> anyhow::Result<ExitCode> {
             Err(e) => {
                 eprintln!("drover: {e}");
                 return Ok(ExitCode::from(1));
+            }
+        },
+        Command::Token(args) => match drover_node::cli::token::run(&args) {
+            Ok(token) => println!("{token}"),
+            Err(e) => {
+                eprintln!("drover token: {e}");
+                return Ok(ExitCode::from(2));
             }
         },
         Command::Serve(args) => {

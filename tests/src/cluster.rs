@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use anyhow::{anyhow, Context, Result};
 use drover_actors::pools::PoolActorsConfig;
+use drover_api::axebow::rate::RateLimit;
 use drover_api::claimer::ClaimerOptions;
 use drover_node::config::{LogFormat, NodeConfig};
 use drover_node::{start, Listeners, RunningNode};
@@ -16,6 +17,7 @@ use tempfile::TempDir;
 use tokio::net::TcpListener;
 
 use crate::client::LeaseClient;
+use crate::platform::{test_platform_settings, PlatformClient};
 use crate::wait::eventually;
 use crate::TEST_SECRET;
 
@@ -40,6 +42,8 @@ pub struct ClusterOptions {
     pub pools: PoolActorsConfig,
     /// The k8s-claimer endpoints.
     pub claimer: Option<ClaimerOptions>,
+    /// The platform API's rate limit (the default when `None`).
+    pub rate_limit: Option<RateLimit>,
 }
 
 /// One member of a [`TestCluster`].
@@ -88,6 +92,7 @@ fn config_for(
         log_format: LogFormat::Text,
         pools: options.pools.clone(),
         claimer: options.claimer.clone(),
+        platform: test_platform_settings(options.rate_limit.unwrap_or_default()),
     }
 }
 
@@ -165,7 +170,12 @@ impl TestCluster {
         LeaseClient::new(&self.api_addr(id))
     }
 
-    /// A Boskos client bound to a node.
+    /// A platform API client of node `id` sending `token`.
+    pub fn platform(&self, id: u64, token: Option<String>) -> PlatformClient {
+        PlatformClient::new(&self.api_addr(id), token)
+    }
+
+    /// A Boskos client of node `id`.
     pub fn boskos(&self, id: u64) -> crate::boskos::BoskosClient {
         crate::boskos::BoskosClient::new(&self.api_addr(id))
     }

@@ -5,6 +5,7 @@
 pub mod boskos;
 pub mod client;
 pub mod cluster;
+pub mod platform;
 pub mod process;
 pub mod status;
 pub mod wait;

@@ -87,6 +87,7 @@ impl From<DomainError> for BoskosError {
             DomainError::NotFound { .. } => StatusCode::NOT_FOUND,
             DomainError::AlreadyExists { .. } | DomainError::Conflict { .. } => StatusCode::CONFLICT,
             DomainError::Invalid { .. } => StatusCode::BAD_REQUEST,
+            DomainError::Platform(_) => StatusCode::INTERNAL_SERVER_ERROR,
         };
         Self {
             status,

@@ -29,8 +29,7 @@ use crate::state::ApiState;
 
 /// Header that says how fresh a read was.
 pub const CONSISTENCY_HEADER: &str = "x-drover-consistency";
-/// Header that makes a write apply at most once.
-pub const IDEMPOTENCY_HEADER: &str = "idempotency-key";
+pub use crate::idempotency::IDEMPOTENCY_HEADER;
 
 /// The kind served under an API group.
 pub fn kind_of_group(group: &str) -> Option<ObjectKind> {
@@ -95,20 +94,7 @@ fn with_consistency(mut response: Response, consistency: Consistency) -> Respons
 }
 
 pub(super) fn idempotency_key(headers: &HeaderMap) -> Result<Option<String>, KubeError> {
-    match headers.get(IDEMPOTENCY_HEADER) {
-        None => Ok(None),
-        Some(value) => {
-            let key = value
-                .to_str()
-                .map_err(|_| KubeError::bad_request("Idempotency-Key must be visible ASCII"))?;
-            if key.is_empty() || key.len() > 255 {
-                return Err(KubeError::bad_request(
-                    "Idempotency-Key must be 1 to 255 characters",
-                ));
-            }
-            Ok(Some(key.to_string()))
-        }
-    }
+    crate::idempotency::idempotency_key(headers).map_err(KubeError::bad_request)
 }
 
 /// A body may name its namespace, but only the one in the path.
@@ -158,9 +144,10 @@ pub(super) fn stored(result: CommandResult) -> Result<StoredObject, KubeError> {
     match result {
         CommandResult::Stored(object) | CommandResult::Deleted(object) => Ok(object),
         CommandResult::Refused(error) => Err(KubeError::from_domain(error)),
-        CommandResult::Done | CommandResult::Pool(_) | CommandResult::Batch { .. } => {
-            Err(KubeError::internal("the command produced no object"))
-        }
+        CommandResult::Done
+        | CommandResult::Pool(_)
+        | CommandResult::Platform(_)
+        | CommandResult::Batch { .. } => Err(KubeError::internal("the command produced no object")),
     }
 }
 

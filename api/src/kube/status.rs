@@ -113,6 +113,9 @@ impl KubeError {
             DomainError::Pool(error) => {
                 Self::internal(format!("a pool error reached the lease API: {error}"))
             }
+            DomainError::Platform(error) => {
+                Self::internal(format!("a platform error reached the lease API: {error}"))
+            }
             DomainError::Invalid { field, message } => Self {
                 code: 422,
                 reason: "Invalid",

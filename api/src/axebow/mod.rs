@@ -1,0 +1,84 @@
+//! The Axebow platform API under `/api/1.0-beta/…`: users, tenants and members, accounts and
+//! environments, Kumori resources; the `{data, events}` envelope and `{code, content}` errors;
+//! bearer-token authentication and a per-caller rate limit; the OpenAPI document generated from
+//! the same handler annotations that build the routes, and a browsable UI at `/docs`.
+
+pub mod accounts;
+pub mod auth;
+pub mod context;
+pub mod openapi;
+pub mod platform_info;
+pub mod rate;
+pub mod reply;
+pub mod resources;
+mod store;
+pub mod tenants;
+pub mod users;
+
+use axum::routing::get;
+use axum::Router;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
+use utoipa_swagger_ui::SwaggerUi;
+
+pub use context::{AxebowContext, PlatformOptions};
+
+use crate::state::ApiState;
+
+/// Where the generated OpenAPI document is served.
+pub const OPENAPI_PATH: &str = "/api/1.0-beta/openapi.json";
+
+/// The platform routes with their OpenAPI description, built from one list.
+pub fn documented_routes() -> OpenApiRouter<ApiState> {
+    OpenApiRouter::with_openapi(openapi::base())
+        .routes(routes!(platform_info::info))
+        .routes(routes!(users::register, users::list, users::remove))
+        .routes(routes!(users::info))
+        .routes(routes!(users::add_profile))
+        .routes(routes!(users::remove_profile))
+        .routes(routes!(tenants::list))
+        .routes(routes!(
+            tenants::create,
+            tenants::patch,
+            tenants::delete,
+            tenants::info
+        ))
+        .routes(routes!(tenants::confirm, tenants::reject))
+        .routes(routes!(
+            tenants::invite,
+            tenants::set_role,
+            tenants::remove_member
+        ))
+        .routes(routes!(accounts::list))
+        .routes(routes!(
+            accounts::create,
+            accounts::patch,
+            accounts::get,
+            accounts::delete
+        ))
+        .routes(routes!(accounts::list_environments))
+        .routes(routes!(
+            accounts::create_environment,
+            accounts::patch_environment,
+            accounts::get_environment,
+            accounts::delete_environment
+        ))
+        .routes(routes!(resources::list))
+        .routes(routes!(
+            resources::register,
+            resources::update,
+            resources::get,
+            resources::unregister
+        ))
+}
+
+/// The platform router: the documented routes, `/platform` without the prefix, the OpenAPI
+/// document, `/docs`, and envelope-shaped `404`s for every other `/api/…` path.
+pub fn routes() -> Router<ApiState> {
+    let (router, api) = documented_routes().split_for_parts();
+    let api = openapi::finish(api);
+    router
+        .route("/platform", get(platform_info::info))
+        .route("/api/{*rest}", axum::routing::any(reply::no_route))
+        .merge(SwaggerUi::new("/docs").url(OPENAPI_PATH, api))
+}

@@ -1,0 +1,52 @@
+//! Platform reads and writes through the replicated store: every write is one
+//! [`PlatformCommand`] whose authorization is decided where it is applied; every read checks the
+//! caller against the same rules on the state it reads.
+
+use axum::http::HeaderMap;
+use drover_model::platform::{
+    Grant, Identity, Platform, PlatformCommand, PlatformError, PlatformOp, PlatformRead, PlatformResult,
+};
+use drover_model::{Command, CommandResult, Proposal};
+use drover_raft::Consistency;
+
+use super::reply::AxebowError;
+use crate::idempotency::idempotency_key;
+use crate::state::ApiState;
+
+/// Commits one platform change made by `caller`.
+pub async fn write(
+    state: &ApiState,
+    caller: Identity,
+    op: PlatformOp,
+    headers: &HeaderMap,
+) -> Result<PlatformResult, AxebowError> {
+    let key = idempotency_key(headers).map_err(|message| AxebowError::invalid("Idempotency-Key", message))?;
+    let proposal = Proposal::new(Command::Platform(PlatformCommand { caller, op })).with_idempotency_key(key);
+    match state.raft.write(proposal).await?.result {
+        CommandResult::Platform(result) => Ok(result),
+        CommandResult::Refused(error) => Err(error.into()),
+        other => Err(AxebowError::new(
+            axum::http::StatusCode::INTERNAL_SERVER_ERROR,
+            super::reply::codes::INTERNAL,
+            format!("unexpected result {other:?}"),
+        )),
+    }
+}
+
+/// Reads the platform (linearizably) after checking `caller` against what `read` requires.
+pub async fn read<R>(
+    state: &ApiState,
+    caller: &Identity,
+    read: PlatformRead<'_>,
+    f: impl FnOnce(&Platform, &Grant) -> Result<R, PlatformError>,
+) -> Result<R, AxebowError> {
+    let (result, _) = state
+        .raft
+        .read(Consistency::Linearizable, |s| {
+            let platform = s.platform();
+            let grant = platform.authorize(caller, read.requirement())?;
+            f(platform, &grant)
+        })
+        .await?;
+    Ok(result?)
+}

@@ -1,0 +1,182 @@
+//! The platform API in tests: the issuer, secret and static token every test cluster trusts,
+//! tokens minted for any subject (valid, expired, from an unknown issuer), and a small client
+//! that speaks the `/api/1.0-beta` envelope.
+
+use std::collections::HashMap;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use anyhow::{Context, Result};
+use drover_api::axebow::auth::{encode_hs256, mint_hs256, Algorithm, IssuerKey, Verifier};
+use drover_api::axebow::rate::RateLimit;
+use drover_api::axebow::PlatformOptions;
+use drover_model::platform::Identity;
+use drover_node::platform_config::PlatformSettings;
+use reqwest::{Client, Method, StatusCode};
+use serde_json::Value;
+
+use crate::client::Answer;
+
+/// Issuer of the test tokens.
+pub const TEST_ISSUER: &str = "https://issuer.drover.test";
+/// Audience of the test tokens.
+pub const TEST_AUDIENCE: &str = "drover";
+/// HMAC secret of the test issuer.
+pub const TEST_JWT_SECRET: &str = "drover-test-jwt-secret-of-at-least-32-bytes";
+/// Subject the test clusters make an operator when it registers.
+pub const OPERATOR_SUBJECT: &str = "root";
+/// A static API token the test clusters accept, for the machine named `ci`.
+pub const TEST_STATIC_TOKEN: &str = "drover-test-static-token-ci";
+
+/// The platform settings of a test cluster: the test issuer, the static token, `root` as
+/// operator, and the given rate limit.
+pub fn test_platform_settings(rate_limit: RateLimit) -> PlatformSettings {
+    let issuer = IssuerKey::new(
+        TEST_ISSUER,
+        TEST_AUDIENCE,
+        Algorithm::HS256,
+        TEST_JWT_SECRET.as_bytes(),
+    );
+    let verifier = Verifier::new(
+        issuer.into_iter().collect(),
+        HashMap::from([(TEST_STATIC_TOKEN.to_string(), "ci".to_string())]),
+    );
+    PlatformSettings {
+        verifier,
+        options: PlatformOptions {
+            operators: vec![Identity {
+                issuer: TEST_ISSUER.to_string(),
+                subject: OPERATOR_SUBJECT.to_string(),
+            }],
+            rate_limit,
+            ..PlatformOptions::default()
+        },
+        max_body_bytes: 64 * 1024,
+    }
+}
+
+/// A valid token for `subject`.
+pub fn token(subject: &str) -> String {
+    mint_hs256(
+        TEST_ISSUER,
+        TEST_AUDIENCE,
+        subject,
+        TEST_JWT_SECRET.as_bytes(),
+        Duration::from_secs(3600),
+    )
+    .unwrap_or_default()
+}
+
+/// A token of the right issuer and key that expired five minutes ago.
+pub fn expired_token(subject: &str) -> String {
+    let now = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0);
+    let claims = serde_json::json!({
+        "iss": TEST_ISSUER, "aud": TEST_AUDIENCE, "sub": subject, "iat": now - 600, "exp": now - 300,
+    });
+    encode_hs256(&claims, TEST_JWT_SECRET.as_bytes()).unwrap_or_default()
+}
+
+/// A well-signed token from an issuer the cluster does not trust.
+pub fn foreign_token(subject: &str) -> String {
+    mint_hs256(
+        "https://evil.test",
+        TEST_AUDIENCE,
+        subject,
+        TEST_JWT_SECRET.as_bytes(),
+        Duration::from_secs(3600),
+    )
+    .unwrap_or_default()
+}
+
+/// A platform API client bound to one node and one bearer token (or none).
+#[derive(Clone)]
+pub struct PlatformClient {
+    http: Client,
+    base: String,
+    token: Option<String>,
+}
+
+impl PlatformClient {
+    /// A client of the node at `addr` sending `token`.
+    pub fn new(addr: &str, token: Option<String>) -> Self {
+        let http = Client::builder()
+            .timeout(Duration::from_secs(20))
+            .build()
+            .unwrap_or_default();
+        Self {
+            http,
+            base: format!("http://{addr}"),
+            token,
+        }
+    }
+
+    /// The same node with another token.
+    pub fn with_token(&self, token: Option<String>) -> Self {
+        Self {
+            token,
+            ..self.clone()
+        }
+    }
+
+    /// Sends a request; `path` is under `/api/1.0-beta` unless it starts with `//`, in which
+    /// case it is used as is (minus one slash).
+    pub async fn call(&self, method: Method, path: &str, body: Option<&Value>) -> Result<Answer> {
+        let url = match path.strip_prefix("//") {
+            Some(raw) => format!("{}/{raw}", self.base),
+            None => format!("{}/api/1.0-beta{path}", self.base),
+        };
+        let mut request = self.http.request(method.clone(), &url);
+        if let Some(token) = &self.token {
+            request = request.bearer_auth(token);
+        }
+        if let Some(body) = body {
+            request = request.json(body);
+        }
+        let response = request.send().await.with_context(|| format!("{method} {url}"))?;
+        let status = response.status();
+        let text = response.text().await.context("reading body")?;
+        Ok(Answer {
+            status,
+            body: serde_json::from_str(&text).unwrap_or(Value::Null),
+        })
+    }
+
+    /// `GET`.
+    pub async fn get(&self, path: &str) -> Result<Answer> {
+        self.call(Method::GET, path, None).await
+    }
+
+    /// `POST` with a JSON body.
+    pub async fn post(&self, path: &str, body: &Value) -> Result<Answer> {
+        self.call(Method::POST, path, Some(body)).await
+    }
+
+    /// `PUT` with a JSON body.
+    pub async fn put(&self, path: &str, body: &Value) -> Result<Answer> {
+        self.call(Method::PUT, path, Some(body)).await
+    }
+
+    /// `PATCH` with a JSON body.
+    pub async fn patch(&self, path: &str, body: &Value) -> Result<Answer> {
+        self.call(Method::PATCH, path, Some(body)).await
+    }
+
+    /// `DELETE`.
+    pub async fn delete(&self, path: &str) -> Result<Answer> {
+        self.call(Method::DELETE, path, None).await
+    }
+
+    /// Registers the token's subject and returns the new user id.
+    pub async fn register(&self, name: &str) -> Result<String> {
+        let answer = self
+            .post("/user", &serde_json::json!({ "name": name, "surname": "Tester" }))
+            .await?;
+        anyhow::ensure!(answer.status == StatusCode::OK, "registering {name}: {answer:?}");
+        answer.body["data"]["userid"]
+            .as_str()
+            .map(str::to_string)
+            .context("no userid in the answer")
+    }
+}
