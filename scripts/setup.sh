@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Installs what a fresh machine lacks to build and test Drover: clang and libclang (RocksDB's
 # bindings), iptables and libfaketime (the chaos harness's partitions and clock skew), etcd (the
-# benchmark's reference cluster), rustfmt and clippy, and the official Kubernetes Python client
-# used by the compatibility tests. Safe to run again: it installs only what is missing.
+# benchmark's reference cluster), rustfmt and clippy, the official Kubernetes Python client used
+# by the compatibility tests, and schemathesis for the platform API's spec test. Safe to run
+# again: it installs only what is missing.
 set -euo pipefail
 
 as_root() {
@@ -35,6 +36,11 @@ fi
 if ! python3 -c 'import kubernetes' >/dev/null 2>&1; then
   echo "setup: installing the kubernetes python client"
   python3 -m pip install --quiet --disable-pip-version-check -r "$(dirname "$0")/../tests/compat/requirements.txt"
+fi
+
+if ! python3 -c 'import schemathesis' >/dev/null 2>&1; then
+  echo "setup: installing schemathesis (fuzzes the platform API from its OpenAPI document)"
+  python3 -m pip install --quiet --disable-pip-version-check "schemathesis==4.32.5"
 fi
 
 command -v kubectl >/dev/null 2>&1 || echo "setup: warning: kubectl is not installed; the kubectl compatibility test will fail" >&2

@@ -17,7 +17,15 @@ const ELECTION: Duration = Duration::from_secs(15);
 
 /// The caller kinds, in the order of the expectation columns.
 const CALLERS: [&str; 9] = [
-    "anonymous", "expired", "foreign", "peer", "other", "plain", "admin", "owner", "operator",
+    "anonymous",
+    "expired",
+    "foreign",
+    "peer",
+    "other",
+    "plain",
+    "admin",
+    "owner",
+    "operator",
 ];
 
 /// The first four columns: credentials that are missing or refused.
@@ -53,38 +61,113 @@ fn rows() -> Vec<Row> {
     let operator_only = [U, U, U, U, 403, 403, 403, 403, 200];
     vec![
         row(M::GET, "/platform", None, [200; 9]),
-        row(M::POST, "/user", Some(json!({"name": "again", "surname": "x"})), [U, U, U, U, 409, 409, 409, 409, 409]),
+        row(
+            M::POST,
+            "/user",
+            Some(json!({"name": "again", "surname": "x"})),
+            [U, U, U, U, 409, 409, 409, 409, 409],
+        ),
         row(M::GET, "/user/info", None, registered),
         row(M::GET, "/user", None, operator_only),
         row(M::GET, "/tenant", None, registered),
         row(M::GET, "/tenant?strict=false", None, operator_only),
-        row(M::POST, "/user/provider", Some(json!({"jwt": token("extra")})), [U, U, U, U, 409, 409, 409, 409, 409]),
-        row(M::DELETE, "/user/provider/https%3A%2F%2Fissuer.drover.test", None, [U, U, U, U, 409, 409, 409, 409, 409]),
+        row(
+            M::POST,
+            "/user/provider",
+            Some(json!({"jwt": token("extra")})),
+            [U, U, U, U, 409, 409, 409, 409, 409],
+        ),
+        row(
+            M::DELETE,
+            "/user/provider/https%3A%2F%2Fissuer.drover.test",
+            None,
+            [U, U, U, U, 409, 409, 409, 409, 409],
+        ),
         row(M::POST, "/tenant/t-{n}", Some(json!({})), registered),
         row(M::GET, "/tenant/acme", None, member_read),
         row(M::PATCH, "/tenant/acme", Some(json!({})), admin_write),
         row(M::GET, "/tenant/acme/account", None, member_read),
-        row(M::POST, "/tenant/acme/account/a-{n}", Some(account()), admin_write),
+        row(
+            M::POST,
+            "/tenant/acme/account/a-{n}",
+            Some(account()),
+            admin_write,
+        ),
         row(M::GET, "/tenant/acme/account/main", None, member_read),
-        row(M::PATCH, "/tenant/acme/account/main", Some(account()), admin_write),
+        row(
+            M::PATCH,
+            "/tenant/acme/account/main",
+            Some(account()),
+            admin_write,
+        ),
         row(M::DELETE, "/tenant/acme/account/d-{n}", None, admin_write),
         row(M::GET, "/tenant/acme/account/main/environment", None, member_read),
-        row(M::POST, "/tenant/acme/account/main/environment/e-{n}", Some(json!({})), admin_write),
-        row(M::GET, "/tenant/acme/account/main/environment/prod", None, member_read),
-        row(M::PATCH, "/tenant/acme/account/main/environment/prod", Some(json!({"labels": {}})), admin_write),
-        row(M::DELETE, "/tenant/acme/account/main/environment/d-{n}", None, admin_write),
+        row(
+            M::POST,
+            "/tenant/acme/account/main/environment/e-{n}",
+            Some(json!({})),
+            admin_write,
+        ),
+        row(
+            M::GET,
+            "/tenant/acme/account/main/environment/prod",
+            None,
+            member_read,
+        ),
+        row(
+            M::PATCH,
+            "/tenant/acme/account/main/environment/prod",
+            Some(json!({"labels": {}})),
+            admin_write,
+        ),
+        row(
+            M::DELETE,
+            "/tenant/acme/account/main/environment/d-{n}",
+            None,
+            admin_write,
+        ),
         row(M::GET, "/tenant/acme/secret", None, member_read),
-        row(M::POST, "/tenant/acme/secret/r-{n}", Some(json!({"data": "x"})), member_write),
+        row(
+            M::POST,
+            "/tenant/acme/secret/r-{n}",
+            Some(json!({"data": "x"})),
+            member_write,
+        ),
         row(M::GET, "/tenant/acme/secret/s", None, member_read),
-        row(M::PUT, "/tenant/acme/secret/s", Some(json!({"data": "y"})), member_write),
+        row(
+            M::PUT,
+            "/tenant/acme/secret/s",
+            Some(json!({"data": "y"})),
+            member_write,
+        ),
         row(M::DELETE, "/tenant/acme/secret/d-{n}", None, member_write),
-        row(M::POST, "/tenant/acme/user/{invitee}?role=plain", Some(json!({})), admin_write),
-        row(M::PUT, "/tenant/acme/user/{member}?role=plain", Some(json!({})), admin_write),
+        row(
+            M::POST,
+            "/tenant/acme/user/{invitee}?role=plain",
+            Some(json!({})),
+            admin_write,
+        ),
+        row(
+            M::PUT,
+            "/tenant/acme/user/{member}?role=plain",
+            Some(json!({})),
+            admin_write,
+        ),
         row(M::DELETE, "/tenant/acme/user/{leaver}", None, admin_write),
         // Confirming or declining needs an invitation: members have none left (409), strangers
         // never had one (404).
-        row(M::PUT, "/tenant/acme/user?role=plain", Some(json!({})), [U, U, U, U, 404, 409, 409, 409, 404]),
-        row(M::DELETE, "/tenant/acme/user?role=plain", None, [U, U, U, U, 404, 409, 409, 409, 404]),
+        row(
+            M::PUT,
+            "/tenant/acme/user?role=plain",
+            Some(json!({})),
+            [U, U, U, U, 404, 409, 409, 409, 404],
+        ),
+        row(
+            M::DELETE,
+            "/tenant/acme/user?role=plain",
+            None,
+            [U, U, U, U, 404, 409, 409, 409, 404],
+        ),
     ]
 }
 
@@ -125,25 +208,85 @@ async fn fixture(cluster: &TestCluster) -> Result<Fixture> {
     ok(owner.post("/tenant/acme", &json!({})).await, "acme").await?;
     ok(other.post("/tenant/other", &json!({})).await, "other").await?;
     for role in ["plain", "admin"] {
-        let uid = by(role).get("/user/info").await?.body["data"]["uid"].as_str().context("uid")?.to_string();
-        ok(owner.post(&format!("/tenant/acme/user/{uid}?role={role}"), &json!({})).await, "invite").await?;
-        ok(by(role).put(&format!("/tenant/acme/user?role={role}"), &json!({})).await, "confirm").await?;
+        let uid = by(role).get("/user/info").await?.body["data"]["uid"]
+            .as_str()
+            .context("uid")?
+            .to_string();
+        ok(
+            owner
+                .post(&format!("/tenant/acme/user/{uid}?role={role}"), &json!({}))
+                .await,
+            "invite",
+        )
+        .await?;
+        ok(
+            by(role)
+                .put(&format!("/tenant/acme/user?role={role}"), &json!({}))
+                .await,
+            "confirm",
+        )
+        .await?;
     }
-    ok(owner.post("/tenant/acme/account/main", &account()).await, "account").await?;
-    ok(owner.post("/tenant/acme/account/main/environment/prod", &json!({})).await, "env").await?;
-    ok(owner.post("/tenant/acme/secret/s", &json!({"data": "x"})).await, "secret").await?;
+    ok(
+        owner.post("/tenant/acme/account/main", &account()).await,
+        "account",
+    )
+    .await?;
+    ok(
+        owner
+            .post("/tenant/acme/account/main/environment/prod", &json!({}))
+            .await,
+        "env",
+    )
+    .await?;
+    ok(
+        owner.post("/tenant/acme/secret/s", &json!({"data": "x"})).await,
+        "secret",
+    )
+    .await?;
     let mut helpers = Vec::new();
     for (i, kind) in CALLERS.iter().enumerate() {
-        ok(owner.post(&format!("/tenant/acme/account/d-{kind}"), &account()).await, "account").await?;
-        ok(owner.post(&format!("/tenant/acme/account/main/environment/d-{kind}"), &json!({})).await, "env").await?;
-        ok(owner.post(&format!("/tenant/acme/secret/d-{kind}"), &json!({"data": "x"})).await, "secret").await?;
+        ok(
+            owner
+                .post(&format!("/tenant/acme/account/d-{kind}"), &account())
+                .await,
+            "account",
+        )
+        .await?;
+        ok(
+            owner
+                .post(
+                    &format!("/tenant/acme/account/main/environment/d-{kind}"),
+                    &json!({}),
+                )
+                .await,
+            "env",
+        )
+        .await?;
+        ok(
+            owner
+                .post(&format!("/tenant/acme/secret/d-{kind}"), &json!({"data": "x"}))
+                .await,
+            "secret",
+        )
+        .await?;
         let mut ids = Vec::new();
         for prefix in ["i", "m", "r"] {
             let helper = cluster.platform(node(i), Some(token(&format!("{prefix}-{kind}"))));
             let uid = helper.register(&format!("{prefix}-{kind}")).await?;
             if prefix != "i" {
-                ok(owner.post(&format!("/tenant/acme/user/{uid}?role=plain"), &json!({})).await, "invite").await?;
-                ok(helper.put("/tenant/acme/user?role=plain", &json!({})).await, "confirm").await?;
+                ok(
+                    owner
+                        .post(&format!("/tenant/acme/user/{uid}?role=plain"), &json!({}))
+                        .await,
+                    "invite",
+                )
+                .await?;
+                ok(
+                    helper.put("/tenant/acme/user?role=plain", &json!({})).await,
+                    "confirm",
+                )
+                .await?;
             }
             ids.push(uid);
         }
@@ -174,7 +317,9 @@ async fn every_caller_gets_the_status_the_rules_give() -> Result<()> {
                 .replace("{invitee}", invitee)
                 .replace("{member}", member)
                 .replace("{leaver}", leaver);
-            let answer = fixture.clients[i].call(row.method.clone(), &path, row.body.as_ref()).await?;
+            let answer = fixture.clients[i]
+                .call(row.method.clone(), &path, row.body.as_ref())
+                .await?;
             if answer.status.as_u16() != row.expected[i] {
                 mismatches.push(format!(
                     "{} {path} as {kind}: expected {}, got {} {}",
@@ -182,11 +327,20 @@ async fn every_caller_gets_the_status_the_rules_give() -> Result<()> {
                 ));
             }
             if !answer.status.is_success() {
-                ensure!(answer.body["code"].is_string(), "{} {path} as {kind}: no error code", row.method);
+                ensure!(
+                    answer.body["code"].is_string(),
+                    "{} {path} as {kind}: no error code",
+                    row.method
+                );
             }
         }
     }
-    ensure!(mismatches.is_empty(), "{} mismatches:\n{}", mismatches.len(), mismatches.join("\n"));
+    ensure!(
+        mismatches.is_empty(),
+        "{} mismatches:\n{}",
+        mismatches.len(),
+        mismatches.join("\n")
+    );
 
     // Nothing the refused callers asked for exists, and what they were refused to delete stays.
     let owner = &fixture.clients[7];
@@ -200,14 +354,28 @@ async fn every_caller_gets_the_status_the_rules_give() -> Result<()> {
         .collect();
     // Accounts need admin: refused up to the plain member. Resources need membership.
     for refused in &CALLERS[..6] {
-        ensure!(!accounts.contains_key(&format!("a-{refused}")), "{refused} created an account");
-        ensure!(accounts.contains_key(&format!("d-{refused}")), "{refused} deleted an account");
+        ensure!(
+            !accounts.contains_key(&format!("a-{refused}")),
+            "{refused} created an account"
+        );
+        ensure!(
+            accounts.contains_key(&format!("d-{refused}")),
+            "{refused} deleted an account"
+        );
     }
     for refused in &CALLERS[..5] {
-        ensure!(!secrets.contains(&format!("r-{refused}").as_str()), "{refused} created a secret");
-        ensure!(secrets.contains(&format!("d-{refused}").as_str()), "{refused} deleted a secret");
+        ensure!(
+            !secrets.contains(&format!("r-{refused}").as_str()),
+            "{refused} created a secret"
+        );
+        ensure!(
+            secrets.contains(&format!("d-{refused}").as_str()),
+            "{refused} deleted a secret"
+        );
     }
-    let environments = info["data"]["accounts"]["main"]["environments"].as_object().context("envs")?;
+    let environments = info["data"]["accounts"]["main"]["environments"]
+        .as_object()
+        .context("envs")?;
     ensure!(!environments.contains_key("e-other") && environments.contains_key("d-other"));
     // The other tenant's owner reads nothing of acme, and acme's members nothing of "other".
     ensure!(fixture.clients[4].get("/tenant/acme/secret/s").await?.status == StatusCode::FORBIDDEN);
@@ -217,10 +385,20 @@ async fn every_caller_gets_the_status_the_rules_give() -> Result<()> {
     let expected = [U, U, U, U, 403, 403, 403];
     for (i, status) in expected.iter().enumerate() {
         let answer = fixture.clients[i].delete("/tenant/acme").await?;
-        ensure!(answer.status.as_u16() == *status, "DELETE /tenant/acme as {}: {answer:?}", CALLERS[i]);
+        ensure!(
+            answer.status.as_u16() == *status,
+            "DELETE /tenant/acme as {}: {answer:?}",
+            CALLERS[i]
+        );
     }
-    ensure!(fixture.clients[8].delete("/tenant/other").await?.status == StatusCode::OK, "operators delete any tenant");
-    ensure!(owner.delete("/tenant/acme").await?.status == StatusCode::OK, "the sole owner deletes its tenant");
+    ensure!(
+        fixture.clients[8].delete("/tenant/other").await?.status == StatusCode::OK,
+        "operators delete any tenant"
+    );
+    ensure!(
+        owner.delete("/tenant/acme").await?.status == StatusCode::OK,
+        "the sole owner deletes its tenant"
+    );
     // Removing a user: refused without credentials and while the user solely owns a tenant
     // (the plain member made "t-plain" above), done for the user itself after that.
     ensure!(fixture.clients[0].delete("/user").await?.status == StatusCode::UNAUTHORIZED);
