@@ -14,6 +14,19 @@ if [ ! -s "$state/secret" ]; then
   head -c 24 /dev/urandom | od -An -tx1 | tr -d ' \n' > "$state/secret"
 fi
 secret="$(cat "$state/secret")"
+# The development identity provider: tokens signed with this secret by `drover token`.
+if [ ! -s "$state/jwt-secret" ]; then
+  head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n' > "$state/jwt-secret"
+fi
+issuer=drover-dev
+# A static API token for the demo's machines and CLI, in the operators group.
+if [ ! -s "$state/token" ]; then
+  head -c 24 /dev/urandom | od -An -tx1 | tr -d ' \n' > "$state/token"
+fi
+demo_token="$(cat "$state/token")"
+echo "$demo_token,demo,operators" > "$state/tokens.csv"
+auth=(-H "Authorization: Bearer $demo_token")
+export DROVER_TOKEN="$demo_token"
 cluster="1=127.0.0.1:7501,2=127.0.0.1:7502,3=127.0.0.1:7503"
 cat > "$state/pools.yaml" <<'YAML'
 resources:
@@ -40,6 +53,8 @@ for id in 1 2 3; do
     --api-addr "127.0.0.1:740$id" --peer-addr "127.0.0.1:750$id" \
     --initial-cluster "$cluster" --cluster-secret "$secret" \
     --pools "$state/pools.yaml" --claimer-auth-token demo-claimer-token \
+    --jwt-issuer "$issuer" --jwt-key-file "$state/jwt-secret" --operators "$issuer=admin" \
+    --api-tokens-file "$state/tokens.csv" \
     >"$state/node-$id.log" 2>&1 &
   pids+=("$!")
 done
@@ -57,25 +72,46 @@ done
 
 leases="http://127.0.0.1:7402/apis/coordination.k8s.io/v1/namespaces/demo/leases"
 for name in scheduler controller-manager; do
-  code=$(curl -s -o /dev/null -w '%{http_code}' -X POST "$leases" -H 'Content-Type: application/json' \
+  code=$(curl -s -o /dev/null -w '%{http_code}' -X POST "$leases" "${auth[@]}" -H 'Content-Type: application/json' \
     -d "{\"apiVersion\":\"coordination.k8s.io/v1\",\"kind\":\"Lease\",\"metadata\":{\"name\":\"$name\"},\"spec\":{\"holderIdentity\":\"$name-0\",\"leaseDurationSeconds\":15}}")
   case "$code" in 201|409) ;; *) echo "demo: creating lease $name answered $code" >&2; exit 1 ;; esac
 done
-curl -s -o /dev/null -X POST "http://127.0.0.1:7403/apis/akka.io/v1/namespaces/demo/leases" \
+curl -s -o /dev/null -X POST "http://127.0.0.1:7403/apis/akka.io/v1/namespaces/demo/leases" "${auth[@]}" \
   -H 'Content-Type: application/json' \
   -d '{"apiVersion":"akka.io/v1","kind":"Lease","metadata":{"name":"shop-akka-sbr"},"spec":{"owner":"","version":"","time":0}}'
 
 # Give the demo clusters credentials, as an operator would: hold, write user data, free.
-until curl -fsS "http://127.0.0.1:7401/metric?type=k8s-cluster" >/dev/null 2>&1; do
+until curl -fsS "${auth[@]}" "http://127.0.0.1:7401/metric?type=k8s-cluster" >/dev/null 2>&1; do
   if [ "$SECONDS" -ge "$deadline" ]; then echo "demo: the pool file was not committed" >&2; exit 1; fi
   sleep 0.2
 done
 for cluster_name in cluster-a cluster-b; do
-  if curl -fsS -X POST "http://127.0.0.1:7401/acquirebystate?state=free&dest=busy&owner=demo-setup&names=$cluster_name" >/dev/null 2>&1; then
-    curl -fsS -X POST "http://127.0.0.1:7401/update?name=$cluster_name&owner=demo-setup&state=busy" \
+  if curl -fsS "${auth[@]}" -X POST "http://127.0.0.1:7401/acquirebystate?state=free&dest=busy&owner=demo-setup&names=$cluster_name" >/dev/null 2>&1; then
+    curl -fsS "${auth[@]}" -X POST "http://127.0.0.1:7401/update?name=$cluster_name&owner=demo-setup&state=busy" \
       -d "{\"kubeconfig\":\"apiVersion: v1\\nkind: Config\\n# $cluster_name\\n\",\"ip\":\"127.0.0.1\"}" >/dev/null
-    curl -fsS -X POST "http://127.0.0.1:7401/release?name=$cluster_name&dest=free&owner=demo-setup" >/dev/null
+    curl -fsS "${auth[@]}" -X POST "http://127.0.0.1:7401/release?name=$cluster_name&dest=free&owner=demo-setup" >/dev/null
   fi
+done
+
+# The platform: an operator, a tenant with an account, an environment and a few resources.
+platform="http://127.0.0.1:7401/api/1.0-beta"
+admin_token=$("$bin" token --issuer "$issuer" --key-file "$state/jwt-secret" --subject admin)
+platform_call() {
+  local method=$1 path=$2 body=${3:-}
+  curl -s -o /dev/null -w '%{http_code}' -X "$method" "$platform$path" \
+    -H "Authorization: Bearer $admin_token" -H 'Content-Type: application/json' ${body:+-d "$body"}
+}
+for step in \
+  "POST /user {\"name\":\"Demo\",\"surname\":\"Operator\"}" \
+  "POST /tenant/demo {}" \
+  "POST /tenant/demo/account/main {\"spec\":{\"iaas\":\"sim\",\"marks\":{\"vcpu\":{\"max\":16000}}}}" \
+  "POST /tenant/demo/account/main/environment/prod {\"marks\":{\"vcpu\":{\"max\":8000},\"memory\":{\"max\":16384}},\"labels\":{\"tier\":\"prod\"}}" \
+  "POST /tenant/demo/secret/db-password {\"data\":\"change-me\"}" \
+  "POST /tenant/demo/port/web {\"data\":30080}" \
+  "POST /tenant/demo/domain/www {\"data\":\"www.demo.drover.localhost\"}"; do
+  read -r method path body <<<"$step"
+  code=$(platform_call "$method" "$path" "$body")
+  case "$code" in 200|409) ;; *) echo "demo: $method $path answered $code" >&2; exit 1 ;; esac
 done
 
 leader=$(curl -fsS http://127.0.0.1:7401/cluster | python3 -c 'import json,sys; print(json.load(sys.stdin)["leader"])')
@@ -87,25 +123,43 @@ Drover is running: three nodes on 127.0.0.1, leader is node $leader. Any node an
   node 2   api http://127.0.0.1:7402   peer 127.0.0.1:7502   log $state/node-2.log
   node 3   api http://127.0.0.1:7403   peer 127.0.0.1:7503   log $state/node-3.log
 
-Try:
+Every call but probes, metrics and /platform needs a credential. The demo's static token (group
+operators) is in $state/token:
+
+  export DROVER_TOKEN=\$(cat $state/token)
   curl http://127.0.0.1:7401/cluster
-  curl http://127.0.0.1:7402/apis/coordination.k8s.io/v1/namespaces/demo/leases
-  curl -N 'http://127.0.0.1:7403/apis/coordination.k8s.io/v1/namespaces/demo/leases?watch=true'
-  KUBECONFIG=/dev/null kubectl --server http://127.0.0.1:7401 get leases -n demo
+  curl -H "Authorization: Bearer \$DROVER_TOKEN" http://127.0.0.1:7402/apis/coordination.k8s.io/v1/namespaces/demo/leases
+  curl -N -H "Authorization: Bearer \$DROVER_TOKEN" 'http://127.0.0.1:7403/apis/coordination.k8s.io/v1/namespaces/demo/leases?watch=true'
   curl http://127.0.0.1:7401/metrics
-  curl -X POST 'http://127.0.0.1:7402/acquire?type=gce-project&state=free&dest=busy&owner=me'
-  curl 'http://127.0.0.1:7403/metric?type=gce-project'
+  curl -u boskos:\$DROVER_TOKEN -X POST 'http://127.0.0.1:7402/acquire?type=gce-project&state=free&dest=busy&owner=me'
+  curl -u boskos:\$DROVER_TOKEN 'http://127.0.0.1:7403/metric?type=gce-project'
   curl -X POST http://127.0.0.1:7401/lease -H 'Authorization: demo-claimer-token' -d '{"max_time": 60}'
-  DROVER_SERVER=http://127.0.0.1:7401 $bin lease acquire --type gce-project --owner me -- sleep 10
+  $bin lease acquire --type gce-project --owner me -- sleep 10
+
+The platform API (Axebow 1.0-beta), browsable at http://127.0.0.1:7401/docs/ :
+  curl http://127.0.0.1:7401/api/1.0-beta/platform
+  export TOKEN=\$($bin token --issuer $issuer --key-file $state/jwt-secret --subject alice)
+  curl -H "Authorization: Bearer \$TOKEN" -H 'Content-Type: application/json' \\
+       -d '{"name":"Alice","surname":"Example"}' http://127.0.0.1:7402/api/1.0-beta/user
+  curl -H "Authorization: Bearer \$TOKEN" -X POST http://127.0.0.1:7403/api/1.0-beta/tenant/alice-team
+  curl -H "Authorization: Bearer \$TOKEN" http://127.0.0.1:7401/api/1.0-beta/tenant/alice-team
+  (the operator "admin" owns tenant "demo": --subject admin)
 
 MSG
 
 if [ "${DROVER_DEMO_ONESHOT:-}" = "1" ]; then
-  listed=$(curl -fsS "$leases" | python3 -c 'import json,sys; print(len(json.load(sys.stdin)["items"]))')
+  listed=$(curl -fsS "${auth[@]}" "$leases" | python3 -c 'import json,sys; print(len(json.load(sys.stdin)["items"]))')
   [ "$listed" -ge 2 ] || { echo "demo: expected the demo leases, found $listed" >&2; exit 1; }
+  code=$(curl -s -o /dev/null -w '%{http_code}' "$leases")
+  [ "$code" = 401 ] || { echo "demo: an anonymous lease list answered $code" >&2; exit 1; }
   DROVER_SERVER=http://127.0.0.1:7402 "$bin" lease acquire --type gce-project --owner demo-check --release-to free -- true
   code=$(curl -s -o /dev/null -w '%{http_code}' -X POST http://127.0.0.1:7403/lease -H 'Authorization: demo-claimer-token' -d '{"max_time": 5}')
   [ "$code" = 200 ] || { echo "demo: claiming a cluster answered $code" >&2; exit 1; }
+  tenant=$(curl -fsS -H "Authorization: Bearer $admin_token" http://127.0.0.1:7403/api/1.0-beta/tenant/demo)
+  echo "$tenant" | python3 -c 'import json,sys; d=json.load(sys.stdin)["data"]; assert d["resources"]["secret"] == ["db-password"], d' \
+    || { echo "demo: the demo tenant is not as created: $tenant" >&2; exit 1; }
+  code=$(curl -s -o /dev/null -w '%{http_code}' http://127.0.0.1:7402/api/1.0-beta/tenant/demo)
+  [ "$code" = 401 ] || { echo "demo: an anonymous tenant read answered $code" >&2; exit 1; }
   echo "demo: one-shot check passed; stopping"
   exit 0
 fi

@@ -14,6 +14,12 @@ pub enum ApiError {
     /// The request is malformed.
     #[error("{0}")]
     BadRequest(String),
+    /// No valid credential.
+    #[error("{0}")]
+    Unauthorized(String),
+    /// The caller may not do this.
+    #[error("{0}")]
+    Forbidden(String),
     /// The request conflicts with the current state.
     #[error("{0}")]
     Conflict(String),
@@ -39,6 +45,8 @@ impl ApiError {
     pub fn status(&self) -> StatusCode {
         match self {
             ApiError::BadRequest(_) => StatusCode::BAD_REQUEST,
+            ApiError::Unauthorized(_) => StatusCode::UNAUTHORIZED,
+            ApiError::Forbidden(_) => StatusCode::FORBIDDEN,
             ApiError::Conflict(_) => StatusCode::CONFLICT,
             ApiError::Unavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
             ApiError::Metrics(_) => StatusCode::INTERNAL_SERVER_ERROR,

@@ -10,6 +10,7 @@ pub mod axebow;
 pub mod boskos;
 pub mod claimer;
 pub mod error;
+pub mod guard;
 pub mod http_metrics;
 pub mod idempotency;
 pub mod kube;
@@ -31,11 +32,17 @@ pub const MAX_BODY_BYTES: usize = 1024 * 1024;
 pub fn router(state: ApiState) -> Router {
     let limit = state.options.max_body_bytes;
     let dialects = Router::new()
-        .merge(ops::routes())
-        .merge(kube::routes())
-        .merge(boskos::routes())
+        .merge(ops::routes().layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            guard::membership,
+        )))
+        .merge(kube::routes().layer(axum::middleware::from_fn_with_state(state.clone(), guard::kube)))
+        .merge(
+            boskos::routes()
+                .merge(pools::routes())
+                .layer(axum::middleware::from_fn_with_state(state.clone(), guard::boskos)),
+        )
         .merge(claimer::routes())
-        .merge(pools::routes())
         .layer(RequestBodyLimitLayer::new(limit));
     // The platform API reads bodies itself, so an oversized one gets its error envelope.
     let platform = axebow::routes().layer(DefaultBodyLimit::max(limit));

@@ -98,6 +98,12 @@ pub async fn start(
         source,
     })?;
     tracing::info!(node = config.node_id, api = %api_listen, peer = %config.advertise_peer_addr, "starting raft");
+    if config.platform.verifier.is_open() {
+        tracing::warn!(
+            "no token issuer and no static API token configured: the lease, Boskos, pool and \
+             membership endpoints accept anyone, and the platform API refuses everyone"
+        );
+    }
     let raft = RaftHandle::start(
         StartOptions {
             id: config.node_id,

@@ -7,7 +7,7 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
 use clap::Args;
-use drover_api::axebow::auth::{parse_algorithm, IssuerKey, Verifier};
+use drover_api::axebow::auth::{parse_algorithm, IssuerKey, StaticToken, Verifier};
 use drover_api::axebow::rate::RateLimit;
 use drover_api::axebow::PlatformOptions;
 use drover_model::platform::Identity;
@@ -30,8 +30,9 @@ pub struct PlatformArgs {
     /// File with the HMAC secret (HS*) or the PEM public key (RS*, PS*, ES*, EdDSA).
     #[arg(long, env = "DROVER_JWT_KEY_FILE")]
     pub jwt_key_file: Option<PathBuf>,
-    /// Static API tokens for machines: lines of `token,name` (as kube-apiserver's
-    /// --token-auth-file); `#` starts a comment.
+    /// Static API tokens for machines: lines of `token,name[,group…]` (as kube-apiserver's
+    /// --token-auth-file); groups `operators`, `namespace:<ns>`, `namespace:*`; `#` starts a
+    /// comment.
     #[arg(long, env = "DROVER_API_TOKENS_FILE")]
     pub api_tokens_file: Option<PathBuf>,
     /// Identities that become operators when they register, as `issuer=subject`, comma
@@ -130,8 +131,8 @@ fn issuer_key(
         .map_err(|e| invalid(setting, e.to_string()))
 }
 
-/// Reads a `token,name` file.
-fn read_tokens(path: &Path) -> Result<HashMap<String, String>, NodeError> {
+/// Reads a `token,name[,group…]` file.
+fn read_tokens(path: &Path) -> Result<HashMap<String, StaticToken>, NodeError> {
     let text = std::fs::read_to_string(path)
         .map_err(|e| invalid("api-tokens-file", format!("cannot read {}: {e}", path.display())))?;
     let mut tokens = HashMap::new();
@@ -156,7 +157,24 @@ fn read_tokens(path: &Path) -> Result<HashMap<String, String>, NodeError> {
                 ),
             ));
         }
-        if tokens.insert(token.to_string(), name.to_string()).is_some() {
+        let groups: Vec<String> = fields.filter(|g| !g.is_empty()).map(str::to_string).collect();
+        if let Some(bad) = groups
+            .iter()
+            .find(|g| *g != "operators" && !g.starts_with("namespace:"))
+        {
+            return Err(invalid(
+                "api-tokens-file",
+                format!(
+                    "line {}: unknown group {bad:?}; use operators, namespace:<ns> or namespace:*",
+                    number + 1
+                ),
+            ));
+        }
+        let entry = StaticToken {
+            name: name.to_string(),
+            groups,
+        };
+        if tokens.insert(token.to_string(), entry).is_some() {
             return Err(invalid(
                 "api-tokens-file",
                 format!("line {}: the token appears twice", number + 1),

@@ -1,6 +1,6 @@
 """The official Kubernetes Python client against a Drover node, unchanged.
 
-Usage: python3 kube_python.py http://127.0.0.1:PORT
+Usage: python3 kube_python.py http://127.0.0.1:PORT [BEARER_TOKEN]
 Exits non-zero with a message on the first behaviour that differs from a Kubernetes API server.
 """
 
@@ -81,6 +81,9 @@ def akka_lease(api):
 def main():
     configuration = client.Configuration()
     configuration.host = sys.argv[1]
+    if len(sys.argv) > 2:
+        configuration.api_key = {"authorization": sys.argv[2]}
+        configuration.api_key_prefix = {"authorization": "Bearer"}
     with client.ApiClient(configuration) as api:
         coordination_lease(api)
         akka_lease(api)

@@ -35,12 +35,14 @@ pub struct BoskosClient {
 impl BoskosClient {
     /// A client for the node whose API listens at `addr`.
     pub fn new(addr: &str) -> Self {
-        let http = Client::builder()
-            .timeout(std::time::Duration::from_secs(20))
-            .build()
-            .unwrap_or_default();
+        Self::authorized(addr, None)
+    }
+
+    /// A client that sends `authorization` (a whole `Authorization` header value) with every
+    /// request.
+    pub fn authorized(addr: &str, authorization: Option<&str>) -> Self {
         Self {
-            http,
+            http: crate::client::http_client(authorization),
             base: format!("http://{addr}"),
         }
     }

@@ -29,15 +29,30 @@ impl Answer {
     }
 }
 
+/// An HTTP client with the harness's timeout, sending `authorization` when given.
+pub fn http_client(authorization: Option<&str>) -> Client {
+    let mut headers = reqwest::header::HeaderMap::new();
+    if let Some(value) = authorization.and_then(|v| reqwest::header::HeaderValue::from_str(v).ok()) {
+        headers.insert(reqwest::header::AUTHORIZATION, value);
+    }
+    Client::builder()
+        .timeout(std::time::Duration::from_secs(20))
+        .default_headers(headers)
+        .build()
+        .unwrap_or_default()
+}
+
 impl LeaseClient {
     /// A client for the node whose API listens at `addr` (`host:port`).
     pub fn new(addr: &str) -> Self {
-        let http = Client::builder()
-            .timeout(std::time::Duration::from_secs(20))
-            .build()
-            .unwrap_or_default();
+        Self::authorized(addr, None)
+    }
+
+    /// A client that sends `authorization` (a whole `Authorization` header value) with every
+    /// request.
+    pub fn authorized(addr: &str, authorization: Option<&str>) -> Self {
         Self {
-            http,
+            http: http_client(authorization),
             base: format!("http://{addr}"),
         }
     }

@@ -17,7 +17,7 @@ use tempfile::TempDir;
 use tokio::net::TcpListener;
 
 use crate::client::LeaseClient;
-use crate::platform::{test_platform_settings, PlatformClient};
+use crate::platform::{open_platform_settings, test_platform_settings, PlatformClient};
 use crate::wait::eventually;
 use crate::TEST_SECRET;
 
@@ -44,6 +44,19 @@ pub struct ClusterOptions {
     pub claimer: Option<ClaimerOptions>,
     /// The platform API's rate limit (the default when `None`).
     pub rate_limit: Option<RateLimit>,
+    /// Configure the test issuer and static tokens ([`crate::platform`]): the platform API
+    /// works and the other dialects need credentials. Without, they run open.
+    pub credentials: bool,
+}
+
+impl ClusterOptions {
+    /// Default options with credentials configured.
+    pub fn with_credentials() -> Self {
+        Self {
+            credentials: true,
+            ..Self::default()
+        }
+    }
 }
 
 /// One member of a [`TestCluster`].
@@ -92,7 +105,11 @@ fn config_for(
         log_format: LogFormat::Text,
         pools: options.pools.clone(),
         claimer: options.claimer.clone(),
-        platform: test_platform_settings(options.rate_limit.unwrap_or_default()),
+        platform: if options.credentials {
+            test_platform_settings(options.rate_limit.unwrap_or_default())
+        } else {
+            open_platform_settings()
+        },
     }
 }
 

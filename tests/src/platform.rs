@@ -6,7 +6,7 @@ use std::collections::HashMap;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use anyhow::{Context, Result};
-use drover_api::axebow::auth::{encode_hs256, mint_hs256, Algorithm, IssuerKey, Verifier};
+use drover_api::axebow::auth::{encode_hs256, mint_hs256, Algorithm, IssuerKey, StaticToken, Verifier};
 use drover_api::axebow::rate::RateLimit;
 use drover_api::axebow::PlatformOptions;
 use drover_model::platform::Identity;
@@ -24,8 +24,10 @@ pub const TEST_AUDIENCE: &str = "drover";
 pub const TEST_JWT_SECRET: &str = "drover-test-jwt-secret-of-at-least-32-bytes";
 /// Subject the test clusters make an operator when it registers.
 pub const OPERATOR_SUBJECT: &str = "root";
-/// A static API token the test clusters accept, for the machine named `ci`.
+/// A static API token the test clusters accept, for the machine named `ci` in group `operators`.
 pub const TEST_STATIC_TOKEN: &str = "drover-test-static-token-ci";
+/// A static API token for the machine `shop-app`, allowed lease objects in namespace `shop`.
+pub const TEST_SHOP_TOKEN: &str = "drover-test-static-token-shop";
 
 /// The platform settings of a test cluster: the test issuer, the static token, `root` as
 /// operator, and the given rate limit.
@@ -38,7 +40,22 @@ pub fn test_platform_settings(rate_limit: RateLimit) -> PlatformSettings {
     );
     let verifier = Verifier::new(
         issuer.into_iter().collect(),
-        HashMap::from([(TEST_STATIC_TOKEN.to_string(), "ci".to_string())]),
+        HashMap::from([
+            (
+                TEST_STATIC_TOKEN.to_string(),
+                StaticToken {
+                    name: "ci".to_string(),
+                    groups: vec!["operators".to_string()],
+                },
+            ),
+            (
+                TEST_SHOP_TOKEN.to_string(),
+                StaticToken {
+                    name: "shop-app".to_string(),
+                    groups: vec!["namespace:shop".to_string()],
+                },
+            ),
+        ]),
     );
     PlatformSettings {
         verifier,
@@ -51,6 +68,15 @@ pub fn test_platform_settings(rate_limit: RateLimit) -> PlatformSettings {
             ..PlatformOptions::default()
         },
         max_body_bytes: 64 * 1024,
+    }
+}
+
+/// Settings with no credential source: the leasing dialects run open, the platform API refuses
+/// everything but `/platform`.
+pub fn open_platform_settings() -> PlatformSettings {
+    PlatformSettings {
+        verifier: Verifier::default(),
+        ..test_platform_settings(RateLimit::default())
     }
 }
 

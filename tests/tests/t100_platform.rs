@@ -15,7 +15,7 @@ use serde_json::{json, Value};
 const ELECTION: Duration = Duration::from_secs(15);
 
 async fn cluster() -> Result<TestCluster> {
-    let cluster = TestCluster::start(3).await?;
+    let cluster = TestCluster::start_with_options(3, ClusterOptions::with_credentials()).await?;
     cluster.leader(ELECTION).await?;
     Ok(cluster)
 }
@@ -536,7 +536,7 @@ async fn limits_versions_and_bodies_get_their_error_codes() -> Result<()> {
             per_second: 0.2,
             burst: 8,
         }),
-        ..ClusterOptions::default()
+        ..ClusterOptions::with_credentials()
     };
     let cluster = TestCluster::start_with_options(3, options).await?;
     cluster.leader(ELECTION).await?;

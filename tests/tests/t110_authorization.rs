@@ -302,7 +302,7 @@ async fn every_caller_gets_the_status_the_rules_give() -> Result<()> {
             per_second: 1000.0,
             burst: 1000,
         }),
-        ..ClusterOptions::default()
+        ..ClusterOptions::with_credentials()
     };
     let cluster = TestCluster::start_with_options(3, options).await?;
     cluster.leader(ELECTION).await?;

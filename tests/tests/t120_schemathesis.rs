@@ -27,7 +27,7 @@ async fn generated_requests_find_no_server_error_and_no_answer_off_the_spec() ->
             per_second: 10_000.0,
             burst: 10_000,
         }),
-        ..ClusterOptions::default()
+        ..ClusterOptions::with_credentials()
     };
     let cluster = TestCluster::start_with_options(3, options).await?;
     cluster.leader(ELECTION).await?;

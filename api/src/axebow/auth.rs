@@ -123,12 +123,31 @@ fn trim_ascii(bytes: &[u8]) -> &[u8] {
     &bytes[start..end]
 }
 
+/// A static API token: the machine it names and the groups it belongs to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StaticToken {
+    /// The machine's name (the subject of its identity).
+    pub name: String,
+    /// Groups: `operators` (cluster membership and pool configuration, every namespace),
+    /// `namespace:<ns>` or `namespace:*` (Kubernetes-style lease objects there).
+    pub groups: Vec<String>,
+}
+
+/// A verified credential.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Verified {
+    /// Who it names.
+    pub identity: Identity,
+    /// The groups of a static token (none for a JWT).
+    pub groups: Vec<String>,
+}
+
 /// Checks bearer tokens.
 #[derive(Debug, Clone, Default)]
 pub struct Verifier {
     issuers: Vec<IssuerKey>,
-    /// Static token → the name it stands for.
-    tokens: HashMap<String, String>,
+    /// Static token → what it stands for.
+    tokens: HashMap<String, StaticToken>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -141,15 +160,15 @@ struct UnverifiedClaims {
     iss: Option<String>,
 }
 
-/// Compares without an early exit, so timing does not tell how much of a token matched.
-fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
-    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
-}
-
 impl Verifier {
-    /// A verifier trusting these issuers and static tokens (`token → name`).
-    pub fn new(issuers: Vec<IssuerKey>, tokens: HashMap<String, String>) -> Self {
+    /// A verifier trusting these issuers and static tokens.
+    pub fn new(issuers: Vec<IssuerKey>, tokens: HashMap<String, StaticToken>) -> Self {
         Self { issuers, tokens }
+    }
+
+    /// Whether no credential source is configured: then the leasing dialects run open.
+    pub fn is_open(&self) -> bool {
+        self.issuers.is_empty() && self.tokens.is_empty()
     }
 
     /// The issuers trusted, for the platform info.
@@ -167,21 +186,55 @@ impl Verifier {
         Ok(token.trim())
     }
 
+    /// The token of an `Authorization` header as any dialect's clients send it: `Bearer <t>`
+    /// (Kubernetes clients, REST), `Basic base64(user:<t>)` (the Boskos client's password), or
+    /// the bare token (k8s-claimer clients).
+    pub fn credential(header: Option<&str>) -> Result<String, AuthError> {
+        let value = header
+            .map(str::trim)
+            .filter(|v| !v.is_empty())
+            .ok_or(AuthError::Missing)?;
+        match value.split_once(' ') {
+            Some((scheme, rest)) if scheme.eq_ignore_ascii_case("bearer") => Ok(rest.trim().to_string()),
+            Some((scheme, rest)) if scheme.eq_ignore_ascii_case("basic") => {
+                let decoded = base64::engine::general_purpose::STANDARD
+                    .decode(rest.trim())
+                    .map_err(|_| AuthError::Malformed)?;
+                let text = String::from_utf8(decoded).map_err(|_| AuthError::Malformed)?;
+                let (_, password) = text.split_once(':').ok_or(AuthError::Malformed)?;
+                Ok(password.to_string())
+            }
+            Some(_) => Err(AuthError::Malformed),
+            None => Ok(value.to_string()),
+        }
+    }
+
     /// Verifies a static token or a JWT.
     pub fn verify(&self, token: &str) -> Result<Identity, AuthError> {
+        self.verify_with_groups(token).map(|verified| verified.identity)
+    }
+
+    /// Verifies a static token or a JWT, with the static token's groups.
+    pub fn verify_with_groups(&self, token: &str) -> Result<Verified, AuthError> {
         let mut named = None;
-        for (known, name) in &self.tokens {
-            if constant_time_eq(known.as_bytes(), token.as_bytes()) {
-                named = Some(name);
+        for (known, entry) in &self.tokens {
+            if drover_raft::constant_time_eq(known.as_bytes(), token.as_bytes()) {
+                named = Some(entry);
             }
         }
-        if let Some(name) = named {
-            return Ok(Identity {
-                issuer: STATIC_ISSUER.to_string(),
-                subject: name.clone(),
+        if let Some(entry) = named {
+            return Ok(Verified {
+                identity: Identity {
+                    issuer: STATIC_ISSUER.to_string(),
+                    subject: entry.name.clone(),
+                },
+                groups: entry.groups.clone(),
             });
         }
-        self.verify_jwt(token)
+        self.verify_jwt(token).map(|identity| Verified {
+            identity,
+            groups: Vec::new(),
+        })
     }
 
     /// Verifies a JWT only (a profile added with `POST /user/provider`).
@@ -292,10 +345,11 @@ mod tests {
 
     fn verifier() -> Verifier {
         let issuer = IssuerKey::new("https://idp.test", "drover", Algorithm::HS256, SECRET).expect("issuer");
-        Verifier::new(
-            vec![issuer],
-            HashMap::from([("s3cret-token".to_string(), "ci".to_string())]),
-        )
+        let ci = StaticToken {
+            name: "ci".to_string(),
+            groups: vec!["operators".to_string()],
+        };
+        Verifier::new(vec![issuer], HashMap::from([("s3cret-token".to_string(), ci)]))
     }
 
     #[test]
@@ -348,6 +402,18 @@ mod tests {
         assert_eq!(Verifier::bearer(None), Err(AuthError::Missing));
         assert_eq!(Verifier::bearer(Some("Basic abc")), Err(AuthError::Missing));
         assert_eq!(Verifier::bearer(Some("Bearer abc")), Ok("abc"));
+        let basic = base64::engine::general_purpose::STANDARD.encode("boskos:s3cret-token");
+        assert_eq!(
+            Verifier::credential(Some(&format!("Basic {basic}"))),
+            Ok("s3cret-token".to_string())
+        );
+        assert_eq!(
+            Verifier::credential(Some("s3cret-token")),
+            Ok("s3cret-token".to_string())
+        );
+        assert_eq!(Verifier::credential(Some("Digest x")), Err(AuthError::Malformed));
+        let groups = v.verify_with_groups("s3cret-token").expect("static").groups;
+        assert_eq!(groups, vec!["operators".to_string()]);
     }
 
     #[test]

@@ -32,6 +32,26 @@ impl KubeError {
         }
     }
 
+    /// `401 Unauthorized`.
+    pub fn unauthorized(message: impl Into<String>) -> Self {
+        Self {
+            code: 401,
+            reason: "Unauthorized",
+            message: message.into(),
+            details: None,
+        }
+    }
+
+    /// `403 Forbidden`.
+    pub fn forbidden(message: impl Into<String>) -> Self {
+        Self {
+            code: 403,
+            reason: "Forbidden",
+            message: message.into(),
+            details: None,
+        }
+    }
+
     /// `404 NotFound` for an object.
     pub fn not_found(kind: ObjectKind, name: &str) -> Self {
         Self {

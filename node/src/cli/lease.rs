@@ -38,6 +38,10 @@ pub struct ServerArgs {
         default_value = "http://127.0.0.1:7401,http://127.0.0.1:7402,http://127.0.0.1:7403"
     )]
     pub server: String,
+    /// Bearer token sent to the cluster (a static API token or a JWT); needed when the nodes
+    /// have credentials configured.
+    #[arg(long, env = "DROVER_TOKEN", hide_env_values = true)]
+    pub token: Option<String>,
 }
 
 /// `drover lease acquire`.
@@ -129,7 +133,7 @@ pub async fn run(command: LeaseCommand) -> Result<ExitCode> {
     match command {
         LeaseCommand::Acquire(args) => acquire(args).await,
         LeaseCommand::Release(args) => {
-            let servers = Servers::parse(&args.server.server)?;
+            let servers = Servers::parse(&args.server.server, args.server.token.as_deref())?;
             let token = args.fencing_token.map(|t| t.to_string());
             let mut query = vec![
                 ("name", args.name.as_str()),
@@ -147,7 +151,7 @@ pub async fn run(command: LeaseCommand) -> Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         LeaseCommand::List(args) => {
-            let servers = Servers::parse(&args.server.server)?;
+            let servers = Servers::parse(&args.server.server, args.server.token.as_deref())?;
             let query: Vec<(&str, &str)> = args
                 .rtype
                 .as_deref()
@@ -179,7 +183,7 @@ pub async fn run(command: LeaseCommand) -> Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         LeaseCommand::Metric(args) => {
-            let servers = Servers::parse(&args.server.server)?;
+            let servers = Servers::parse(&args.server.server, args.server.token.as_deref())?;
             let reply = servers
                 .send(Method::GET, "/metric", &[("type", args.rtype.as_str())], None)
                 .await?;
@@ -193,7 +197,7 @@ pub async fn run(command: LeaseCommand) -> Result<ExitCode> {
 }
 
 async fn acquire(args: AcquireArgs) -> Result<ExitCode> {
-    let servers = Servers::parse(&args.server.server)?;
+    let servers = Servers::parse(&args.server.server, args.server.token.as_deref())?;
     let poll = duration("poll", &args.poll)?;
     let heartbeat = duration("heartbeat", &args.heartbeat)?;
     let deadline = args

@@ -21,8 +21,9 @@ pub struct Reply {
 }
 
 impl Servers {
-    /// Parses `http://a:7400,http://b:7400`.
-    pub fn parse(list: &str) -> Result<Self> {
+    /// Parses `http://a:7400,http://b:7400`; every request carries `token` as a bearer token
+    /// when given.
+    pub fn parse(list: &str, token: Option<&str>) -> Result<Self> {
         let urls: Vec<String> = list
             .split(',')
             .map(|u| u.trim().trim_end_matches('/').to_string())
@@ -36,7 +37,17 @@ impl Servers {
                 bail!("--server {url:?} must start with http:// or https://");
             }
         }
-        let http = Client::builder().timeout(Duration::from_secs(15)).build()?;
+        let mut headers = reqwest::header::HeaderMap::new();
+        if let Some(token) = token {
+            let mut value = reqwest::header::HeaderValue::from_str(&format!("Bearer {token}"))
+                .map_err(|_| anyhow::anyhow!("--token must be printable ASCII"))?;
+            value.set_sensitive(true);
+            headers.insert(reqwest::header::AUTHORIZATION, value);
+        }
+        let http = Client::builder()
+            .timeout(Duration::from_secs(15))
+            .default_headers(headers)
+            .build()?;
         Ok(Self { http, urls })
     }
 

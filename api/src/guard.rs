@@ -1,0 +1,191 @@
+//! Authentication and authorization of the dialects beside the platform API: Kubernetes-style
+//! lease objects, Boskos and pool administration, and cluster membership changes. They accept
+//! the credentials their own clients send (`Bearer`, the Boskos client's `Basic` password, the
+//! bare token of k8s-claimer clients), checked by the same verifier as the platform API.
+//!
+//! Who may do what: any valid credential may use the pools; lease objects in namespace `ns` need
+//! a static token in group `namespace:ns` or `namespace:*`, or a user who is a confirmed member
+//! of the tenant named `ns`; pool configuration and membership changes need an operator (a
+//! static token in group `operators`, or a member of the operator tenant). A node configured
+//! with no issuer and no static token runs these dialects open, as etcd without `--auth` does,
+//! and logs so at start; the platform API never runs open.
+
+use axum::extract::{Request, State};
+use axum::http::{header, Method, StatusCode};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use drover_model::platform::Identity;
+
+use crate::axebow::auth::{AuthError, Verified, Verifier};
+use crate::boskos::BoskosError;
+use crate::kube::status::KubeError;
+use crate::state::ApiState;
+
+/// The group of static tokens that act as operators.
+pub const OPERATORS_GROUP: &str = "operators";
+/// The group prefix that allows lease objects in a namespace (`namespace:*` allows all).
+pub const NAMESPACE_GROUP_PREFIX: &str = "namespace:";
+
+/// What a request to a guarded dialect needs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Need<'a> {
+    /// Any valid credential.
+    Authenticated,
+    /// Lease objects of one namespace (`None`: of every namespace).
+    Namespace(Option<&'a str>),
+    /// An operator.
+    Operator,
+}
+
+/// Why a request was turned away.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Denied {
+    /// `401`: no valid credential.
+    Unauthenticated(AuthError),
+    /// `403`: the credential is valid but does not allow this.
+    Forbidden(String),
+}
+
+/// Authenticates the request; `Ok(None)` when the node runs open.
+fn authenticate(state: &ApiState, request: &Request) -> Result<Option<Verified>, Denied> {
+    let verifier = &state.axebow.verifier;
+    if verifier.is_open() {
+        return Ok(None);
+    }
+    let header = request
+        .headers()
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok());
+    let token = Verifier::credential(header).map_err(Denied::Unauthenticated)?;
+    verifier
+        .verify_with_groups(&token)
+        .map(Some)
+        .map_err(Denied::Unauthenticated)
+}
+
+/// Whether the identity's user is an operator or a confirmed member of tenant `tenant`. Read
+/// from this node's replica: a membership change reaches it within the replication delay.
+fn platform_allows(state: &ApiState, identity: &Identity, tenant: Option<&str>) -> bool {
+    state.raft.local_read(|s| {
+        let platform = s.platform();
+        let Some(user) = platform.user_of(identity) else {
+            return false;
+        };
+        platform.is_operator(&user.uid)
+            || tenant.is_some_and(|t| {
+                platform
+                    .tenant(t)
+                    .and_then(|t| t.members.get(&user.uid))
+                    .is_some_and(|m| m.confirmed)
+            })
+    })
+}
+
+/// Checks a verified caller against what the request needs.
+pub fn authorize(state: &ApiState, verified: &Verified, need: Need<'_>) -> Result<(), Denied> {
+    let has = |group: &str| verified.groups.iter().any(|g| g == group);
+    let who = format!("{} of {}", verified.identity.subject, verified.identity.issuer);
+    match need {
+        Need::Authenticated => Ok(()),
+        Need::Operator if has(OPERATORS_GROUP) || platform_allows(state, &verified.identity, None) => Ok(()),
+        Need::Operator => Err(Denied::Forbidden(format!("{who} is not an operator"))),
+        Need::Namespace(namespace) => {
+            let all = format!("{NAMESPACE_GROUP_PREFIX}*");
+            let allowed = has(OPERATORS_GROUP)
+                || has(&all)
+                || namespace.is_some_and(|ns| has(&format!("{NAMESPACE_GROUP_PREFIX}{ns}")))
+                || platform_allows(state, &verified.identity, namespace);
+            if allowed {
+                Ok(())
+            } else {
+                let place = namespace.map_or("every namespace".to_string(), |ns| format!("namespace {ns:?}"));
+                Err(Denied::Forbidden(format!(
+                    "{who} may not use lease objects in {place}"
+                )))
+            }
+        }
+    }
+}
+
+fn check(state: &ApiState, request: &Request, need: Need<'_>) -> Result<(), Denied> {
+    match authenticate(state, request)? {
+        None => Ok(()),
+        Some(verified) => authorize(state, &verified, need),
+    }
+}
+
+/// The namespace a Kubernetes-style path names: `Some(Some(ns))` under `/namespaces/{ns}`,
+/// `Some(None)` for a list across namespaces, `None` for discovery documents.
+fn kube_scope(path: &str) -> Option<Option<&str>> {
+    let segments: Vec<&str> = path.trim_matches('/').split('/').collect();
+    match segments.as_slice() {
+        ["apis", _, _, "namespaces", namespace, ..] => Some(Some(namespace)),
+        ["apis", _, _, _plural] => Some(None),
+        _ => None,
+    }
+}
+
+/// Guards the Kubernetes-style lease routes; refusals are Kubernetes `Status` objects.
+pub async fn kube(State(state): State<ApiState>, request: Request, next: Next) -> Response {
+    let path = request.uri().path().to_string();
+    let need = match kube_scope(&path) {
+        Some(namespace) => Need::Namespace(namespace),
+        None => Need::Authenticated,
+    };
+    match check(&state, &request, need) {
+        Ok(()) => next.run(request).await,
+        Err(Denied::Unauthenticated(e)) => KubeError::unauthorized(e.to_string()).into_response(),
+        Err(Denied::Forbidden(message)) => KubeError::forbidden(message).into_response(),
+    }
+}
+
+/// Guards the Boskos and pool routes; writing the pool configuration needs an operator.
+/// Refusals are plain text, as the Boskos server writes errors.
+pub async fn boskos(State(state): State<ApiState>, request: Request, next: Next) -> Response {
+    let need = if request.uri().path() == "/pools/config" && request.method() != Method::GET {
+        Need::Operator
+    } else {
+        Need::Authenticated
+    };
+    match check(&state, &request, need) {
+        Ok(()) => next.run(request).await,
+        Err(Denied::Unauthenticated(e)) => {
+            BoskosError::new(StatusCode::UNAUTHORIZED, e.to_string()).into_response()
+        }
+        Err(Denied::Forbidden(message)) => BoskosError::new(StatusCode::FORBIDDEN, message).into_response(),
+    }
+}
+
+/// Guards membership changes (operators only); health, readiness, metrics and the cluster view
+/// stay open for probes and Prometheus.
+pub async fn membership(State(state): State<ApiState>, request: Request, next: Next) -> Response {
+    if request.method() == Method::GET {
+        return next.run(request).await;
+    }
+    match check(&state, &request, Need::Operator) {
+        Ok(()) => next.run(request).await,
+        Err(Denied::Unauthenticated(e)) => {
+            crate::error::ApiError::Unauthorized(e.to_string()).into_response()
+        }
+        Err(Denied::Forbidden(message)) => crate::error::ApiError::Forbidden(message).into_response(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn kube_paths_name_their_namespace() {
+        let ns = "/apis/coordination.k8s.io/v1/namespaces/shop/leases/x";
+        assert_eq!(kube_scope(ns), Some(Some("shop")));
+        assert_eq!(
+            kube_scope("/apis/akka.io/v1/namespaces/shop/leases"),
+            Some(Some("shop"))
+        );
+        assert_eq!(kube_scope("/apis/coordination.k8s.io/v1/leases"), Some(None));
+        assert_eq!(kube_scope("/apis/coordination.k8s.io/v1"), None);
+        assert_eq!(kube_scope("/version"), None);
+        assert_eq!(kube_scope("/openapi/v3/apis/coordination.k8s.io/v1"), None);
+    }
+}
