@@ -22,9 +22,10 @@ pub enum FaultKind {
     PauseRandom,
     /// Cut the leader off from every other node (it keeps serving its clients).
     PartitionLeader,
-    /// Cut a random node off from the others: a minority of one and a majority.
+    /// Cut a random minority (one node of three, one or two of five) off from the majority.
     PartitionRandom,
-    /// Cut two nodes off from each other while the third still reaches both.
+    /// Split the others into two halves that cannot see each other while one node still
+    /// reaches both (of three: two nodes cut apart; of five: two and two with a bridge).
     PartitionBridge,
     /// Restart a random node with its clocks (wall and monotonic) offset and running at
     /// another rate through libfaketime, then restart it with the true clock.

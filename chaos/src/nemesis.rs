@@ -75,23 +75,30 @@ pub async fn apply(cluster: &mut ProcessCluster, rng: &mut Rng, kind: FaultKind)
             cluster.pause(target, true)?;
             Ok(vec![target])
         }
-        FaultKind::PartitionLeader | FaultKind::PartitionRandom => {
-            let target = if kind == FaultKind::PartitionLeader {
-                leader().await?
-            } else {
-                pick(rng, &running)?
-            };
-            for other in running.iter().filter(|id| **id != target) {
-                netns::cut(HOSTS.of(target), HOSTS.of(*other))?;
-            }
+        FaultKind::PartitionLeader => {
+            let target = leader().await?;
+            let rest: Vec<u64> = running.iter().copied().filter(|id| *id != target).collect();
+            cut_between(&[target], &rest)?;
             Ok(vec![target])
         }
+        FaultKind::PartitionRandom => {
+            // A random minority (one node of three; one or two of five) against the majority.
+            let order = shuffled(rng, &running);
+            let minority = 1 + rng.below(((order.len() as u64).saturating_sub(1) / 2).max(1)) as usize;
+            let (cut, rest) = order.split_at(minority.min(order.len()));
+            cut_between(cut, rest)?;
+            Ok(cut.to_vec())
+        }
         FaultKind::PartitionBridge => {
-            let a = pick(rng, &running)?;
-            let rest: Vec<u64> = running.iter().copied().filter(|id| *id != a).collect();
-            let b = pick(rng, &rest)?;
-            netns::cut(HOSTS.of(a), HOSTS.of(b))?;
-            Ok(vec![a, b])
+            // Two halves that cannot see each other and one node that sees both (of three: two
+            // nodes cut, the third reaches both; of five: two against two, with a bridge).
+            let order = shuffled(rng, &running);
+            let Some((_bridge, others)) = order.split_first() else {
+                bail!("no running node to partition");
+            };
+            let (left, right) = others.split_at(others.len() / 2);
+            cut_between(left, right)?;
+            Ok(others.to_vec())
         }
         FaultKind::ClockSkew => {
             let target = pick(rng, &running)?;
@@ -118,6 +125,27 @@ pub async fn apply(cluster: &mut ProcessCluster, rng: &mut Rng, kind: FaultKind)
             Ok(vec![target])
         }
     }
+}
+
+/// `among` in a random order drawn from `rng`.
+fn shuffled(rng: &mut Rng, among: &[u64]) -> Vec<u64> {
+    let mut rest = among.to_vec();
+    let mut order = Vec::with_capacity(rest.len());
+    while !rest.is_empty() {
+        let index = rng.below(rest.len() as u64) as usize;
+        order.push(rest.swap_remove(index));
+    }
+    order
+}
+
+/// Cuts every link between a node of `a` and a node of `b`, both ways.
+fn cut_between(a: &[u64], b: &[u64]) -> Result<()> {
+    for x in a {
+        for y in b {
+            netns::cut(HOSTS.of(*x), HOSTS.of(*y))?;
+        }
+    }
+    Ok(())
 }
 
 /// Undoes what [`apply`] did to `nodes`.

@@ -35,6 +35,8 @@ pub struct RunConfig {
     pub pool_clients: usize,
     /// Fault kinds to draw from; none for a fault-free run.
     pub faults: Vec<faults::FaultKind>,
+    /// Cluster size: three or five nodes.
+    pub nodes: u64,
 }
 
 /// The longest time the history allows for the cluster to converge after healing.
@@ -43,8 +45,9 @@ const CONVERGENCE: Duration = Duration::from_secs(30);
 /// Runs the workload with faults, then checks and reports.
 pub async fn run(config: &RunConfig) -> Result<Report> {
     println!(
-        "chaos run: seed {} ({} s, {} clients, faults {:?})",
+        "chaos run: seed {} ({} nodes, {} s, {} clients, faults {:?})",
         config.seed,
+        config.nodes,
         config.duration.as_secs(),
         config.clients,
         config.faults
@@ -58,12 +61,12 @@ pub async fn run(config: &RunConfig) -> Result<Report> {
         format!("--pools={}", pools.path().display()),
         format!("--reaper-expire={}", pool_workload::REAPER_EXPIRE),
     ];
-    let mut cluster = ProcessCluster::start_on(3, &args, nemesis::HOSTS)?;
+    let mut cluster = ProcessCluster::start_on(config.nodes, &args, nemesis::HOSTS)?;
     cluster
         .leader(Duration::from_secs(30))
         .await
         .context("no leader at start")?;
-    let nodes: Vec<String> = (1..=3).map(|id| cluster.api_addr(id)).collect();
+    let nodes: Vec<String> = (1..=config.nodes).map(|id| cluster.api_addr(id)).collect();
     let recorder = Recorder::new();
     let stop = Arc::new(AtomicBool::new(false));
     let mut clients: Vec<_> = (0..config.clients)

@@ -1,5 +1,6 @@
 //! The short chaos run of the test command: the `drover-chaos` binary (which makes its own
-//! network namespace for partitions) over a few seeds and every fault kind, with zero violations.
+//! network namespace for partitions) over a few seeds and every fault kind, with zero violations,
+//! on three nodes and then on five.
 
 use std::process::Command;
 
@@ -40,5 +41,31 @@ fn short_runs_with_every_fault_kind_keep_every_promise() -> anyhow::Result<()> {
     }
     anyhow::ensure!(grants >= 20, "the pool was used: {grants} grants in all");
     anyhow::ensure!(kinds.len() >= 6, "most fault kinds were injected: {kinds:?}");
+
+    // Five nodes: minorities of two and a two-against-two bridge, one seed.
+    let out = dir.path().join("report-5.json");
+    let status = Command::new(env!("CARGO_BIN_EXE_drover-chaos"))
+        .args(["--nodes", "5", "--seed", "501", "--runs", "1", "--duration", "20"])
+        .arg("--out")
+        .arg(&out)
+        .status()?;
+    let reports: Vec<Value> = serde_json::from_slice(&std::fs::read(&out)?)?;
+    anyhow::ensure!(status.success(), "drover-chaos --nodes 5 exited with {status}");
+    let report = reports
+        .first()
+        .ok_or_else(|| anyhow::anyhow!("no five-node report"))?;
+    anyhow::ensure!(
+        report["violations"].as_array().map(Vec::len) == Some(0),
+        "{}",
+        report["violations"]
+    );
+    anyhow::ensure!(
+        report["writes_ok"].as_u64() > Some(50),
+        "five nodes: the workload made progress"
+    );
+    anyhow::ensure!(
+        report["converged_ms"].is_u64(),
+        "five nodes: the cluster converged"
+    );
     Ok(())
 }

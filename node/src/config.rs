@@ -5,6 +5,7 @@
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Duration;
 
 use clap::Args;
@@ -14,9 +15,11 @@ use drover_api::ApiOptions;
 use drover_model::pool::{parse_duration_ms, PoolConfig};
 use drover_raft::{NodeId, RaftConfig};
 use serde::Deserialize;
+use tokio_rustls::rustls::ServerConfig;
 
 use crate::error::NodeError;
 use crate::platform_config::{platform_settings, PlatformArgs, PlatformFile, PlatformSettings};
+use crate::tls::TlsArgs;
 
 /// `drover serve` flags; each can also come from the environment variable it names.
 #[derive(Debug, Clone, Default, Args)]
@@ -103,6 +106,9 @@ pub struct ServeArgs {
     /// Platform API settings.
     #[command(flatten)]
     pub platform: PlatformArgs,
+    /// TLS of the API listener.
+    #[command(flatten)]
+    pub tls: TlsArgs,
 }
 
 /// The same settings as a TOML file spells them.
@@ -135,6 +141,8 @@ struct FileConfig {
     claimer_auth_token: Option<String>,
     claimer_auth_token_file: Option<PathBuf>,
     platform: Option<PlatformFile>,
+    api_tls_cert_file: Option<PathBuf>,
+    api_tls_key_file: Option<PathBuf>,
 }
 
 /// How logs are written.
@@ -175,6 +183,8 @@ pub struct NodeConfig {
     pub claimer: Option<ClaimerOptions>,
     /// The platform API's verifier, options and limits.
     pub platform: PlatformSettings,
+    /// TLS of the API listener, when configured.
+    pub api_tls: Option<Arc<ServerConfig>>,
 }
 
 const MIN_SECRET_LEN: usize = 16;
@@ -244,6 +254,16 @@ impl NodeConfig {
         let pools = pool_actors_config(args, &file)?;
         let claimer = claimer_options(args, &file)?;
         let platform = platform_settings(&args.platform, file.platform.clone().unwrap_or_default())?;
+        let api_tls = crate::tls::load(
+            args.tls
+                .api_tls_cert_file
+                .as_deref()
+                .or(file.api_tls_cert_file.as_deref()),
+            args.tls
+                .api_tls_key_file
+                .as_deref()
+                .or(file.api_tls_key_file.as_deref()),
+        )?;
         let node_id = args.node_id.or(file.node_id).ok_or_else(|| {
             invalid(
                 "node-id",
@@ -367,6 +387,7 @@ impl NodeConfig {
             pools,
             claimer,
             platform,
+            api_tls,
             node_id,
             data_dir,
             api_addr,

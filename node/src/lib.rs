@@ -10,6 +10,7 @@ pub mod config;
 pub mod error;
 pub mod platform_config;
 pub mod telemetry;
+pub mod tls;
 
 use std::sync::Arc;
 
@@ -148,11 +149,17 @@ pub async fn start(
         shutdown.clone(),
         config.api_options(),
     )?;
-    let api_server = tokio::spawn(serve(
-        listeners.api,
-        drover_api::router(api_state),
-        shutdown.clone(),
-    ));
+    let router = drover_api::router(api_state);
+    let api_server = match config.api_tls.clone() {
+        None => tokio::spawn(serve(listeners.api, router, shutdown.clone())),
+        Some(tls) => {
+            let listener = tls::TlsListener::new(listeners.api, tls).map_err(|source| NodeError::Listen {
+                addr: api_listen.to_string(),
+                source,
+            })?;
+            tokio::spawn(serve_tls(listener, router, shutdown.clone()))
+        }
+    };
 
     let task = tokio::spawn({
         let raft = raft.clone();
@@ -190,6 +197,20 @@ async fn serve(
             tracing::debug!("cannot set TCP_NODELAY on a connection: {e}");
         }
     });
+    axum::serve(listener, router)
+        .with_graceful_shutdown(async move { shutdown.cancelled().await })
+        .await
+        .map_err(|source| NodeError::Listen { addr, source })
+}
+
+async fn serve_tls(
+    listener: tls::TlsListener,
+    router: axum::Router,
+    shutdown: CancellationToken,
+) -> Result<(), NodeError> {
+    let addr = axum::serve::Listener::local_addr(&listener)
+        .map(|a| a.to_string())
+        .unwrap_or_default();
     axum::serve(listener, router)
         .with_graceful_shutdown(async move { shutdown.cancelled().await })
         .await

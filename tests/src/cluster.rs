@@ -4,6 +4,7 @@
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{anyhow, Context, Result};
@@ -11,6 +12,7 @@ use drover_actors::pools::PoolActorsConfig;
 use drover_api::axebow::rate::RateLimit;
 use drover_api::claimer::ClaimerOptions;
 use drover_node::config::{LogFormat, NodeConfig};
+use drover_node::tls::ServerConfig;
 use drover_node::{start, Listeners, RunningNode};
 use drover_raft::RaftConfig;
 use tempfile::TempDir;
@@ -47,6 +49,8 @@ pub struct ClusterOptions {
     /// Configure the test issuer and static tokens ([`crate::platform`]): the platform API
     /// works and the other dialects need credentials. Without, they run open.
     pub credentials: bool,
+    /// Serve the API over TLS with this configuration ([`crate::tls::self_signed`]).
+    pub api_tls: Option<Arc<ServerConfig>>,
 }
 
 impl ClusterOptions {
@@ -105,6 +109,7 @@ fn config_for(
         log_format: LogFormat::Text,
         pools: options.pools.clone(),
         claimer: options.claimer.clone(),
+        api_tls: options.api_tls.clone(),
         platform: if options.credentials {
             test_platform_settings(options.rate_limit.unwrap_or_default())
         } else {

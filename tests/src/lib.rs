@@ -8,6 +8,7 @@ pub mod cluster;
 pub mod platform;
 pub mod process;
 pub mod status;
+pub mod tls;
 pub mod wait;
 
 /// The cluster secret every test cluster uses.

@@ -37,6 +37,9 @@ struct Cli {
     /// member-change; `none` for a fault-free run.
     #[arg(long, default_value_t = FaultKind::names())]
     faults: String,
+    /// Cluster size: 3 or 5 nodes.
+    #[arg(long, default_value_t = 3)]
+    nodes: u64,
     /// Where to write the JSON reports (one array).
     #[arg(long, default_value = "chaos-report.json")]
     out: PathBuf,
@@ -44,6 +47,9 @@ struct Cli {
 
 fn main() -> Result<ExitCode> {
     let cli = Cli::parse();
+    if cli.nodes != 3 && cli.nodes != 5 {
+        bail!("--nodes must be 3 or 5, not {}", cli.nodes);
+    }
     let mut faults = Vec::new();
     for name in cli
         .faults
@@ -75,6 +81,7 @@ async fn run_all(cli: &Cli, faults: Vec<FaultKind>) -> Result<ExitCode> {
             keys: cli.keys,
             pool_clients: cli.pool_clients,
             faults: faults.clone(),
+            nodes: cli.nodes,
         };
         // Ctrl-C drops the cluster, which kills (and resumes) every process it started.
         let report = tokio::select! {

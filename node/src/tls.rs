@@ -1,0 +1,145 @@
+//! TLS on the public API listener: `--api-tls-cert-file` and `--api-tls-key-file` (PEM). Clients
+//! that send bearer tokens only over TLS, kubectl among them, need it once credentials are
+//! configured. Handshakes run on their own tasks, bounded in time, so a slow client cannot hold
+//! up the others.
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use clap::Args;
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::mpsc;
+use tokio::task::JoinHandle;
+use tokio_rustls::rustls::pki_types::pem::PemObject;
+use tokio_rustls::rustls::pki_types::{CertificateDer, PrivateKeyDer};
+pub use tokio_rustls::rustls::ServerConfig;
+use tokio_rustls::server::TlsStream;
+use tokio_rustls::TlsAcceptor;
+
+use crate::error::NodeError;
+
+/// How long a client may take to finish its handshake.
+const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
+/// Handshaken connections waiting to be served.
+const BACKLOG: usize = 256;
+
+/// TLS flags of `drover serve`.
+#[derive(Debug, Clone, Default, Args)]
+pub struct TlsArgs {
+    /// PEM certificate chain of the API listener; with --api-tls-key-file the API serves HTTPS.
+    #[arg(long, env = "DROVER_API_TLS_CERT_FILE")]
+    pub api_tls_cert_file: Option<PathBuf>,
+    /// PEM private key of that certificate.
+    #[arg(long, env = "DROVER_API_TLS_KEY_FILE")]
+    pub api_tls_key_file: Option<PathBuf>,
+}
+
+fn invalid(message: String) -> NodeError {
+    NodeError::Config {
+        setting: "api-tls-cert-file".to_string(),
+        message,
+    }
+}
+
+/// Reads a certificate chain and its key into a server configuration (HTTP/1.1).
+pub fn server_config(cert_file: &Path, key_file: &Path) -> Result<Arc<ServerConfig>, NodeError> {
+    let certs = CertificateDer::pem_file_iter(cert_file)
+        .and_then(|certs| certs.collect::<Result<Vec<_>, _>>())
+        .map_err(|e| invalid(format!("{}: {e}", cert_file.display())))?;
+    if certs.is_empty() {
+        return Err(invalid(format!("{}: no certificate found", cert_file.display())));
+    }
+    let key = PrivateKeyDer::from_pem_file(key_file)
+        .map_err(|e| invalid(format!("{}: {e}", key_file.display())))?;
+    let provider = Arc::new(tokio_rustls::rustls::crypto::ring::default_provider());
+    let mut config = ServerConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .map_err(|e| invalid(e.to_string()))?
+        .with_no_client_auth()
+        .with_single_cert(certs, key)
+        .map_err(|e| invalid(format!("the certificate and key do not go together: {e}")))?;
+    config.alpn_protocols = vec![b"http/1.1".to_vec()];
+    Ok(Arc::new(config))
+}
+
+/// The configuration the flags (or the file's keys of the same names) ask for, if any.
+pub fn load(cert: Option<&Path>, key: Option<&Path>) -> Result<Option<Arc<ServerConfig>>, NodeError> {
+    match (cert, key) {
+        (Some(cert), Some(key)) => server_config(cert, key).map(Some),
+        (None, None) => Ok(None),
+        _ => Err(invalid(
+            "--api-tls-cert-file and --api-tls-key-file go together".to_string(),
+        )),
+    }
+}
+
+/// A listener that hands out connections whose TLS handshake has completed.
+pub struct TlsListener {
+    incoming: mpsc::Receiver<(TlsStream<TcpStream>, SocketAddr)>,
+    local: SocketAddr,
+    acceptor: JoinHandle<()>,
+}
+
+impl TlsListener {
+    /// Accepts on `listener` and handshakes with `config`.
+    pub fn new(listener: TcpListener, config: Arc<ServerConfig>) -> std::io::Result<Self> {
+        let local = listener.local_addr()?;
+        let (sender, incoming) = mpsc::channel(BACKLOG);
+        let tls = TlsAcceptor::from(config);
+        let acceptor = tokio::spawn(async move {
+            loop {
+                let (stream, peer) = match listener.accept().await {
+                    Ok(accepted) => accepted,
+                    Err(e) => {
+                        tracing::debug!("accepting a connection failed: {e}");
+                        continue;
+                    }
+                };
+                if let Err(e) = stream.set_nodelay(true) {
+                    tracing::debug!("cannot set TCP_NODELAY on a connection: {e}");
+                }
+                let tls = tls.clone();
+                let sender = sender.clone();
+                tokio::spawn(async move {
+                    match tokio::time::timeout(HANDSHAKE_TIMEOUT, tls.accept(stream)).await {
+                        Ok(Ok(stream)) => {
+                            let _ = sender.send((stream, peer)).await;
+                        }
+                        Ok(Err(e)) => tracing::debug!(%peer, "TLS handshake failed: {e}"),
+                        Err(_) => tracing::debug!(%peer, "TLS handshake timed out"),
+                    }
+                });
+            }
+        });
+        Ok(Self {
+            incoming,
+            local,
+            acceptor,
+        })
+    }
+}
+
+impl Drop for TlsListener {
+    fn drop(&mut self) {
+        self.acceptor.abort();
+    }
+}
+
+impl axum::serve::Listener for TlsListener {
+    type Io = TlsStream<TcpStream>;
+    type Addr = SocketAddr;
+
+    async fn accept(&mut self) -> (Self::Io, Self::Addr) {
+        match self.incoming.recv().await {
+            Some(connection) => connection,
+            // The acceptor only stops when this listener is dropped.
+            None => std::future::pending().await,
+        }
+    }
+
+    fn local_addr(&self) -> std::io::Result<Self::Addr> {
+        Ok(self.local)
+    }
+}
