@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use super::authz::Grant;
 use super::entities::{Account, Identity, Member, Role, Tenant, TenantSpec, User};
 use super::marks::validate_marks;
-use super::resource::{port_of, ResourceKind, ResourceSpec, RESOURCE_SELECTOR_ROOTS};
+use super::resource::{check_selector, port_of, ResourceKind, ResourceSpec};
 use super::{Platform, PlatformCommand, PlatformError, PlatformOp, PlatformResult, OPERATOR_TENANT};
 use crate::validation::is_label;
 
@@ -513,17 +513,8 @@ impl Platform {
                 spec,
             } => {
                 validate_object_name("name", name)?;
-                check_resource_selector(spec)?;
-                if let Some((holder, _)) = self.unique_holder(*kind, spec, (tenant, name)) {
-                    return Err(conflict(format!(
-                        "this {kind} is already registered{}",
-                        if holder == *tenant {
-                            " in this tenant"
-                        } else {
-                            " by another tenant"
-                        }
-                    )));
-                }
+                check_selector(spec)?;
+                self.check_unique(*kind, spec, tenant, name)?;
                 let stored = self.tenant_mut(tenant)?;
                 if stored
                     .resources
@@ -547,17 +538,8 @@ impl Platform {
                 name,
                 spec,
             } => {
-                check_resource_selector(spec)?;
-                if let Some((holder, _)) = self.unique_holder(*kind, spec, (tenant, name)) {
-                    return Err(conflict(format!(
-                        "this {kind} is already registered{}",
-                        if holder == *tenant {
-                            " in this tenant"
-                        } else {
-                            " by another tenant"
-                        }
-                    )));
-                }
+                check_selector(spec)?;
+                self.check_unique(*kind, spec, tenant, name)?;
                 let stored = self
                     .tenant_mut(tenant)?
                     .resources
@@ -583,24 +565,28 @@ impl Platform {
         }
     }
 
-    /// Ports and domains are unique across all tenants.
-    fn unique_holder(
+    /// Ports and domains are unique across all tenants: refuses a value another resource
+    /// already holds.
+    fn check_unique(
         &self,
         kind: ResourceKind,
         spec: &ResourceSpec,
-        except: (&str, &str),
-    ) -> Option<(String, String)> {
-        matches!(kind, ResourceKind::Port | ResourceKind::Domain)
-            .then(|| self.holder_of(kind, spec, except))
-            .flatten()
-    }
-}
-
-fn check_resource_selector(spec: &ResourceSpec) -> Result<(), PlatformError> {
-    match &spec.selector {
-        Some(selector) => selector
-            .validate(&RESOURCE_SELECTOR_ROOTS)
-            .map_err(|e| PlatformError::invalid(format!("selector[{}]", e.item), e.message)),
-        None => Ok(()),
+        tenant: &str,
+        name: &str,
+    ) -> Result<(), PlatformError> {
+        if !matches!(kind, ResourceKind::Port | ResourceKind::Domain) {
+            return Ok(());
+        }
+        match self.holder_of(kind, spec, (tenant, name)) {
+            Some((holder, _)) => Err(conflict(format!(
+                "this {kind} is already registered {}",
+                if holder == tenant {
+                    "in this tenant"
+                } else {
+                    "by another tenant"
+                }
+            ))),
+            None => Ok(()),
+        }
     }
 }

@@ -201,12 +201,17 @@ pub fn validate_resource(
             }
         }
     }
-    if let Some(selector) = &spec.selector {
-        selector
+    check_selector(spec)
+}
+
+/// Checks a resource's own selector, which may reference `$.this` and `$.environment`.
+pub fn check_selector(spec: &ResourceSpec) -> Result<(), PlatformError> {
+    match &spec.selector {
+        Some(selector) => selector
             .validate(&RESOURCE_SELECTOR_ROOTS)
-            .map_err(|e| PlatformError::invalid(format!("selector[{}]", e.item), e.message))?;
+            .map_err(|e| PlatformError::invalid(format!("selector[{}]", e.item), e.message)),
+        None => Ok(()),
     }
-    Ok(())
 }
 
 /// The data a caller without the right to read secrets sees: secret values and private keys
