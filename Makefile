@@ -3,7 +3,7 @@
 CARGO_TARGET_DIR ?= $(HOME)/.cache/drover-target
 export CARGO_TARGET_DIR
 
-.PHONY: setup demo test lint bench bench-scale bench-leasing chaos chaos-planted
+.PHONY: setup demo test lint bench bench-scale bench-leasing chaos chaos-five chaos-planted
 
 ## setup: install what a fresh machine lacks (clang, libclang, iptables, libfaketime, etcd, the
 ## Kubernetes Python client)
@@ -45,6 +45,11 @@ bench-leasing: setup
 chaos: setup
 	cargo build -p drover-node -p drover-chaos
 	$(CARGO_TARGET_DIR)/debug/drover-chaos --seed 1 --runs 30 --duration 60 --out chaos-report.json
+
+## chaos-five: the long chaos run on five-node clusters (30 seeds of 60 s)
+chaos-five: setup
+	cargo build -p drover-node -p drover-chaos
+	$(CARGO_TARGET_DIR)/debug/drover-chaos --nodes 5 --seed 1 --runs 30 --duration 60 --out chaos-report-5.json
 
 ## chaos-planted: prove the harness finds a planted stale-read bug in most seeds (about 5 minutes)
 chaos-planted: setup

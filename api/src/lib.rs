@@ -1,7 +1,8 @@
-//! Drover's HTTP API, served by every node: Kubernetes-style lease objects
-//! (`coordination.k8s.io/v1` and `akka.io/v1`) with the discovery documents kubectl needs, the
-//! Boskos and k8s-claimer dialects over the resource pools, pool administration, and the
-//! operations endpoints (`/healthz`, `/readyz`, `/cluster`, `/metrics`).
+//! Drover's HTTP API, served by every node: the Axebow platform API (`/api/1.0-beta`, with its
+//! OpenAPI document and `/docs`), Kubernetes-style lease objects (`coordination.k8s.io/v1` and
+//! `akka.io/v1`) with the discovery documents kubectl needs, the Boskos and k8s-claimer dialects
+//! over the resource pools, pool administration, and the operations endpoints (`/healthz`,
+//! `/readyz`, `/cluster`, `/metrics`); one credential verifier guards them all ([`guard`]).
 //!
 //! Handlers turn requests into [`drover_model::Command`]s and reads through
 //! [`drover_raft::RaftHandle`]; the handle forwards to the leader, so any node answers.

@@ -45,7 +45,11 @@ pub async fn register(
     };
     match store::write(&state, caller, op, &headers).await? {
         PlatformResult::UserRegistered { uid } => Ok(ok(Registered { userid: uid })),
-        PlatformResult::Done => Err(AxebowError::not_found("the registration left no user")),
+        PlatformResult::Done => Err(AxebowError::new(
+            axum::http::StatusCode::INTERNAL_SERVER_ERROR,
+            super::reply::codes::INTERNAL,
+            "the registration was applied without a user id",
+        )),
     }
 }
 
