@@ -573,6 +573,10 @@ async fn limits_versions_and_bodies_get_their_error_codes() -> Result<()> {
         .await?;
     error(&malformed, StatusCode::BAD_REQUEST, "BAD_REQUEST")?;
 
+    // A method a route does not serve.
+    let wrong = alice.call(reqwest::Method::PUT, "/user/info", None).await?;
+    error(&wrong, StatusCode::METHOD_NOT_ALLOWED, "METHOD_NOT_ALLOWED")?;
+
     // A30: another API version.
     let other = alice.get("//api/2.0/platform").await?;
     error(&other, StatusCode::NOT_FOUND, "NOT_FOUND")?;

@@ -79,6 +79,7 @@ pub fn routes() -> Router<ApiState> {
     let api = openapi::finish(api);
     router
         .route("/platform", get(platform_info::info))
+        .method_not_allowed_fallback(reply::wrong_method)
         .route("/api/{*rest}", axum::routing::any(reply::no_route))
         .merge(SwaggerUi::new("/docs").url(OPENAPI_PATH, api))
 }

@@ -90,7 +90,7 @@ pub mod codes {
     pub const FORBIDDEN: &str = "FORBIDDEN";
     /// 404: no such object or route.
     pub const NOT_FOUND: &str = "NOT_FOUND";
-    /// 405: the route exists with other methods.
+    /// 405: the path is served, but not with this method.
     pub const METHOD_NOT_ALLOWED: &str = "METHOD_NOT_ALLOWED";
     /// 409: the request conflicts with the current state.
     pub const CONFLICT: &str = "CONFLICT";
@@ -324,6 +324,18 @@ where
             .map(|query| Params(query.0))
             .map_err(|e| AxebowError::invalid("query", e.body_text()))
     }
+}
+
+/// A `405` for a method a platform route does not serve.
+pub async fn wrong_method(method: axum::http::Method, uri: axum::http::Uri) -> AxebowError {
+    AxebowError::new(
+        StatusCode::METHOD_NOT_ALLOWED,
+        codes::METHOD_NOT_ALLOWED,
+        format!(
+            "{method} is not served on {}; see /api/1.0-beta/openapi.json",
+            uri.path()
+        ),
+    )
 }
 
 /// A `404` for a path no route matches (`/api/2.0/...` among them).
