@@ -138,14 +138,6 @@ impl PlatformClient {
         }
     }
 
-    /// The same node with another token.
-    pub fn with_token(&self, token: Option<String>) -> Self {
-        Self {
-            token,
-            ..self.clone()
-        }
-    }
-
     /// Sends a request; `path` is under `/api/1.0-beta` unless it starts with `//`, in which
     /// case it is used as is (minus one slash).
     pub async fn call(&self, method: Method, path: &str, body: Option<&Value>) -> Result<Answer> {

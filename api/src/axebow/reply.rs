@@ -159,11 +159,6 @@ impl AxebowError {
     pub fn not_found(message: impl Into<String>) -> Self {
         Self::new(StatusCode::NOT_FOUND, codes::NOT_FOUND, message)
     }
-
-    /// The HTTP status.
-    pub fn status(&self) -> StatusCode {
-        self.status
-    }
 }
 
 impl IntoResponse for AxebowError {

@@ -57,11 +57,6 @@ impl ResourceKind {
     pub fn parse(text: &str) -> Option<ResourceKind> {
         ResourceKind::ALL.into_iter().find(|kind| kind.as_str() == text)
     }
-
-    /// Whether the data (or part of it) is confidential.
-    pub fn has_secret_data(self) -> bool {
-        matches!(self, ResourceKind::Secret | ResourceKind::Certificate)
-    }
 }
 
 impl fmt::Display for ResourceKind {

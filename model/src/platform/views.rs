@@ -344,18 +344,6 @@ impl Platform {
         })
     }
 
-    /// Resource names of every kind the tenant has.
-    pub fn resource_names(&self, tenant: &str) -> Result<BTreeMap<ResourceKind, Vec<String>>, PlatformError> {
-        let found = self
-            .tenant(tenant)
-            .ok_or_else(|| not_found(format!("tenant {tenant:?}")))?;
-        Ok(found
-            .resources
-            .iter()
-            .map(|(kind, names)| (*kind, names.keys().cloned().collect()))
-            .collect())
-    }
-
     /// One resource.
     pub fn resource_info(
         &self,
