@@ -16,6 +16,7 @@ use drover_raft::Consistency;
 use serde::Deserialize;
 use serde_json::json;
 
+use crate::axebow::auth::Verifier;
 use crate::boskos::run;
 use crate::state::ApiState;
 
@@ -50,14 +51,11 @@ fn authorize<'a>(state: &'a ApiState, headers: &HeaderMap) -> Result<&'a Claimer
             "the k8s-claimer endpoints are disabled: start drover with --claimer-auth-token",
         ));
     };
-    let presented = headers
-        .get(header::AUTHORIZATION)
-        .and_then(|v| v.to_str().ok())
-        .unwrap_or("");
-    let presented = presented.strip_prefix("Bearer ").unwrap_or(presented);
+    let header = headers.get(header::AUTHORIZATION).and_then(|v| v.to_str().ok());
+    let presented = Verifier::credential(header).unwrap_or_default();
     let matches = drover_raft::constant_time_eq(presented.as_bytes(), options.auth_token.as_bytes());
     // The node's static tokens and tokens of trusted issuers are accepted too.
-    let verified = || !presented.is_empty() && state.axebow.verifier.verify(presented).is_ok();
+    let verified = || !presented.is_empty() && state.axebow.verifier.verify(&presented).is_ok();
     if matches || verified() {
         Ok(options)
     } else {

@@ -189,7 +189,8 @@ pub struct NodeConfig {
 
 const MIN_SECRET_LEN: usize = 16;
 
-fn invalid(setting: &str, message: impl Into<String>) -> NodeError {
+/// A setting that is wrong, named.
+pub(crate) fn invalid(setting: &str, message: impl Into<String>) -> NodeError {
     NodeError::Config {
         setting: setting.to_string(),
         message: message.into(),

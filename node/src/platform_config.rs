@@ -13,6 +13,7 @@ use drover_api::axebow::PlatformOptions;
 use drover_model::platform::Identity;
 use serde::Deserialize;
 
+use crate::config::invalid;
 use crate::error::NodeError;
 
 /// Platform flags of `drover serve`.
@@ -102,13 +103,6 @@ pub struct PlatformSettings {
     pub options: PlatformOptions,
     /// Largest request body.
     pub max_body_bytes: usize,
-}
-
-fn invalid(setting: &str, message: impl Into<String>) -> NodeError {
-    NodeError::Config {
-        setting: setting.to_string(),
-        message: message.into(),
-    }
 }
 
 fn issuer_key(

@@ -37,10 +37,7 @@ pub struct TlsArgs {
 }
 
 fn invalid(message: String) -> NodeError {
-    NodeError::Config {
-        setting: "api-tls-cert-file".to_string(),
-        message,
-    }
+    crate::config::invalid("api-tls-cert-file", message)
 }
 
 /// Reads a certificate chain and its key into a server configuration (HTTP/1.1).

@@ -127,12 +127,8 @@ pub struct PlatformClient {
 impl PlatformClient {
     /// A client of the node at `addr` sending `token`.
     pub fn new(addr: &str, token: Option<String>) -> Self {
-        let http = Client::builder()
-            .timeout(Duration::from_secs(20))
-            .build()
-            .unwrap_or_default();
         Self {
-            http,
+            http: crate::client::http_client(None),
             base: format!("http://{addr}"),
             token,
         }

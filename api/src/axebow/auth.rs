@@ -81,7 +81,7 @@ impl IssuerKey {
         };
         let key = match algorithm {
             Algorithm::HS256 | Algorithm::HS384 | Algorithm::HS512 => {
-                let secret = trim_ascii(key);
+                let secret = key.trim_ascii();
                 if secret.len() < 32 {
                     return Err(fail("an HMAC secret must be at least 32 bytes".to_string()));
                 }
@@ -109,18 +109,6 @@ impl IssuerKey {
             key,
         })
     }
-}
-
-fn trim_ascii(bytes: &[u8]) -> &[u8] {
-    let start = bytes
-        .iter()
-        .position(|b| !b.is_ascii_whitespace())
-        .unwrap_or(bytes.len());
-    let end = bytes
-        .iter()
-        .rposition(|b| !b.is_ascii_whitespace())
-        .map_or(start, |i| i + 1);
-    &bytes[start..end]
 }
 
 /// A static API token: the machine it names and the groups it belongs to.
@@ -331,7 +319,7 @@ pub fn mint_hs256(
 
 /// Signs any claims with HS256 (tests use it for expired tokens).
 pub fn encode_hs256(claims: &impl Serialize, secret: &[u8]) -> Result<String, MintError> {
-    let secret = trim_ascii(secret);
+    let secret = secret.trim_ascii();
     if secret.len() < 32 {
         return Err(MintError("the HMAC secret must be at least 32 bytes".to_string()));
     }

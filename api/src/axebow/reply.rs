@@ -155,6 +155,11 @@ impl AxebowError {
         }
     }
 
+    /// `500`: a fault of the server.
+    pub fn internal(message: impl Into<String>) -> Self {
+        Self::new(StatusCode::INTERNAL_SERVER_ERROR, codes::INTERNAL, message)
+    }
+
     /// `404`.
     pub fn not_found(message: impl Into<String>) -> Self {
         Self::new(StatusCode::NOT_FOUND, codes::NOT_FOUND, message)

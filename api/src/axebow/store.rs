@@ -25,11 +25,7 @@ pub async fn write(
     match state.raft.write(proposal).await?.result {
         CommandResult::Platform(result) => Ok(result),
         CommandResult::Refused(error) => Err(error.into()),
-        other => Err(AxebowError::new(
-            axum::http::StatusCode::INTERNAL_SERVER_ERROR,
-            super::reply::codes::INTERNAL,
-            format!("unexpected result {other:?}"),
-        )),
+        other => Err(AxebowError::internal(format!("unexpected result {other:?}"))),
     }
 }
 

@@ -45,9 +45,7 @@ pub async fn register(
     };
     match store::write(&state, caller, op, &headers).await? {
         PlatformResult::UserRegistered { uid } => Ok(ok(Registered { userid: uid })),
-        PlatformResult::Done => Err(AxebowError::new(
-            axum::http::StatusCode::INTERNAL_SERVER_ERROR,
-            super::reply::codes::INTERNAL,
+        PlatformResult::Done => Err(AxebowError::internal(
             "the registration was applied without a user id",
         )),
     }
