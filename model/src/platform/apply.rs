@@ -335,10 +335,7 @@ impl Platform {
             SetRole { tenant, user, role } => {
                 let acting = grant.effective_role().unwrap_or(Role::Plain);
                 let stored = self.tenant_mut(tenant)?;
-                let member = *stored
-                    .members
-                    .get(user)
-                    .ok_or_else(|| not_found(format!("member {user:?} of tenant {tenant:?}")))?;
+                let member = member_of(stored, tenant, user)?;
                 if !member.confirmed {
                     return Err(conflict(format!(
                         "user {user:?} has not confirmed the invitation yet"
@@ -352,9 +349,7 @@ impl Platform {
                     )));
                 }
                 if member.role == Role::Owner && *role != Role::Owner && stored.owners() == 1 {
-                    return Err(conflict(format!(
-                        "user {user:?} is the last owner of tenant {tenant:?}"
-                    )));
+                    return Err(last_owner(tenant, user));
                 }
                 stored.members.insert(
                     user.clone(),
@@ -368,10 +363,7 @@ impl Platform {
             RemoveMember { tenant, user } => {
                 let acting = grant.effective_role().unwrap_or(Role::Plain);
                 let stored = self.tenant_mut(tenant)?;
-                let member = *stored
-                    .members
-                    .get(user)
-                    .ok_or_else(|| not_found(format!("member {user:?} of tenant {tenant:?}")))?;
+                let member = member_of(stored, tenant, user)?;
                 let leaving = *user == uid;
                 if !leaving && (acting < Role::Admin || member.role > acting) {
                     return Err(forbidden(format!(
@@ -381,9 +373,7 @@ impl Platform {
                     )));
                 }
                 if member.confirmed && member.role == Role::Owner && stored.owners() == 1 {
-                    return Err(conflict(format!(
-                        "user {user:?} is the last owner of tenant {tenant:?}"
-                    )));
+                    return Err(last_owner(tenant, user));
                 }
                 stored.members.remove(user);
                 Ok(PlatformResult::Done)
@@ -589,4 +579,18 @@ impl Platform {
             None => Ok(()),
         }
     }
+}
+
+/// A member of `stored` (the tenant named `tenant`), confirmed or not.
+fn member_of(stored: &Tenant, tenant: &str, user: &str) -> Result<Member, PlatformError> {
+    stored
+        .members
+        .get(user)
+        .copied()
+        .ok_or_else(|| not_found(format!("member {user:?} of tenant {tenant:?}")))
+}
+
+/// The refusal to leave a tenant without a confirmed owner.
+fn last_owner(tenant: &str, user: &str) -> PlatformError {
+    conflict(format!("user {user:?} is the last owner of tenant {tenant:?}"))
 }

@@ -155,6 +155,16 @@ fn resource_id(tenant: &str, kind: ResourceKind, name: &str) -> ResourceId {
     }
 }
 
+/// The list entries of some resources of one kind.
+fn items(tenant: &str, kind: ResourceKind, resources: &[(&String, &ResourceSpec)]) -> Vec<ResourceItem> {
+    resources
+        .iter()
+        .map(|(name, _)| ResourceItem {
+            id: resource_id(tenant, kind, name),
+        })
+        .collect()
+}
+
 fn account_view(account: &TenantAccount, grant: &Grant) -> TenantAccount {
     let mut account = account.clone();
     if !grant.reads_secrets() {
@@ -324,13 +334,7 @@ impl Platform {
         tenant: &str,
         kind: ResourceKind,
     ) -> Result<Vec<ResourceItem>, PlatformError> {
-        Ok(self
-            .resources_of(tenant, kind)?
-            .into_iter()
-            .map(|(name, _)| ResourceItem {
-                id: resource_id(tenant, kind, name),
-            })
-            .collect())
+        Ok(items(tenant, kind, &self.resources_of(tenant, kind)?))
     }
 
     /// The port resources with the port numbers they hold.
@@ -339,7 +343,7 @@ impl Platform {
         let mut usedports: Vec<u16> = ports.iter().filter_map(|(_, spec)| port_of(&spec.data)).collect();
         usedports.sort_unstable();
         Ok(PortList {
-            items: self.resource_list(tenant, ResourceKind::Port)?,
+            items: items(tenant, ResourceKind::Port, &ports),
             usedports,
         })
     }
