@@ -45,7 +45,7 @@ fn text(status: StatusCode, message: impl Into<String>) -> Response {
 type Denied = (StatusCode, &'static str);
 
 fn authorize<'a>(state: &'a ApiState, headers: &HeaderMap) -> Result<&'a ClaimerOptions, Denied> {
-    let Some(options) = state.options.claimer.as_ref() else {
+    let Some(options) = state.claimer.as_ref() else {
         return Err((
             StatusCode::NOT_FOUND,
             "the k8s-claimer endpoints are disabled: start drover with --claimer-auth-token",

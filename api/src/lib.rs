@@ -31,7 +31,7 @@ pub const MAX_BODY_BYTES: usize = 1024 * 1024;
 
 /// The public router of one node.
 pub fn router(state: ApiState) -> Router {
-    let limit = state.options.max_body_bytes;
+    let limit = state.max_body_bytes;
     let dialects = Router::new()
         .merge(ops::routes().layer(axum::middleware::from_fn_with_state(
             state.clone(),

@@ -49,8 +49,10 @@ pub struct ApiState {
     pub http: HttpMetrics,
     /// Cancelled when the node shuts down; long-lived streams end then.
     pub shutdown: CancellationToken,
-    /// Configuration-dependent settings.
-    pub options: ApiOptions,
+    /// The k8s-claimer endpoints, when enabled.
+    pub claimer: Option<ClaimerOptions>,
+    /// Largest request body accepted.
+    pub max_body_bytes: usize,
     /// Boskos pool metrics.
     pub pool_metrics: PoolMetrics,
     /// First-poll times of waiting acquire requests.
@@ -69,17 +71,20 @@ impl ApiState {
     ) -> Result<Self, ApiError> {
         let http = HttpMetrics::register(&registry)?;
         let pool_metrics = PoolMetrics::register(&registry)?;
-        let axebow = Arc::new(AxebowContext::new(
-            options.verifier.clone(),
-            options.platform.clone(),
-        ));
+        let ApiOptions {
+            claimer,
+            verifier,
+            platform,
+            max_body_bytes,
+        } = options;
         Ok(Self {
-            axebow,
+            axebow: Arc::new(AxebowContext::new(verifier, platform)),
             raft,
             registry,
             http,
             shutdown,
-            options,
+            claimer,
+            max_body_bytes,
             pool_metrics,
             acquire_clock: AcquireClock::default(),
         })
