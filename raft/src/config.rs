@@ -30,9 +30,10 @@ pub struct RaftConfig {
 impl Default for RaftConfig {
     fn default() -> Self {
         Self {
-            // openraft 0.9 lets a follower campaign only after the leader's lease (the maximum
-            // election timeout) plus its own election timeout: 500 + 250..500 ms here, so a
-            // dead leader is replaced in about a second and a split vote still fits in two.
+            // A follower campaigns only after the leader's lease (the maximum election
+            // timeout, during which openraft's voters refuse any vote) plus its own election
+            // timeout, and only after a pre-vote round (`elector`): 500 + 250..500 ms here, so
+            // a dead leader is replaced in about a second.
             heartbeat_interval: Duration::from_millis(50),
             election_timeout_min: Duration::from_millis(250),
             election_timeout_max: Duration::from_millis(500),
@@ -90,6 +91,8 @@ impl RaftConfig {
             // entry may be a batch of writes: a follower catching up must get small RPCs, or
             // every one times out and is sent again, forever.
             max_payload_entries: MAX_ENTRIES_PER_APPEND,
+            // Elections are started by `elector` after a pre-vote round, not on openraft's timer.
+            enable_elect: false,
             ..Default::default()
         };
         config.validate().map_err(|e| StoreError::Config(e.to_string()))

@@ -13,10 +13,11 @@ use tokio::sync::{broadcast, watch};
 use tokio::time::Instant;
 
 use crate::batcher::Batcher;
+use crate::elector::Elector;
 use crate::error::{HistoryGone, MembershipError, ReadError, StoreError, WriteError};
 use crate::metrics::RaftMetricsExporter;
 use crate::network::client::{Network, PeerClient, PeerError};
-use crate::network::protocol::{LeaderRequest, LeaderResponse, NodeStatus};
+use crate::network::protocol::{LeaderRequest, LeaderResponse, NodeStatus, PreVoteRequest, PreVoteResponse};
 use crate::read_batcher::ReadBatcher;
 use crate::store::{self, SharedState};
 use crate::typ::{ClientWriteError, NodeId, PeerNode, Raft, RaftError, RaftMetrics};
@@ -113,6 +114,8 @@ struct Core {
     batcher: Batcher,
     /// Shared quorum rounds for the linearizable reads this node serves as leader.
     read_batcher: ReadBatcher,
+    /// When to campaign, after a pre-vote round.
+    elector: Arc<Elector>,
 }
 
 /// A cheap, cloneable handle on this node's Raft instance.
@@ -144,10 +147,11 @@ impl RaftHandle {
         let (log_store, state_machine) = store::open(&options.data_dir, options.config.watch_history)?;
         let shared = state_machine.shared();
         let committed = log_store.committed_index();
+        let log_for_elector = log_store.clone();
         let peers = PeerClient::new(&options.cluster_secret, options.peer_source_ip);
         let raft = Raft::new(
             options.id,
-            openraft_config,
+            openraft_config.clone(),
             Network::new(peers.clone()),
             log_store,
             state_machine,
@@ -192,6 +196,16 @@ impl RaftHandle {
             shared.clone(),
             committed.clone(),
         ));
+        let elector = Arc::new(Elector::new(
+            options.id,
+            raft.clone(),
+            log_for_elector,
+            peers.clone(),
+            options.config.clone(),
+            openraft_config,
+            crate::metrics::pre_vote_counter(registry)?,
+        ));
+        tokio::spawn(elector.clone().run());
         let raft_for_batcher = raft.clone();
         Ok(Self {
             core: Arc::new(Core {
@@ -205,6 +219,7 @@ impl RaftHandle {
                 leadership,
                 batcher: Batcher::start(raft_for_batcher.clone()),
                 read_batcher: ReadBatcher::start(raft_for_batcher),
+                elector,
             }),
         })
     }
@@ -539,6 +554,16 @@ impl RaftHandle {
             term: metrics.current_term,
             members,
         }
+    }
+
+    /// Notes that a leader (or a candidate this node voted for) was heard from just now.
+    pub(crate) fn heard_from_leader(&self) {
+        self.core.elector.heard_from_leader();
+    }
+
+    /// Whether this node would vote for the candidate now.
+    pub(crate) fn answer_pre_vote(&self, request: &PreVoteRequest) -> PreVoteResponse {
+        self.core.elector.answer(request)
     }
 
     pub(crate) fn raw(&self) -> &Raft {

@@ -14,6 +14,7 @@
 
 mod batcher;
 pub mod config;
+mod elector;
 pub mod error;
 mod handle;
 mod metrics;

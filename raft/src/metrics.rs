@@ -2,7 +2,7 @@
 
 use std::sync::atomic::Ordering;
 
-use prometheus::{IntCounter, IntGauge, IntGaugeVec, Opts, Registry};
+use prometheus::{IntCounter, IntCounterVec, IntGauge, IntGaugeVec, Opts, Registry};
 
 use crate::error::StoreError;
 use crate::store::SharedState;
@@ -34,6 +34,23 @@ fn gauge(registry: &Registry, name: &str, help: &str) -> Result<IntGauge, StoreE
 
 fn counter(registry: &Registry, name: &str, help: &str) -> Result<IntCounter, StoreError> {
     let counter = IntCounter::new(name, help).map_err(metric_error)?;
+    registry
+        .register(Box::new(counter.clone()))
+        .map_err(metric_error)?;
+    Ok(counter)
+}
+
+/// Pre-vote rounds this node ran before campaigning, by `outcome` (`won`: a majority would vote
+/// for it and it campaigned; `lost`: it did not campaign).
+pub(crate) fn pre_vote_counter(registry: &Registry) -> Result<IntCounterVec, StoreError> {
+    let counter = IntCounterVec::new(
+        Opts::new(
+            "drover_raft_pre_votes_total",
+            "Pre-vote rounds this node ran before campaigning, by outcome (won, lost)",
+        ),
+        &["outcome"],
+    )
+    .map_err(metric_error)?;
     registry
         .register(Box::new(counter.clone()))
         .map_err(metric_error)?;

@@ -183,6 +183,66 @@ async fn without_a_quorum_writes_answer_503_in_time_and_recover() -> Result<()> 
     cluster.shutdown().await
 }
 
+/// A node that missed writes cannot win an election, so it must not start one: the node with
+/// the full log wins the very next term, and nothing was lost.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_node_whose_log_is_behind_does_not_start_a_term_it_cannot_win() -> Result<()> {
+    let mut cluster = TestCluster::start(3).await?;
+    let leader = cluster.leader(ELECTION).await?;
+    let others: Vec<u64> = cluster
+        .running_ids()
+        .into_iter()
+        .filter(|id| *id != leader)
+        .collect();
+    let (up_to_date, lagging) = (others[0], others[1]);
+    cluster.stop(lagging).await?;
+    for i in 0..5 {
+        let created = cluster
+            .client(leader)
+            .create("default", &format!("missed-{i}"), "n1")
+            .await?;
+        ensure!(created.status == StatusCode::CREATED, "{created:?}");
+    }
+    let term = cluster.node(up_to_date)?.raft.leadership().borrow().term;
+
+    cluster.stop(leader).await?;
+    // Alone, the up-to-date node finds no majority that would vote for it, and so starts no
+    // term; openraft's own timer would have started one on every timeout.
+    let alone = cluster.client(up_to_date);
+    eventually(ELECTION, "the lone node to lose a pre-vote round", || async {
+        let (_, text) = alone.get_path("/metrics").await.ok()?;
+        let lost = text
+            .lines()
+            .find_map(|line| line.strip_prefix("drover_raft_pre_votes_total{outcome=\"lost\"} "))?;
+        (lost.parse::<f64>().ok()? >= 1.0).then_some(())
+    })
+    .await?;
+    let alone_term = cluster.node(up_to_date)?.raft.leadership().borrow().term;
+    ensure!(
+        alone_term == term,
+        "alone, node {up_to_date} moved from term {term} to {alone_term}"
+    );
+
+    cluster.restart(lagging).await?;
+    let next = cluster.leader(ELECTION).await?;
+    ensure!(
+        next == up_to_date,
+        "node {next} leads; only node {up_to_date} has the whole log"
+    );
+    let next_term = cluster.node(next)?.raft.leadership().borrow().term;
+    ensure!(
+        next_term == term + 1,
+        "the new leader's term is {next_term}, the old one's {term}: terms were spent on \
+         elections nobody could win"
+    );
+    let read = cluster.client(lagging).get("default", "missed-4", "").await?;
+    ensure!(
+        read.status == StatusCode::OK,
+        "read on the lagging node: {read:?}"
+    );
+    cluster.shutdown().await
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn the_peer_listener_refuses_requests_without_the_cluster_secret() -> Result<()> {
     let cluster = TestCluster::start(3).await?;

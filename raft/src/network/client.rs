@@ -18,7 +18,10 @@ use serde::de::DeserializeOwned;
 use serde::Serialize;
 use thiserror::Error;
 
-use super::protocol::{frame_snapshot, LeaderRequest, LeaderResponse, NodeStatus, SnapshotHeader};
+use super::protocol::{
+    frame_snapshot, LeaderRequest, LeaderResponse, NodeStatus, PreVoteRequest, PreVoteResponse,
+    SnapshotHeader,
+};
 use super::{bearer, SECRET_HEADER};
 use crate::typ::{NodeId, PeerNode, Snapshot, TypeConfig, Vote};
 
@@ -139,6 +142,16 @@ impl PeerClient {
         timeout: Duration,
     ) -> Result<LeaderResponse, PeerError> {
         self.post_json(addr, "/raft/leader", request, timeout).await
+    }
+
+    /// Asks the voter at `addr` whether it would vote for this node.
+    pub async fn pre_vote(
+        &self,
+        addr: &str,
+        request: &PreVoteRequest,
+        timeout: Duration,
+    ) -> Result<PreVoteResponse, PeerError> {
+        self.post_json(addr, "/raft/prevote", request, timeout).await
     }
 
     /// Asks the node at `addr` for its status.

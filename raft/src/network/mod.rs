@@ -5,6 +5,7 @@
 //! |---|---|---|
 //! | `POST /raft/append` | `AppendEntriesRequest` | every member |
 //! | `POST /raft/vote` | `VoteRequest` | every member |
+//! | `POST /raft/prevote` | [`protocol::PreVoteRequest`] | every member (would it vote?) |
 //! | `POST /raft/snapshot` | framed snapshot (vote, meta, data) | every member |
 //! | `POST /raft/leader` | [`protocol::LeaderRequest`] | the leader (writes, read index, membership) |
 //! | `GET /raft/status` | — | every member: its own view, for `/cluster` |

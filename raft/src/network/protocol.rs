@@ -3,7 +3,7 @@
 use drover_model::{CommandResult, Proposal};
 use serde::{Deserialize, Serialize};
 
-use crate::typ::{NodeId, PeerNode, SnapshotMeta, Vote};
+use crate::typ::{LogId, NodeId, PeerNode, SnapshotMeta, Vote};
 
 /// A request only the leader can answer; followers forward it.
 // One message per request, moved a few times: boxing would only add an allocation.
@@ -62,6 +62,24 @@ pub enum LeaderResponse {
         /// What happened.
         message: String,
     },
+}
+
+/// A candidate asking whether a voter would vote for it, before it starts a term.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct PreVoteRequest {
+    /// The node that would campaign.
+    pub candidate: NodeId,
+    /// The last entry of its log.
+    pub last_log_id: Option<LogId>,
+}
+
+/// A voter's answer to a [`PreVoteRequest`].
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct PreVoteResponse {
+    /// Whether it would vote for the candidate now.
+    pub granted: bool,
+    /// Why not, when it would not.
+    pub reason: String,
 }
 
 /// What one node reports about itself.

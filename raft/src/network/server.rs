@@ -9,9 +9,9 @@ use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
-use openraft::raft::{AppendEntriesRequest, VoteRequest};
+use openraft::raft::{AppendEntriesRequest, AppendEntriesResponse, VoteRequest};
 
-use super::protocol::{unframe_snapshot, LeaderRequest};
+use super::protocol::{unframe_snapshot, LeaderRequest, PreVoteRequest};
 use super::{bearer, SECRET_HEADER};
 use crate::handle::RaftHandle;
 use crate::typ::{Snapshot, TypeConfig};
@@ -31,6 +31,7 @@ pub fn peer_router(handle: RaftHandle, cluster_secret: &str) -> Router {
     Router::new()
         .route("/raft/append", post(append))
         .route("/raft/vote", post(vote))
+        .route("/raft/prevote", post(pre_vote))
         .route("/raft/snapshot", post(snapshot))
         .route("/raft/leader", post(leader))
         .route("/raft/status", get(status))
@@ -61,11 +62,25 @@ async fn append(
     State(state): State<PeerState>,
     Json(request): Json<AppendEntriesRequest<TypeConfig>>,
 ) -> Response {
-    Json(state.handle.raw().append_entries(request).await).into_response()
+    let answer = state.handle.raw().append_entries(request).await;
+    // Anything but a refusal for a stale term means the sender is this node's leader.
+    if matches!(&answer, Ok(response) if !matches!(response, AppendEntriesResponse::HigherVote(_))) {
+        state.handle.heard_from_leader();
+    }
+    Json(answer).into_response()
 }
 
 async fn vote(State(state): State<PeerState>, Json(request): Json<VoteRequest<u64>>) -> Response {
-    Json(state.handle.raw().vote(request).await).into_response()
+    let answer = state.handle.raw().vote(request).await;
+    // Having voted, give the candidate a full timeout to win before campaigning here.
+    if matches!(&answer, Ok(response) if response.vote_granted) {
+        state.handle.heard_from_leader();
+    }
+    Json(answer).into_response()
+}
+
+async fn pre_vote(State(state): State<PeerState>, Json(request): Json<PreVoteRequest>) -> Response {
+    Json(state.handle.answer_pre_vote(&request)).into_response()
 }
 
 async fn snapshot(State(state): State<PeerState>, body: Bytes) -> Response {
@@ -77,14 +92,15 @@ async fn snapshot(State(state): State<PeerState>, body: Bytes) -> Response {
         meta: header.meta,
         snapshot: Box::new(Cursor::new(data)),
     };
-    Json(
-        state
-            .handle
-            .raw()
-            .install_full_snapshot(header.vote, snapshot)
-            .await,
-    )
-    .into_response()
+    let answer = state
+        .handle
+        .raw()
+        .install_full_snapshot(header.vote, snapshot)
+        .await;
+    if matches!(&answer, Ok(response) if response.vote == header.vote) {
+        state.handle.heard_from_leader();
+    }
+    Json(answer).into_response()
 }
 
 async fn leader(State(state): State<PeerState>, Json(request): Json<LeaderRequest>) -> Response {

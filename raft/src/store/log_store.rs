@@ -87,6 +87,12 @@ impl LogStore {
         }
     }
 
+    /// The last log id this node holds, or the last purged one when the log is empty.
+    pub(crate) fn last_log_id_or_purged(&self) -> Result<Option<LogId>, StorageError> {
+        let last_purged: Option<LogId> = self.get_meta(KEY_LAST_PURGED)?;
+        Ok(self.last_log_id()?.or(last_purged))
+    }
+
     fn delete_range(&self, from: u64, to: u64, sync: bool) -> Result<(), StorageError> {
         let cf = self.cf(CF_LOG)?;
         let mut batch = WriteBatch::default();
