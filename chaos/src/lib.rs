@@ -15,4 +15,5 @@ pub mod pool_workload;
 pub mod report;
 pub mod rng;
 pub mod runner;
+pub mod sim;
 pub mod workload;

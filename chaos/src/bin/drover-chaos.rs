@@ -9,8 +9,9 @@ use clap::Parser;
 use drover_chaos::faults::FaultKind;
 use drover_chaos::netns;
 use drover_chaos::runner::{run, RunConfig};
+use drover_chaos::sim::{simulate_seeds, SimOptions};
 
-/// Chaos runs against a three-node Drover cluster on loopback.
+/// Chaos runs against a three-node Drover cluster on loopback, or in a deterministic simulation.
 #[derive(Debug, Parser)]
 #[command(name = "drover-chaos")]
 struct Cli {
@@ -40,6 +41,15 @@ struct Cli {
     /// Cluster size: 3 or 5 nodes.
     #[arg(long, default_value_t = 3)]
     nodes: u64,
+    /// Run in the deterministic simulation (in-process nodes, simulated network, clock and disk)
+    /// instead of real processes: `--duration` is then simulated seconds, and `--faults`,
+    /// `--nodes` and `--pool-clients` do not apply.
+    #[arg(long)]
+    simulate: bool,
+    /// With `--simulate`: serve reads without the read barrier (the planted bug the checker
+    /// must find).
+    #[arg(long, requires = "simulate")]
+    planted_stale_read: bool,
     /// Where to write the JSON reports (one array).
     #[arg(long, default_value = "chaos-report.json")]
     out: PathBuf,
@@ -47,6 +57,9 @@ struct Cli {
 
 fn main() -> Result<ExitCode> {
     let cli = Cli::parse();
+    if cli.simulate {
+        return simulate_all(&cli);
+    }
     if cli.nodes != 3 && cli.nodes != 5 {
         bail!("--nodes must be 3 or 5, not {}", cli.nodes);
     }
@@ -68,6 +81,34 @@ fn main() -> Result<ExitCode> {
         return Ok(ExitCode::from(u8::try_from(code).unwrap_or(1)));
     }
     tokio::runtime::Runtime::new()?.block_on(run_all(&cli, faults))
+}
+
+fn simulate_all(cli: &Cli) -> Result<ExitCode> {
+    let template = SimOptions {
+        clients: cli.clients,
+        keys: cli.keys as u64,
+        duration: Duration::from_secs(cli.duration),
+        planted_stale_read: cli.planted_stale_read,
+        ..SimOptions::new(cli.seed)
+    };
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let outcomes = simulate_seeds(cli.seed, cli.runs, &template, threads);
+    let mut failed = 0;
+    for outcome in &outcomes {
+        println!("{}", outcome.summary());
+        for violation in &outcome.violations {
+            println!("  violation: {violation}");
+        }
+        failed += usize::from(!outcome.violations.is_empty());
+    }
+    println!("{failed} of {} simulated seeds had violations", outcomes.len());
+    std::fs::write(&cli.out, serde_json::to_vec_pretty(&outcomes)?)?;
+    println!("reports written to {}", cli.out.display());
+    Ok(if failed > 0 {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    })
 }
 
 async fn run_all(cli: &Cli, faults: Vec<FaultKind>) -> Result<ExitCode> {
