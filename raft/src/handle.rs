@@ -4,7 +4,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Weak};
 use std::time::Duration;
 
 use drover_model::{Change, CommandResult, Proposal, State};
@@ -13,6 +13,7 @@ use tokio::sync::{broadcast, watch};
 use tokio::time::Instant;
 
 use crate::batcher::Batcher;
+use crate::commit::group_commit;
 use crate::elector::Elector;
 use crate::error::{HistoryGone, MembershipError, ReadError, StoreError, WriteError};
 use crate::metrics::RaftMetricsExporter;
@@ -25,6 +26,10 @@ use crate::RaftConfig;
 
 /// How often a request waiting for a leader looks again.
 const LEADER_POLL: Duration = Duration::from_millis(25);
+/// Batches of writes a follower has on their way to the leader at once.
+const FORWARDS_IN_FLIGHT: usize = 4;
+/// Most writes a follower sends to the leader in one request.
+const MAX_FORWARD_BATCH: usize = 64;
 
 /// Everything needed to start a node's Raft instance.
 #[derive(Debug, Clone)]
@@ -111,9 +116,13 @@ struct Core {
     config: RaftConfig,
     leadership: watch::Receiver<Leadership>,
     /// Group commit for the writes this node serves as leader.
-    batcher: Batcher,
+    group_commit: Batcher<Proposal, LeaderResponse>,
+    /// Group forwarding of this node's writes to the leader when it does not lead.
+    forwarder: Batcher<Proposal, Routed>,
     /// Shared quorum rounds for the linearizable reads this node serves as leader.
-    read_batcher: ReadBatcher,
+    quorum_rounds: ReadBatcher<LeaderResponse>,
+    /// Shared requests to the leader for this node's own linearizable reads.
+    read_index_rounds: ReadBatcher<Routed>,
     /// When to campaign, after a pre-vote round.
     elector: Arc<Elector>,
 }
@@ -126,6 +135,7 @@ pub struct RaftHandle {
 
 // One value per request, moved a few times: boxing would only add an allocation.
 #[allow(clippy::large_enum_variant)]
+#[derive(Clone)]
 enum Routed {
     Answer(LeaderResponse),
     /// Nothing was delivered and no leader is reachable yet.
@@ -206,22 +216,50 @@ impl RaftHandle {
             crate::metrics::pre_vote_counter(registry)?,
         ));
         tokio::spawn(elector.clone().run());
-        let raft_for_batcher = raft.clone();
-        Ok(Self {
-            core: Arc::new(Core {
+        let core = Arc::new_cyclic(|weak: &Weak<Core>| {
+            let for_reads = weak.clone();
+            let for_writes = weak.clone();
+            let raft_for_rounds = raft.clone();
+            Core {
                 id: options.id,
                 node: options.node,
+                group_commit: group_commit(raft.clone()),
+                forwarder: Batcher::start(FORWARDS_IN_FLIGHT, MAX_FORWARD_BATCH, move |proposals| {
+                    let core = for_writes.upgrade();
+                    Box::pin(async move {
+                        match core {
+                            Some(core) => RaftHandle { core }.forward_writes(proposals).await,
+                            None => {
+                                vec![Routed::NoLeader("this node is shutting down".into()); proposals.len()]
+                            }
+                        }
+                    })
+                }),
+                quorum_rounds: ReadBatcher::start(move || Box::pin(quorum_round(raft_for_rounds.clone()))),
+                read_index_rounds: ReadBatcher::start(move || {
+                    let core = for_reads.upgrade();
+                    Box::pin(async move {
+                        match core {
+                            Some(core) => {
+                                let deadline = Instant::now() + core.config.request_timeout;
+                                RaftHandle { core }
+                                    .route(LeaderRequest::ReadIndex, deadline)
+                                    .await
+                            }
+                            None => Routed::NoLeader("this node is shutting down".into()),
+                        }
+                    })
+                }),
                 raft,
                 shared,
                 committed,
                 peers,
                 config: options.config,
                 leadership,
-                batcher: Batcher::start(raft_for_batcher.clone()),
-                read_batcher: ReadBatcher::start(raft_for_batcher),
                 elector,
-            }),
-        })
+            }
+        });
+        Ok(Self { core })
     }
 
     /// This node's id.
@@ -263,7 +301,21 @@ impl RaftHandle {
     /// leader when this node is not it.
     pub async fn write(&self, proposal: Proposal) -> Result<Written, WriteError> {
         let deadline = Instant::now() + self.core.config.request_timeout;
-        match self.route(LeaderRequest::Write(proposal), deadline).await {
+        let routed = if self.core.leadership.borrow().is_self {
+            self.route(LeaderRequest::Write(proposal), deadline).await
+        } else {
+            match tokio::time::timeout_at(deadline, self.core.forwarder.submit(proposal)).await {
+                Ok(Some(routed)) => routed,
+                // The batch may have reached the leader.
+                Ok(None) => Routed::Answer(LeaderResponse::Failed {
+                    message: "this node stopped while the write was on its way".into(),
+                }),
+                Err(_) => Routed::Answer(LeaderResponse::Failed {
+                    message: "not committed within the request timeout".into(),
+                }),
+            }
+        };
+        match routed {
             Routed::Answer(LeaderResponse::Written { index, result }) => {
                 // Serve the caller's next read from this node consistently: wait until the
                 // write is applied here too.
@@ -277,6 +329,38 @@ impl RaftHandle {
         }
     }
 
+    /// Sends writes that reached this node together to the leader as one request; one answer
+    /// per proposal, in order.
+    async fn forward_writes(&self, mut proposals: Vec<Proposal>) -> Vec<Routed> {
+        let count = proposals.len();
+        let deadline = Instant::now() + self.core.config.request_timeout;
+        let request = match proposals.pop() {
+            Some(only) if proposals.is_empty() => LeaderRequest::Write(only),
+            Some(last) => {
+                proposals.push(last);
+                LeaderRequest::WriteBatch(proposals)
+            }
+            None => return Vec::new(),
+        };
+        match self.route(request, deadline).await {
+            Routed::Answer(LeaderResponse::Batch { answers }) if answers.len() == count => answers
+                .into_iter()
+                .map(|answer| match answer {
+                    // Not proposed, as `route` assumes of this answer to a single write.
+                    LeaderResponse::NotLeader { .. } => {
+                        Routed::NoLeader("leadership moved while the write was forwarded".into())
+                    }
+                    answer => Routed::Answer(answer),
+                })
+                .collect(),
+            Routed::Answer(LeaderResponse::Batch { answers }) => {
+                let message = format!("{} answers to a batch of {count}", answers.len());
+                vec![Routed::Answer(LeaderResponse::Failed { message }); count]
+            }
+            routed => vec![routed; count],
+        }
+    }
+
     /// Reads the state with the given consistency; returns `f`'s result and the revision it
     /// reflects (the resource version of a list).
     pub async fn read<R>(
@@ -286,10 +370,17 @@ impl RaftHandle {
     ) -> Result<(R, u64), ReadError> {
         if consistency == Consistency::Linearizable {
             let deadline = Instant::now() + self.core.config.request_timeout;
-            let index = match self.route(LeaderRequest::ReadIndex, deadline).await {
-                Routed::Answer(LeaderResponse::ReadIndex { index }) => index,
-                Routed::Answer(other) => return Err(ReadError::Unavailable(format!("{other:?}"))),
-                Routed::NoLeader(message) => return Err(ReadError::Unavailable(message)),
+            let round = tokio::time::timeout_at(deadline, self.core.read_index_rounds.read_index()).await;
+            let index = match round {
+                Ok(Some(Routed::Answer(LeaderResponse::ReadIndex { index }))) => index,
+                Ok(Some(Routed::Answer(other))) => return Err(ReadError::Unavailable(format!("{other:?}"))),
+                Ok(Some(Routed::NoLeader(message))) => return Err(ReadError::Unavailable(message)),
+                Ok(None) => return Err(ReadError::ShuttingDown),
+                Err(_) => {
+                    return Err(ReadError::Unavailable(
+                        "the leader did not confirm a read index within the request timeout".into(),
+                    ))
+                }
             };
             self.wait_applied(index, deadline).await?;
         }
@@ -349,9 +440,11 @@ impl RaftHandle {
                         Ok(answer) => Some(answer),
                         Err(_) => {
                             return Routed::Answer(match request {
-                                LeaderRequest::Write(_) => LeaderResponse::Failed {
-                                    message: "not committed within the request timeout".into(),
-                                },
+                                LeaderRequest::Write(_) | LeaderRequest::WriteBatch(_) => {
+                                    LeaderResponse::Failed {
+                                        message: "not committed within the request timeout".into(),
+                                    }
+                                }
                                 _ => LeaderResponse::Refused {
                                     message: "leader did not confirm in time".into(),
                                 },
@@ -397,26 +490,38 @@ impl RaftHandle {
     pub(crate) async fn serve_leader_request(&self, request: LeaderRequest) -> LeaderResponse {
         let raft = &self.core.raft;
         match request {
-            LeaderRequest::Write(mut proposal) => {
-                if let Some(silence) = self.quorum_silence_ms() {
-                    // Cut off from the majority: the write could only wait out its timeout.
-                    return LeaderResponse::Refused {
-                        message: format!(
-                            "this leader has not heard from a majority for {silence} ms; \
-                             nothing was proposed"
-                        ),
+            LeaderRequest::Write(proposal) => {
+                if let Some(refusal) = self.refusal_without_quorum() {
+                    return refusal;
+                }
+                self.commit(proposal).await
+            }
+            LeaderRequest::WriteBatch(proposals) => {
+                let leadership = *self.core.leadership.borrow();
+                if !leadership.is_self {
+                    // Answered for the whole batch, so that the sender tries the leader instead.
+                    return LeaderResponse::NotLeader {
+                        leader: leadership.leader,
                     };
                 }
-                // The leader's clock is the cluster's clock: every replica applies this value.
-                proposal.now_ms = wall_clock_ms();
-                self.core.batcher.write(proposal).await
+                if let Some(refusal) = self.refusal_without_quorum() {
+                    return refusal;
+                }
+                let answers = futures::future::join_all(proposals.into_iter().map(|p| self.commit(p))).await;
+                LeaderResponse::Batch { answers }
             }
             LeaderRequest::ReadIndex => {
                 #[cfg(feature = "planted-stale-read")]
                 if let Some(index) = self.planted_stale_read_index() {
                     return LeaderResponse::ReadIndex { index };
                 }
-                self.core.read_batcher.read_index().await
+                self.core
+                    .quorum_rounds
+                    .read_index()
+                    .await
+                    .unwrap_or_else(|| LeaderResponse::Refused {
+                        message: "this node is shutting down".to_string(),
+                    })
             }
             LeaderRequest::AddMember { id, node } => {
                 let added = match raft.add_learner(id, node, true).await {
@@ -472,6 +577,29 @@ impl RaftHandle {
             Routed::Answer(other) => Err(MembershipError::Unavailable(format!("{other:?}"))),
             Routed::NoLeader(message) => Err(MembershipError::Unavailable(message)),
         }
+    }
+
+    /// On a leader cut off from the majority: the refusal that spares a write waiting out its
+    /// timeout.
+    fn refusal_without_quorum(&self) -> Option<LeaderResponse> {
+        self.quorum_silence_ms().map(|silence| LeaderResponse::Refused {
+            message: format!(
+                "this leader has not heard from a majority for {silence} ms; nothing was proposed"
+            ),
+        })
+    }
+
+    /// Commits one proposal with the leader's group commit.
+    async fn commit(&self, mut proposal: Proposal) -> LeaderResponse {
+        // The leader's clock is the cluster's clock: every replica applies this value.
+        proposal.now_ms = wall_clock_ms();
+        self.core
+            .group_commit
+            .submit(proposal)
+            .await
+            .unwrap_or_else(|| LeaderResponse::Refused {
+                message: "this node is shutting down".to_string(),
+            })
     }
 
     /// THE PLANTED BUG (feature `planted-stale-read`, for the chaos harness only): a node that
@@ -578,13 +706,31 @@ impl RaftHandle {
     }
 }
 
+/// One quorum round on the leader: the index every read sharing it must wait for.
+async fn quorum_round(raft: Raft) -> LeaderResponse {
+    match raft.get_read_log_id().await {
+        Ok((read_log_id, _)) => LeaderResponse::ReadIndex {
+            index: read_log_id.map_or(0, |id| id.index),
+        },
+        Err(e) => match e.forward_to_leader() {
+            Some(forward) => LeaderResponse::NotLeader {
+                leader: forward.leader_id,
+            },
+            None => LeaderResponse::Refused {
+                message: e.to_string(),
+            },
+        },
+    }
+}
+
 fn undelivered_or_unknown(request: &LeaderRequest, error: &PeerError) -> LeaderResponse {
     match request {
-        LeaderRequest::Write(_) | LeaderRequest::AddMember { .. } | LeaderRequest::RemoveMember { .. } => {
-            LeaderResponse::Failed {
-                message: error.to_string(),
-            }
-        }
+        LeaderRequest::Write(_)
+        | LeaderRequest::WriteBatch(_)
+        | LeaderRequest::AddMember { .. }
+        | LeaderRequest::RemoveMember { .. } => LeaderResponse::Failed {
+            message: error.to_string(),
+        },
         LeaderRequest::ReadIndex => LeaderResponse::Refused {
             message: error.to_string(),
         },

@@ -13,6 +13,7 @@
 //! peer router, which only `node` mounts.
 
 mod batcher;
+mod commit;
 pub mod config;
 mod elector;
 pub mod error;

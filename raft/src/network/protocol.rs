@@ -12,6 +12,9 @@ use crate::typ::{LogId, NodeId, PeerNode, SnapshotMeta, Vote};
 pub enum LeaderRequest {
     /// Propose and commit a command.
     Write(Proposal),
+    /// Propose and commit several commands (a follower's clients' writes sent together); each
+    /// gets its own answer.
+    WriteBatch(Vec<Proposal>),
     /// Confirm leadership and return the index a linearizable read must wait for.
     ReadIndex,
     /// Add a member as learner, wait for it to catch up, then promote it to voter.
@@ -39,6 +42,11 @@ pub enum LeaderResponse {
         index: u64,
         /// What the state machine answered.
         result: CommandResult,
+    },
+    /// The answers to a [`LeaderRequest::WriteBatch`], in its order.
+    Batch {
+        /// One answer per proposal.
+        answers: Vec<LeaderResponse>,
     },
     /// Reads must wait until this index is applied.
     ReadIndex {

@@ -1,0 +1,70 @@
+//! Group commit on the leader: the proposals queued while earlier entries are syncing and
+//! replicating become one log entry (`Command::Batch`), and each caller gets its own result
+//! and its own revision.
+
+use drover_model::command::{Command, CommandResult, Proposal};
+
+use crate::batcher::Batcher;
+use crate::handle::wall_clock_ms;
+use crate::network::protocol::LeaderResponse;
+use crate::typ::Raft;
+
+/// Entries proposed but not yet committed at once. Measured at 64 clients: 1 slot gave batches
+/// of 32 and 3,500 writes/s, 2 slots batches of 20 and 4,200/s, 4 slots 3,300/s, 16 slots
+/// batches of 3 and 2,400/s (each entry costs a serial fsync in the leader's core).
+const IN_FLIGHT: usize = 2;
+/// Most proposals in one entry: with `MAX_ENTRIES_PER_APPEND` entries per RPC, an RPC holds at
+/// most about a thousand writes and stays well within the heartbeat-long RPC deadline.
+const MAX_BATCH: usize = 64;
+
+/// The leader's group commit in front of `raft`.
+pub(crate) fn group_commit(raft: Raft) -> Batcher<Proposal, LeaderResponse> {
+    Batcher::start(IN_FLIGHT, MAX_BATCH, move |proposals| {
+        Box::pin(commit(raft.clone(), proposals))
+    })
+}
+
+/// Proposes one entry for `proposals` and answers each of them.
+async fn commit(raft: Raft, proposals: Vec<Proposal>) -> Vec<LeaderResponse> {
+    let count = proposals.len();
+    let single = count == 1;
+    let entry = if single {
+        proposals
+            .into_iter()
+            .next()
+            .unwrap_or_else(|| Proposal::new(Command::Noop))
+    } else {
+        Proposal {
+            idempotency_key: None,
+            now_ms: wall_clock_ms(),
+            command: Command::Batch { proposals },
+        }
+    };
+    match raft.client_write(entry).await {
+        Ok(response) => {
+            let index = response.log_id.index;
+            match response.data {
+                CommandResult::Batch { results } if !single && results.len() == count => results
+                    .into_iter()
+                    .map(|result| LeaderResponse::Written { index, result })
+                    .collect(),
+                result if single => vec![LeaderResponse::Written { index, result }],
+                other => {
+                    let message = format!("a batch of {count} was answered with {other:?}");
+                    vec![LeaderResponse::Failed { message }; count]
+                }
+            }
+        }
+        Err(e) => {
+            let answer = match e.forward_to_leader() {
+                Some(forward) => LeaderResponse::NotLeader {
+                    leader: forward.leader_id,
+                },
+                None => LeaderResponse::Failed {
+                    message: e.to_string(),
+                },
+            };
+            vec![answer; count]
+        }
+    }
+}
