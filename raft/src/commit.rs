@@ -19,7 +19,7 @@ const MAX_BATCH: usize = 64;
 
 /// The leader's group commit in front of `raft`.
 pub(crate) fn group_commit(raft: Raft) -> Batcher<Proposal, LeaderResponse> {
-    Batcher::start(IN_FLIGHT, MAX_BATCH, move |proposals| {
+    Batcher::start(IN_FLIGHT, MAX_BATCH, None, move |proposals| {
         Box::pin(commit(raft.clone(), proposals))
     })
 }

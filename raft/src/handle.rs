@@ -12,14 +12,13 @@ use openraft::{ChangeMembers, ServerState};
 use tokio::sync::{broadcast, watch};
 use tokio::time::Instant;
 
-use crate::batcher::Batcher;
+use crate::batcher::{shared_rounds, Batcher};
 use crate::commit::group_commit;
 use crate::elector::Elector;
 use crate::error::{HistoryGone, MembershipError, ReadError, StoreError, WriteError};
 use crate::metrics::RaftMetricsExporter;
 use crate::network::client::{Network, PeerClient, PeerError};
 use crate::network::protocol::{LeaderRequest, LeaderResponse, NodeStatus, PreVoteRequest, PreVoteResponse};
-use crate::read_batcher::ReadBatcher;
 use crate::store::{self, SharedState};
 use crate::typ::{ClientWriteError, NodeId, PeerNode, Raft, RaftError, RaftMetrics};
 use crate::RaftConfig;
@@ -120,9 +119,9 @@ struct Core {
     /// Group forwarding of this node's writes to the leader when it does not lead.
     forwarder: Batcher<Proposal, Routed>,
     /// Shared quorum rounds for the linearizable reads this node serves as leader.
-    quorum_rounds: ReadBatcher<LeaderResponse>,
+    quorum_rounds: Batcher<(), LeaderResponse>,
     /// Shared requests to the leader for this node's own linearizable reads.
-    read_index_rounds: ReadBatcher<Routed>,
+    read_index_rounds: Batcher<(), Routed>,
     /// When to campaign, after a pre-vote round.
     elector: Arc<Elector>,
 }
@@ -224,19 +223,27 @@ impl RaftHandle {
                 id: options.id,
                 node: options.node,
                 group_commit: group_commit(raft.clone()),
-                forwarder: Batcher::start(FORWARDS_IN_FLIGHT, MAX_FORWARD_BATCH, move |proposals| {
-                    let core = for_writes.upgrade();
-                    Box::pin(async move {
-                        match core {
-                            Some(core) => RaftHandle { core }.forward_writes(proposals).await,
-                            None => {
-                                vec![Routed::NoLeader("this node is shutting down".into()); proposals.len()]
+                forwarder: Batcher::start(
+                    FORWARDS_IN_FLIGHT,
+                    MAX_FORWARD_BATCH,
+                    Some(leadership.clone()),
+                    move |proposals| {
+                        let core = for_writes.upgrade();
+                        Box::pin(async move {
+                            match core {
+                                Some(core) => RaftHandle { core }.forward_writes(proposals).await,
+                                None => {
+                                    vec![
+                                        Routed::NoLeader("this node is shutting down".into());
+                                        proposals.len()
+                                    ]
+                                }
                             }
-                        }
-                    })
-                }),
-                quorum_rounds: ReadBatcher::start(move || Box::pin(quorum_round(raft_for_rounds.clone()))),
-                read_index_rounds: ReadBatcher::start(move || {
+                        })
+                    },
+                ),
+                quorum_rounds: shared_rounds(None, move || Box::pin(quorum_round(raft_for_rounds.clone()))),
+                read_index_rounds: shared_rounds(Some(leadership.clone()), move || {
                     let core = for_reads.upgrade();
                     Box::pin(async move {
                         match core {
@@ -370,7 +377,7 @@ impl RaftHandle {
     ) -> Result<(R, u64), ReadError> {
         if consistency == Consistency::Linearizable {
             let deadline = Instant::now() + self.core.config.request_timeout;
-            let round = tokio::time::timeout_at(deadline, self.core.read_index_rounds.read_index()).await;
+            let round = tokio::time::timeout_at(deadline, self.core.read_index_rounds.submit(())).await;
             let index = match round {
                 Ok(Some(Routed::Answer(LeaderResponse::ReadIndex { index }))) => index,
                 Ok(Some(Routed::Answer(other))) => return Err(ReadError::Unavailable(format!("{other:?}"))),
@@ -517,7 +524,7 @@ impl RaftHandle {
                 }
                 self.core
                     .quorum_rounds
-                    .read_index()
+                    .submit(())
                     .await
                     .unwrap_or_else(|| LeaderResponse::Refused {
                         message: "this node is shutting down".to_string(),

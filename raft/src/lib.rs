@@ -20,7 +20,6 @@ pub mod error;
 mod handle;
 mod metrics;
 pub mod network;
-mod read_batcher;
 mod store;
 mod typ;
 
