@@ -62,7 +62,8 @@ fn has_quorum(voter_sets: &[BTreeSet<NodeId>], granted: &BTreeSet<NodeId>) -> bo
 pub(crate) struct Elector {
     id: NodeId,
     raft: Raft,
-    log: LogStore,
+    /// The log, to compare with candidates'; taken away at shutdown so the database closes.
+    log: Mutex<Option<LogStore>>,
     peers: PeerClient,
     config: RaftConfig,
     openraft_config: Arc<openraft::Config>,
@@ -85,7 +86,7 @@ impl Elector {
         Self {
             id,
             raft,
-            log,
+            log: Mutex::new(Some(log)),
             peers,
             config,
             openraft_config,
@@ -111,6 +112,20 @@ impl Elector {
         *self.leader_contact.lock().unwrap_or_else(|p| p.into_inner()) = Some(Instant::now());
     }
 
+    /// Lets go of the log store (at shutdown): the database stays locked while anything holds it.
+    pub(crate) fn release_log(&self) {
+        self.log.lock().unwrap_or_else(|p| p.into_inner()).take();
+    }
+
+    /// The last log id this node holds.
+    fn last_log_id(&self) -> Result<Option<LogId>, String> {
+        let log = self.log.lock().unwrap_or_else(|p| p.into_inner()).clone();
+        match log {
+            Some(log) => log.last_log_id_or_purged().map_err(|e| e.to_string()),
+            None => Err("this node is shutting down".into()),
+        }
+    }
+
     fn last_leader_contact(&self) -> Option<Instant> {
         *self.leader_contact.lock().unwrap_or_else(|p| p.into_inner())
     }
@@ -119,7 +134,7 @@ impl Elector {
     pub(crate) fn answer(&self, request: &PreVoteRequest) -> PreVoteResponse {
         let is_leader = self.raft.metrics().borrow().state == ServerState::Leader;
         let since = self.last_leader_contact().map(|at| at.elapsed());
-        let refused = match self.log.last_log_id_or_purged() {
+        let refused = match self.last_log_id() {
             Ok(own) => refusal(is_leader, since, self.lease(), own, request.last_log_id),
             Err(e) => Some(format!("cannot read this node's log: {e}")),
         };
@@ -143,6 +158,10 @@ impl Elector {
             tick.tick().await;
             let (state, committed_vote, voter_sets) = {
                 let metrics = self.raft.metrics();
+                // Raft has stopped.
+                if metrics.has_changed().is_err() {
+                    return;
+                }
                 let metrics = metrics.borrow();
                 let membership = metrics.membership_config.membership();
                 (
@@ -200,7 +219,7 @@ impl Elector {
         if has_quorum(voter_sets, &granted) {
             return true;
         }
-        let request = match self.log.last_log_id_or_purged() {
+        let request = match self.last_log_id() {
             Ok(last_log_id) => PreVoteRequest {
                 candidate: self.id,
                 last_log_id,

@@ -710,6 +710,7 @@ impl RaftHandle {
         if let Err(e) = self.core.raft.shutdown().await {
             tracing::warn!(error = %e, "raft did not shut down cleanly");
         }
+        self.core.elector.release_log();
     }
 }
 
