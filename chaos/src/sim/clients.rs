@@ -69,7 +69,8 @@ fn spec(holder: &str) -> LeaseSpec {
     })
 }
 
-fn holder_and_version(object: &StoredObject) -> (String, u64) {
+/// The register's value (the lease holder) and version of a stored object.
+pub(super) fn holder_and_version(object: &StoredObject) -> (String, u64) {
     let holder = match &object.spec {
         LeaseSpec::Coordination(spec) => spec.holder_identity.clone().unwrap_or_default(),
         LeaseSpec::Akka(spec) => spec.owner.clone(),

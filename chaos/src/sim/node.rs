@@ -19,6 +19,7 @@ use openraft::raft::{
 use openraft::{BasicNode, OptionalSend};
 use turmoil::net::{TcpListener, TcpStream};
 
+use super::clients::holder_and_version;
 use super::store::{Applied, Disk, MemLog, MemStateMachine, SimTypes, Snapshot, Vote};
 use super::wire::{call, read_frame, write_frame, CallError, Request, Response, PORT};
 
@@ -141,13 +142,8 @@ impl Served {
                     .list(ObjectKind::CoordinationLease, None)
                     .into_iter()
                     .map(|object| {
-                        let holder = match &object.spec {
-                            drover_model::LeaseSpec::Coordination(spec) => {
-                                spec.holder_identity.clone().unwrap_or_default()
-                            }
-                            drover_model::LeaseSpec::Akka(spec) => spec.owner.clone(),
-                        };
-                        (object.key.to_string(), holder, object.meta.resource_version)
+                        let (holder, version) = holder_and_version(&object);
+                        (object.key.to_string(), holder, version)
                     })
                     .collect();
                 Response::Status {
