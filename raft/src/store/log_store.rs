@@ -3,13 +3,14 @@
 use std::fmt::Debug;
 use std::ops::{Bound, RangeBounds};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, MutexGuard};
 
 use openraft::storage::{LogFlushed, LogState, RaftLogStorage};
 use openraft::{AnyError, OptionalSend, RaftLogReader, StorageIOError};
 use rocksdb::{Direction, IteratorMode, WriteBatch, WriteOptions, DB};
 
 use super::codec::{decode, encode, log_index, log_key};
+use super::tail::LogTail;
 use super::{CF_LOG, CF_META};
 use crate::error::StoreError;
 use crate::typ::{Entry, LogId, StorageError, TypeConfig, Vote};
@@ -24,6 +25,8 @@ pub struct LogStore {
     db: Arc<DB>,
     /// Index of the last committed entry this node has heard of, for metrics and readiness.
     committed_index: Arc<AtomicU64>,
+    /// The newest entries, served from memory to replication and apply.
+    tail: Arc<Mutex<LogTail>>,
 }
 
 fn io_read(e: impl std::error::Error + 'static) -> StorageError {
@@ -45,7 +48,13 @@ impl LogStore {
         Self {
             db,
             committed_index: Arc::new(AtomicU64::new(0)),
+            tail: Arc::default(),
         }
+    }
+
+    fn tail(&self) -> MutexGuard<'_, LogTail> {
+        // The tail is only ever changed whole by one call; a panic elsewhere leaves it usable.
+        self.tail.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
     /// A shared view of the committed index this node last heard of.
@@ -112,6 +121,14 @@ impl RaftLogReader<TypeConfig> for LogStore {
             Bound::Excluded(&i) => i + 1,
             Bound::Unbounded => 0,
         };
+        let end = match range.end_bound() {
+            Bound::Included(&i) => i.saturating_add(1),
+            Bound::Excluded(&i) => i,
+            Bound::Unbounded => u64::MAX,
+        };
+        if let Some(entries) = self.tail().get(start, end) {
+            return Ok(entries);
+        }
         let cf = self.cf(CF_LOG)?;
         let mut entries = Vec::new();
         let iter = self
@@ -177,9 +194,10 @@ impl RaftLogStorage<TypeConfig> for LogStore {
         I::IntoIter: OptionalSend,
     {
         let cf = self.cf(CF_LOG)?;
+        let entries: Vec<Entry> = entries.into_iter().collect();
         let mut batch = WriteBatch::default();
-        for entry in entries {
-            let bytes = encode(&entry).map_err(io_write)?;
+        for entry in &entries {
+            let bytes = encode(entry).map_err(io_write)?;
             batch.put_cf(cf, log_key(entry.log_id.index), bytes);
         }
         // The append is durable once the WAL is synced; only then is it reported done.
@@ -189,6 +207,7 @@ impl RaftLogStorage<TypeConfig> for LogStore {
             .map_err(io_write)?;
         match written {
             Ok(()) => {
+                self.tail().appended(entries);
                 callback.log_io_completed(Ok(()));
                 Ok(())
             }
@@ -200,12 +219,15 @@ impl RaftLogStorage<TypeConfig> for LogStore {
     }
 
     async fn truncate(&mut self, log_id: LogId) -> Result<(), StorageError> {
+        // The tail first, so it never holds an entry the log no longer has.
+        self.tail().truncated(log_id.index);
         self.delete_range(log_id.index, u64::MAX, true)
     }
 
     async fn purge(&mut self, log_id: LogId) -> Result<(), StorageError> {
         // Record the purge point first, so a crash in between never hides the gap.
         self.put_meta(KEY_LAST_PURGED, &log_id, true)?;
+        self.tail().purged(log_id.index);
         self.delete_range(0, log_id.index + 1, false)
     }
 }

@@ -18,6 +18,7 @@ mod codec;
 mod history;
 mod log_store;
 mod state_machine;
+mod tail;
 
 use std::path::Path;
 use std::sync::Arc;
