@@ -7,6 +7,11 @@ use drover_node::cli::lease::LeaseCommand;
 use drover_node::cli::token::TokenArgs;
 use drover_node::{config, shutdown_signal, start, telemetry, Listeners, NodeConfig};
 
+// glibc's malloc took about a fifth of each node's CPU under write load (profiled at 64
+// clients); mimalloc's thread-local heaps suit the many small, short-lived allocations.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 /// Drover: a replicated control plane for shared infrastructure.
 #[derive(Debug, Parser)]
 #[command(name = "drover", version, about)]
