@@ -10,6 +10,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
 use openraft::raft::{AppendEntriesRequest, AppendEntriesResponse, VoteRequest};
+use serde::de::DeserializeOwned;
 
 use super::protocol::{unframe_snapshot, LeaderRequest, PreVoteRequest};
 use super::{bearer, SECRET_HEADER};
@@ -58,10 +59,18 @@ async fn authenticate(State(state): State<PeerState>, request: Request, next: Ne
     next.run(request).await
 }
 
-async fn append(
-    State(state): State<PeerState>,
-    Json(request): Json<AppendEntriesRequest<TypeConfig>>,
-) -> Response {
+/// Parses a JSON body. The two busiest routes parse with this rather than axum's `Json`, whose
+/// error-path tracking cost a few percent of a follower's CPU under write load.
+fn parse<T: DeserializeOwned>(body: &[u8]) -> Result<T, Response> {
+    serde_json::from_slice(body)
+        .map_err(|e| (StatusCode::BAD_REQUEST, format!("malformed body: {e}")).into_response())
+}
+
+async fn append(State(state): State<PeerState>, body: Bytes) -> Response {
+    let request: AppendEntriesRequest<TypeConfig> = match parse(&body) {
+        Ok(request) => request,
+        Err(refusal) => return refusal,
+    };
     let answer = state.handle.raw().append_entries(request).await;
     // Anything but a refusal for a stale term means the sender is this node's leader.
     if matches!(&answer, Ok(response) if !matches!(response, AppendEntriesResponse::HigherVote(_))) {
@@ -103,7 +112,11 @@ async fn snapshot(State(state): State<PeerState>, body: Bytes) -> Response {
     Json(answer).into_response()
 }
 
-async fn leader(State(state): State<PeerState>, Json(request): Json<LeaderRequest>) -> Response {
+async fn leader(State(state): State<PeerState>, body: Bytes) -> Response {
+    let request: LeaderRequest = match parse(&body) {
+        Ok(request) => request,
+        Err(refusal) => return refusal,
+    };
     Json(state.handle.serve_leader_request(request).await).into_response()
 }
 
