@@ -25,7 +25,7 @@ use crate::RaftConfig;
 
 /// How often a request waiting for a leader looks again.
 const LEADER_POLL: Duration = Duration::from_millis(25);
-/// How often the Raft gauges follow openraft's metrics at most (the `/metrics` exporter).
+/// How often the Raft gauges follow openraft's metrics at most between scrapes.
 const EXPORT_EVERY: Duration = Duration::from_millis(100);
 /// Batches of writes a follower has on their way to the leader at once.
 const FORWARDS_IN_FLIGHT: usize = 4;
@@ -126,6 +126,8 @@ struct Core {
     read_index_rounds: Batcher<(), Routed>,
     /// When to campaign, after a pre-vote round.
     elector: Arc<Elector>,
+    /// The Raft gauges and counters on the node's registry.
+    exporter: Arc<RaftMetricsExporter>,
 }
 
 /// A cheap, cloneable handle on this node's Raft instance.
@@ -198,12 +200,12 @@ impl RaftHandle {
         }
 
         let (leadership_tx, leadership) = watch::channel(Leadership::default());
-        let exporter = RaftMetricsExporter::register(registry)?;
+        let exporter = Arc::new(RaftMetricsExporter::register(registry)?);
         tokio::spawn(follow_metrics(
             options.id,
             raft.metrics(),
             leadership_tx,
-            exporter,
+            exporter.clone(),
             shared.clone(),
             committed.clone(),
         ));
@@ -266,6 +268,7 @@ impl RaftHandle {
                 config: options.config,
                 leadership,
                 elector,
+                exporter,
             }
         });
         Ok(Self { core })
@@ -630,6 +633,13 @@ impl RaftHandle {
         (silence > limit.saturating_mul(2)).then_some(silence)
     }
 
+    /// Brings the Raft gauges up to date, for a scrape of `/metrics`.
+    pub fn refresh_metrics(&self) {
+        let metrics = self.core.raft.metrics().borrow().clone();
+        let committed = self.core.committed.load(Ordering::Relaxed);
+        self.core.exporter.update(&metrics, committed, &self.core.shared);
+    }
+
     /// This node's own status.
     pub fn status(&self) -> NodeStatus {
         let metrics = self.core.raft.metrics();
@@ -799,7 +809,7 @@ async fn follow_metrics(
     id: NodeId,
     mut metrics: watch::Receiver<RaftMetrics>,
     leadership: watch::Sender<Leadership>,
-    exporter: RaftMetricsExporter,
+    exporter: Arc<RaftMetricsExporter>,
     shared: Arc<SharedState>,
     committed: Arc<AtomicU64>,
 ) {
@@ -807,24 +817,28 @@ async fn follow_metrics(
     let mut exported_at: Option<Instant> = None;
     let mut force_export = true;
     loop {
-        let current = metrics.borrow_and_update();
-        let next = Leadership {
-            leader: current.current_leader,
-            term: current.current_term,
-            is_self: current.current_leader == Some(id),
+        // The borrow of the metrics must end before the next await.
+        let snapshot = {
+            let current = metrics.borrow_and_update();
+            let next = Leadership {
+                leader: current.current_leader,
+                term: current.current_term,
+                is_self: current.current_leader == Some(id),
+            };
+            let leadership_changed = leadership.send_if_modified(|old| {
+                let changed = *old != next;
+                *old = next;
+                changed
+            });
+            // openraft publishes metrics on every append, commit and apply; the gauges follow
+            // at most every EXPORT_EVERY (and at once on a change of leadership), which took
+            // copying the metrics off the write path. A scrape refreshes them too
+            // (`refresh_metrics`).
+            let due = force_export
+                || leadership_changed
+                || exported_at.is_none_or(|at| at.elapsed() >= EXPORT_EVERY);
+            due.then(|| current.clone())
         };
-        let leadership_changed = leadership.send_if_modified(|old| {
-            let changed = *old != next;
-            *old = next;
-            changed
-        });
-        // openraft publishes metrics on every append, commit and apply; the gauges follow at
-        // most every EXPORT_EVERY (and at once on a change of leadership), which took copying
-        // the metrics off the write path.
-        let due =
-            force_export || leadership_changed || exported_at.is_none_or(|at| at.elapsed() >= EXPORT_EVERY);
-        let snapshot = due.then(|| current.clone());
-        drop(current);
         if let Some(snapshot) = snapshot {
             exporter.update(&snapshot, committed.load(Ordering::Relaxed), &shared);
             exported_at = Some(Instant::now());
