@@ -8,7 +8,8 @@
 //!
 //! The state machine itself lives in memory and is rebuilt at start-up from the snapshot plus
 //! the committed log after it, which openraft re-applies. Appends and votes are written with a
-//! synced WAL before they are reported done.
+//! synced WAL before they are reported done. The newest log entries are also kept in memory
+//! (`tail`), so that replicating and applying them does not read them back from RocksDB.
 
 // openraft's storage traits fix the error type (`StorageError`, about 200 bytes); our helpers
 // return it too rather than converting at every call.
