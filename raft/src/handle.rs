@@ -25,8 +25,6 @@ use crate::RaftConfig;
 
 /// How often a request waiting for a leader looks again.
 const LEADER_POLL: Duration = Duration::from_millis(25);
-/// How often the Raft gauges follow openraft's metrics at most between scrapes.
-const EXPORT_EVERY: Duration = Duration::from_millis(100);
 /// Batches of writes a follower has on their way to the leader at once.
 const FORWARDS_IN_FLIGHT: usize = 4;
 /// Most writes a follower sends to the leader in one request.
@@ -813,42 +811,29 @@ async fn follow_metrics(
     shared: Arc<SharedState>,
     committed: Arc<AtomicU64>,
 ) {
-    let mut refresh = tokio::time::interval(Duration::from_secs(1));
-    let mut exported_at: Option<Instant> = None;
-    let mut force_export = true;
     loop {
-        // The borrow of the metrics must end before the next await.
-        let snapshot = {
+        // openraft publishes metrics on every append, commit and apply. The gauges are computed
+        // at each scrape (`refresh_metrics`); here only a change of leadership is exported, for
+        // the election and leader-change counters that count what they see change.
+        let changed_leadership = {
             let current = metrics.borrow_and_update();
             let next = Leadership {
                 leader: current.current_leader,
                 term: current.current_term,
                 is_self: current.current_leader == Some(id),
             };
-            let leadership_changed = leadership.send_if_modified(|old| {
+            let changed = leadership.send_if_modified(|old| {
                 let changed = *old != next;
                 *old = next;
                 changed
             });
-            // openraft publishes metrics on every append, commit and apply; the gauges follow
-            // at most every EXPORT_EVERY (and at once on a change of leadership), which took
-            // copying the metrics off the write path. A scrape refreshes them too
-            // (`refresh_metrics`).
-            let due = force_export
-                || leadership_changed
-                || exported_at.is_none_or(|at| at.elapsed() >= EXPORT_EVERY);
-            due.then(|| current.clone())
+            changed.then(|| current.clone())
         };
-        if let Some(snapshot) = snapshot {
+        if let Some(snapshot) = changed_leadership {
             exporter.update(&snapshot, committed.load(Ordering::Relaxed), &shared);
-            exported_at = Some(Instant::now());
         }
-        tokio::select! {
-            changed = metrics.changed() => {
-                if changed.is_err() { break }
-                force_export = false;
-            }
-            _ = refresh.tick() => force_export = true,
+        if metrics.changed().await.is_err() {
+            break;
         }
     }
     leadership.send_replace(Leadership::default());
