@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Installs what a fresh machine lacks to build and test Drover: clang and libclang (RocksDB's
-# bindings), iptables and libfaketime (the chaos harness's partitions and clock skew), etcd (the
+# Installs what a fresh machine lacks to build and test Drover: Debian's RocksDB library and
+# headers (linked, not compiled; see .cargo/config.toml), clang and libclang (its bindings), iptables and libfaketime (the chaos harness's partitions and clock skew), etcd (the
 # benchmark's reference cluster), rustfmt and clippy, the official Kubernetes Python client used
 # by the compatibility tests, and schemathesis for the platform API's spec test. Safe to run
 # again: it installs only what is missing.
@@ -11,6 +11,7 @@ as_root() {
 }
 
 missing_debs=()
+[ -e /usr/include/rocksdb/c.h ] && ls /usr/lib/*/librocksdb.so >/dev/null 2>&1 || missing_debs+=(librocksdb-dev)
 command -v clang >/dev/null 2>&1 || missing_debs+=(clang)
 ls /usr/lib/llvm-*/lib/libclang*.so* >/dev/null 2>&1 || missing_debs+=(libclang-dev)
 command -v curl >/dev/null 2>&1 || missing_debs+=(curl)
