@@ -10,6 +10,16 @@ bin="$CARGO_TARGET_DIR/debug/drover"
 
 state=".drover-demo"
 mkdir -p "$state"
+# Demo nodes written by the RocksDB 10 that Drover bundled before it linked Debian's RocksDB 7.8
+# cannot be opened any more; the demo's data is recreated below, so start those nodes afresh.
+storage_format="rocksdb-7.8"
+if [ "$(cat "$state/storage-format" 2>/dev/null)" != "$storage_format" ]; then
+  if ls -d "$state"/node-*/ >/dev/null 2>&1; then
+    echo "demo: the demo nodes' data predates RocksDB 7.8; starting them with empty data directories" >&2
+    rm -rf "$state"/node-*/
+  fi
+  echo "$storage_format" > "$state/storage-format"
+fi
 if [ ! -s "$state/secret" ]; then
   head -c 24 /dev/urandom | od -An -tx1 | tr -d ' \n' > "$state/secret"
 fi

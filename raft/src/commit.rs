@@ -3,6 +3,7 @@
 //! and its own revision.
 
 use drover_model::command::{Command, CommandResult, Proposal};
+use prometheus::Histogram;
 
 use crate::batcher::Batcher;
 use crate::handle::wall_clock_ms;
@@ -17,9 +18,10 @@ const IN_FLIGHT: usize = 2;
 /// most about a thousand writes and stays well within the heartbeat-long RPC deadline.
 const MAX_BATCH: usize = 64;
 
-/// The leader's group commit in front of `raft`.
-pub(crate) fn group_commit(raft: Raft) -> Batcher<Proposal, LeaderResponse> {
+/// The leader's group commit in front of `raft`; `writes_per_entry` observes each entry's size.
+pub(crate) fn group_commit(raft: Raft, writes_per_entry: Histogram) -> Batcher<Proposal, LeaderResponse> {
     Batcher::start(IN_FLIGHT, MAX_BATCH, None, move |proposals| {
+        writes_per_entry.observe(proposals.len() as f64);
         Box::pin(commit(raft.clone(), proposals))
     })
 }

@@ -14,6 +14,19 @@ pub enum StoreError {
     /// Stored bytes could not be decoded.
     #[error("corrupt stored data: {0}")]
     Corrupt(String),
+    /// The data directory was written by a newer RocksDB than the one Drover links (before
+    /// Drover linked Debian's RocksDB 7.8 it bundled RocksDB 10, whose files 7.8 cannot read).
+    #[error(
+        "the data directory {dir} was written by a newer RocksDB and cannot be opened ({detail}); \
+         replace this member: remove it from the cluster, empty its data directory and add it \
+         again (it catches up from a snapshot), or for a demo delete the directory"
+    )]
+    NewerFormat {
+        /// The node's data directory.
+        dir: String,
+        /// RocksDB's own message.
+        detail: String,
+    },
     /// Raft itself failed to start or initialise.
     #[error("raft: {0}")]
     Raft(String),

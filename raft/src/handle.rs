@@ -155,7 +155,11 @@ impl RaftHandle {
                 options.data_dir.display()
             ))
         })?;
-        let (log_store, state_machine) = store::open(&options.data_dir, options.config.watch_history)?;
+        let (log_store, state_machine) = store::open(
+            &options.data_dir,
+            options.config.watch_history,
+            crate::metrics::log_append_histogram(registry)?,
+        )?;
         let shared = state_machine.shared();
         let committed = log_store.committed_index();
         let log_for_elector = log_store.clone();
@@ -217,6 +221,7 @@ impl RaftHandle {
             crate::metrics::pre_vote_counter(registry)?,
         ));
         tokio::spawn(elector.clone().run());
+        let group_commit_writes = crate::metrics::group_commit_histogram(registry)?;
         let core = Arc::new_cyclic(|weak: &Weak<Core>| {
             let for_reads = weak.clone();
             let for_writes = weak.clone();
@@ -224,7 +229,7 @@ impl RaftHandle {
             Core {
                 id: options.id,
                 node: options.node,
-                group_commit: group_commit(raft.clone()),
+                group_commit: group_commit(raft.clone(), group_commit_writes),
                 forwarder: Batcher::start(
                     FORWARDS_IN_FLIGHT,
                     MAX_FORWARD_BATCH,

@@ -2,7 +2,9 @@
 
 use std::sync::atomic::Ordering;
 
-use prometheus::{IntCounter, IntCounterVec, IntGauge, IntGaugeVec, Opts, Registry};
+use prometheus::{
+    Histogram, HistogramOpts, IntCounter, IntCounterVec, IntGauge, IntGaugeVec, Opts, Registry,
+};
 
 use crate::error::StoreError;
 use crate::store::SharedState;
@@ -55,6 +57,41 @@ pub(crate) fn pre_vote_counter(registry: &Registry) -> Result<IntCounterVec, Sto
         .register(Box::new(counter.clone()))
         .map_err(metric_error)?;
     Ok(counter)
+}
+
+fn histogram(
+    registry: &Registry,
+    name: &str,
+    help: &str,
+    buckets: Vec<f64>,
+) -> Result<Histogram, StoreError> {
+    let histogram =
+        Histogram::with_opts(HistogramOpts::new(name, help).buckets(buckets)).map_err(metric_error)?;
+    registry
+        .register(Box::new(histogram.clone()))
+        .map_err(metric_error)?;
+    Ok(histogram)
+}
+
+/// How long each durable append to the Raft log took, write and sync together: this node's
+/// share of every commit (etcd's `etcd_disk_wal_fsync_duration_seconds`).
+pub(crate) fn log_append_histogram(registry: &Registry) -> Result<Histogram, StoreError> {
+    histogram(
+        registry,
+        "drover_raft_log_append_duration_seconds",
+        "Time to write and sync one append to the Raft log",
+        prometheus::exponential_buckets(0.0001, 2.0, 16).map_err(metric_error)?,
+    )
+}
+
+/// How many writes the leader's group commit put in each log entry.
+pub(crate) fn group_commit_histogram(registry: &Registry) -> Result<Histogram, StoreError> {
+    histogram(
+        registry,
+        "drover_raft_group_commit_writes",
+        "Writes the leader committed together in one log entry",
+        prometheus::exponential_buckets(1.0, 2.0, 8).map_err(metric_error)?,
+    )
 }
 
 fn metric_error(e: prometheus::Error) -> StoreError {

@@ -325,6 +325,15 @@ async fn metrics_parse_and_show_leader_and_commit_index() -> Result<()> {
             text.contains("drover_http_requests_total{"),
             "http metrics on {id}"
         );
+        // Every member appended the create to its log, durably and timed.
+        let appends = metric_value(&text, "drover_raft_log_append_duration_seconds_count");
+        ensure!(appends >= Some(1.0), "log appends on {id}: {appends:?}");
+        // Only the leader's group commit proposed it.
+        let committed_writes = metric_value(&text, "drover_raft_group_commit_writes_sum");
+        ensure!(
+            (committed_writes >= Some(1.0)) == (id == leader),
+            "group-committed writes on {id}: {committed_writes:?}"
+        );
     }
     cluster.shutdown().await
 }

@@ -7,6 +7,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use openraft::storage::{LogFlushed, LogState, RaftLogStorage};
 use openraft::{AnyError, OptionalSend, RaftLogReader, StorageIOError};
+use prometheus::Histogram;
 use rocksdb::{Direction, IteratorMode, WriteBatch, WriteOptions, DB};
 
 use super::codec::{decode, encode, log_index, log_key};
@@ -27,6 +28,8 @@ pub struct LogStore {
     committed_index: Arc<AtomicU64>,
     /// The newest entries, served from memory to replication and apply.
     tail: Arc<Mutex<LogTail>>,
+    /// Observes how long each durable append took.
+    append_seconds: Histogram,
 }
 
 fn io_read(e: impl std::error::Error + 'static) -> StorageError {
@@ -44,11 +47,12 @@ fn synced() -> WriteOptions {
 }
 
 impl LogStore {
-    pub(crate) fn new(db: Arc<DB>) -> Self {
+    pub(crate) fn new(db: Arc<DB>, append_seconds: Histogram) -> Self {
         Self {
             db,
             committed_index: Arc::new(AtomicU64::new(0)),
             tail: Arc::default(),
+            append_seconds,
         }
     }
 
@@ -202,9 +206,14 @@ impl RaftLogStorage<TypeConfig> for LogStore {
         }
         // The append is durable once the WAL is synced; only then is it reported done.
         let db = self.db.clone();
-        let written = tokio::task::spawn_blocking(move || db.write_opt(batch, &synced()))
-            .await
-            .map_err(io_write)?;
+        let timer = self.append_seconds.start_timer();
+        let written = tokio::task::spawn_blocking(move || {
+            let written = db.write_opt(batch, &synced());
+            timer.observe_duration();
+            written
+        })
+        .await
+        .map_err(io_write)?;
         match written {
             Ok(()) => {
                 self.tail().appended(entries);

@@ -24,6 +24,7 @@ mod tail;
 use std::path::Path;
 use std::sync::Arc;
 
+use prometheus::Histogram;
 use rocksdb::{ColumnFamilyDescriptor, Options, DB};
 
 pub use log_store::LogStore;
@@ -44,14 +45,28 @@ pub fn open_db(dir: &Path) -> Result<Arc<DB>, StoreError> {
     let column_families = [CF_LOG, CF_META, CF_STATE]
         .into_iter()
         .map(|name| ColumnFamilyDescriptor::new(name, Options::default()));
-    let db = DB::open_cf_descriptors(&options, dir, column_families)?;
+    let db = DB::open_cf_descriptors(&options, dir, column_families).map_err(|e| {
+        if e.to_string().contains("unsupported format_version") {
+            StoreError::NewerFormat {
+                dir: dir.display().to_string(),
+                detail: e.to_string(),
+            }
+        } else {
+            StoreError::Storage(e)
+        }
+    })?;
     Ok(Arc::new(db))
 }
 
-/// Opens the log store and state machine over one database.
-pub fn open(dir: &Path, watch_history: usize) -> Result<(LogStore, StateMachineStore), StoreError> {
+/// Opens the log store and state machine over one database; `append_seconds` observes every
+/// durable append to the log.
+pub fn open(
+    dir: &Path,
+    watch_history: usize,
+    append_seconds: Histogram,
+) -> Result<(LogStore, StateMachineStore), StoreError> {
     let db = open_db(dir)?;
-    let log_store = LogStore::new(db.clone());
+    let log_store = LogStore::new(db.clone(), append_seconds);
     let state_machine = StateMachineStore::open(db, watch_history)?;
     Ok((log_store, state_machine))
 }

@@ -12,7 +12,12 @@ impl StoreBuilder<TypeConfig, LogStore, StateMachineStore, TempDir> for RocksBui
     async fn build(&self) -> Result<(TempDir, LogStore, StateMachineStore), StorageError> {
         let dir = TempDir::new()
             .map_err(|e| StorageError::from(openraft::StorageIOError::write(openraft::AnyError::new(&e))))?;
-        let (log_store, state_machine) = open(dir.path(), 100)
+        let append_seconds = prometheus::Histogram::with_opts(prometheus::HistogramOpts::new(
+            "test_log_append_duration_seconds",
+            "unregistered",
+        ))
+        .map_err(|e| StorageError::from(openraft::StorageIOError::write(openraft::AnyError::new(&e))))?;
+        let (log_store, state_machine) = open(dir.path(), 100, append_seconds)
             .map_err(|e| StorageError::from(openraft::StorageIOError::write(openraft::AnyError::new(&e))))?;
         Ok((dir, log_store, state_machine))
     }
