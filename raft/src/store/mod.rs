@@ -73,3 +73,36 @@ pub fn open(
 
 #[cfg(test)]
 mod suite_test;
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    use tempfile::TempDir;
+
+    use super::open_db;
+    use crate::error::StoreError;
+
+    #[test]
+    fn a_data_directory_written_by_rocksdb_10_is_refused_with_what_to_do(
+    ) -> Result<(), Box<dyn std::error::Error>> {
+        let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/rocksdb-10-data-dir");
+        let dir = TempDir::new()?;
+        for file in std::fs::read_dir(&fixture)? {
+            let file = file?;
+            if file.file_name() != "README.md" {
+                std::fs::copy(file.path(), dir.path().join(file.file_name()))?;
+            }
+        }
+        match open_db(dir.path()) {
+            Err(error @ StoreError::NewerFormat { .. }) => {
+                let message = error.to_string();
+                assert!(message.contains(&dir.path().display().to_string()), "{message}");
+                assert!(message.contains("replace this member"), "{message}");
+                Ok(())
+            }
+            Err(other) => Err(format!("expected NewerFormat, got {other}").into()),
+            Ok(_) => Err("RocksDB 7.8 opened a RocksDB 10 data directory".into()),
+        }
+    }
+}
