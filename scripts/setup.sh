@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs what a fresh machine lacks to build and test Drover: Debian's RocksDB library and
-# headers (linked, not compiled; see .cargo/config.toml), clang and libclang (its bindings), iptables and libfaketime (the chaos harness's partitions and clock skew), etcd (the
+# headers (linked, not compiled; see .cargo/config.toml), clang and libclang (its bindings),
+# iptables and libfaketime (the chaos harness's partitions and clock skew), etcd (the
 # benchmark's reference cluster), rustfmt and clippy, the official Kubernetes Python client used
 # by the compatibility tests, and schemathesis for the platform API's spec test. Safe to run
 # again: it installs only what is missing.
