@@ -46,10 +46,12 @@ pub fn open_db(dir: &Path) -> Result<Arc<DB>, StoreError> {
         .into_iter()
         .map(|name| ColumnFamilyDescriptor::new(name, Options::default()));
     let db = DB::open_cf_descriptors(&options, dir, column_families).map_err(|e| {
-        if e.to_string().contains("unsupported format_version") {
+        // RocksDB reports a newer table format only in its message.
+        let detail = e.to_string();
+        if detail.contains("unsupported format_version") {
             StoreError::NewerFormat {
                 dir: dir.display().to_string(),
-                detail: e.to_string(),
+                detail,
             }
         } else {
             StoreError::Storage(e)

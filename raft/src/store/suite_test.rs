@@ -8,17 +8,20 @@ use crate::typ::{StorageError, TypeConfig};
 
 struct RocksBuilder;
 
+/// Setting up a store failed; the suite only takes a `StorageError`.
+fn setup_failed(e: impl std::error::Error + 'static) -> StorageError {
+    openraft::StorageIOError::write(openraft::AnyError::new(&e)).into()
+}
+
 impl StoreBuilder<TypeConfig, LogStore, StateMachineStore, TempDir> for RocksBuilder {
     async fn build(&self) -> Result<(TempDir, LogStore, StateMachineStore), StorageError> {
-        let dir = TempDir::new()
-            .map_err(|e| StorageError::from(openraft::StorageIOError::write(openraft::AnyError::new(&e))))?;
+        let dir = TempDir::new().map_err(setup_failed)?;
         let append_seconds = prometheus::Histogram::with_opts(prometheus::HistogramOpts::new(
             "test_log_append_duration_seconds",
             "unregistered",
         ))
-        .map_err(|e| StorageError::from(openraft::StorageIOError::write(openraft::AnyError::new(&e))))?;
-        let (log_store, state_machine) = open(dir.path(), 100, append_seconds)
-            .map_err(|e| StorageError::from(openraft::StorageIOError::write(openraft::AnyError::new(&e))))?;
+        .map_err(setup_failed)?;
+        let (log_store, state_machine) = open(dir.path(), 100, append_seconds).map_err(setup_failed)?;
         Ok((dir, log_store, state_machine))
     }
 }
