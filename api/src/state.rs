@@ -38,9 +38,22 @@ impl Default for ApiOptions {
     }
 }
 
-/// Shared state of the public API.
+/// Shared state of the public API, behind one `Arc`: axum clones the state for every request
+/// and every middleware layer, and a clone of the fields themselves (a dozen reference counts)
+/// showed up at 2 % of a node's CPU under write load.
 #[derive(Clone)]
-pub struct ApiState {
+pub struct ApiState(Arc<ApiShared>);
+
+impl std::ops::Deref for ApiState {
+    type Target = ApiShared;
+
+    fn deref(&self) -> &ApiShared {
+        &self.0
+    }
+}
+
+/// What [`ApiState`] shares.
+pub struct ApiShared {
     /// The replicated store.
     pub raft: RaftHandle,
     /// The node's metrics registry, served at `/metrics`.
@@ -77,7 +90,7 @@ impl ApiState {
             platform,
             max_body_bytes,
         } = options;
-        Ok(Self {
+        Ok(Self(Arc::new(ApiShared {
             axebow: Arc::new(AxebowContext::new(verifier, platform)),
             raft,
             registry,
@@ -87,6 +100,6 @@ impl ApiState {
             max_body_bytes,
             pool_metrics,
             acquire_clock: AcquireClock::default(),
-        })
+        })))
     }
 }
