@@ -46,23 +46,21 @@ impl HttpMetrics {
 /// Middleware that records every request under its route template (not the raw path, so
 /// names do not explode the label set).
 pub async fn record(State(state): State<ApiState>, request: Request, next: Next) -> Response {
-    let route = request
-        .extensions()
-        .get::<MatchedPath>()
-        .map_or_else(|| "unmatched".to_string(), |path| path.as_str().to_string());
-    let method = request.method().as_str().to_string();
+    // Held by reference count, not copied: this runs for every request.
+    let route = request.extensions().get::<MatchedPath>().cloned();
+    let route = route.as_ref().map_or("unmatched", MatchedPath::as_str);
+    let method = request.method().clone();
     let started = Instant::now();
     let response = next.run(request).await;
-    let status = response.status().as_u16().to_string();
     state
         .http
         .requests
-        .with_label_values(&[&route, &method, &status])
+        .with_label_values(&[route, method.as_str(), response.status().as_str()])
         .inc();
     state
         .http
         .duration
-        .with_label_values(&[&route, &method])
+        .with_label_values(&[route, method.as_str()])
         .observe(started.elapsed().as_secs_f64());
     response
 }
