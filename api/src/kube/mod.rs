@@ -24,7 +24,7 @@ use serde_json::json;
 
 use self::selector::Selector;
 use self::status::KubeError;
-use self::wire::{list_json, object_json, parse_incoming, FieldValidation, Incoming};
+use self::wire::{kube_object, list_json, parse_incoming, FieldValidation, Incoming};
 use crate::state::ApiState;
 
 /// Header that says how fresh a read was.
@@ -209,7 +209,7 @@ async fn get_one(
     let (object, _) = state.raft.read(consistency, |s| s.get(&key).cloned()).await?;
     let object = object.ok_or_else(|| KubeError::not_found(kind, &name))?;
     Ok(with_consistency(
-        Json(object_json(&object)).into_response(),
+        Json(kube_object(&object)).into_response(),
         consistency,
     ))
 }
@@ -247,7 +247,7 @@ async fn create(
     };
     let proposal = Proposal::new(command).with_idempotency_key(idempotency_key(&headers)?);
     let object = stored(commit(&state, proposal).await?)?;
-    Ok((StatusCode::CREATED, Json(object_json(&object))).into_response())
+    Ok((StatusCode::CREATED, Json(kube_object(&object))).into_response())
 }
 
 async fn replace(
@@ -279,7 +279,7 @@ async fn replace(
     };
     let proposal = Proposal::new(command).with_idempotency_key(idempotency_key(&headers)?);
     let object = stored(commit(&state, proposal).await?)?;
-    Ok(Json(object_json(&object)).into_response())
+    Ok(Json(kube_object(&object)).into_response())
 }
 
 /// `DeleteOptions`, of which only the preconditions matter here.

@@ -13,7 +13,7 @@ use drover_raft::Consistency;
 use serde_json::Value;
 
 use super::status::KubeError;
-use super::wire::{object_json, parse_incoming, FieldValidation};
+use super::wire::{kube_object, object_json, parse_incoming, FieldValidation};
 use super::{check_names, commit, idempotency_key, resolve, stored};
 use crate::state::ApiState;
 
@@ -106,7 +106,7 @@ pub async fn patch(
         let proposal = Proposal::new(command).with_idempotency_key(idempotency.clone());
         match commit(&state, proposal).await? {
             CommandResult::Refused(DomainError::Conflict { .. }) if !explicit_version => continue,
-            result => return Ok(Json(object_json(&stored(result)?)).into_response()),
+            result => return Ok(Json(kube_object(&stored(result)?)).into_response()),
         }
     }
     Err(KubeError::from_domain(DomainError::Conflict {

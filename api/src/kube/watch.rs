@@ -12,13 +12,14 @@ use axum::http::header;
 use axum::response::{IntoResponse, Response};
 use drover_model::{Change, ChangeKind, ObjectKind};
 use drover_raft::{Consistency, HistoryGone};
-use serde_json::{json, Value};
+use serde::Serialize;
+use serde_json::json;
 use tokio::sync::{broadcast, mpsc};
 use tokio_stream::wrappers::ReceiverStream;
 
 use super::selector::Selector;
 use super::status::KubeError;
-use super::wire::object_json;
+use super::wire::kube_object;
 use crate::state::ApiState;
 
 /// Longest watch a client may ask for; client-go asks for five to ten minutes.
@@ -39,7 +40,7 @@ impl Filter {
     }
 }
 
-fn event_line(kind: &str, object: Value) -> Bytes {
+fn event_line(kind: &str, object: impl Serialize) -> Bytes {
     let mut line = serde_json::to_vec(&json!({ "type": kind, "object": object })).unwrap_or_default();
     line.push(b'\n');
     Bytes::from(line)
@@ -51,7 +52,7 @@ fn change_line(change: &Change) -> Bytes {
         ChangeKind::Modified => "MODIFIED",
         ChangeKind::Deleted => "DELETED",
     };
-    event_line(kind, object_json(&change.object))
+    event_line(kind, kube_object(&change.object))
 }
 
 fn expired_line(gone: &HistoryGone) -> Bytes {
@@ -106,7 +107,7 @@ pub async fn watch(
                 })
                 .await?;
             for object in objects.iter().filter(|o| filter.selector.matches(o)) {
-                opening.push(event_line("ADDED", object_json(object)));
+                opening.push(event_line("ADDED", kube_object(object)));
             }
             revision
         }

@@ -3,37 +3,76 @@
 use std::collections::BTreeMap;
 
 use drover_model::{AkkaLeaseSpec, CoordinationLeaseSpec, LeaseSpec, ObjectKind, StoredObject};
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
+use serde_json::value::RawValue;
 use serde_json::{json, Value};
 
 use super::status::KubeError;
 
+/// The object as Kubernetes clients expect it, serialized straight from the stored object (no
+/// intermediate `serde_json::Value`: this is on the path of every read and write).
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct KubeObject<'a> {
+    api_version: &'static str,
+    kind: &'static str,
+    metadata: KubeMeta<'a>,
+    spec: SpecRef<'a>,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct KubeMeta<'a> {
+    name: &'a str,
+    namespace: &'a str,
+    uid: &'a str,
+    /// Kubernetes sends resource versions as strings.
+    #[serde(serialize_with = "serialize_as_string")]
+    resource_version: u64,
+    creation_timestamp: &'a str,
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    labels: &'a BTreeMap<String, String>,
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    annotations: &'a BTreeMap<String, String>,
+}
+
+/// The spec of either kind, without the enum's tag.
+#[derive(Serialize)]
+#[serde(untagged)]
+enum SpecRef<'a> {
+    Coordination(&'a CoordinationLeaseSpec),
+    Akka(&'a AkkaLeaseSpec),
+}
+
+fn serialize_as_string<S: serde::Serializer>(value: &u64, serializer: S) -> Result<S::Ok, S::Error> {
+    serializer.collect_str(value)
+}
+
 /// The object as Kubernetes clients expect it.
-pub fn object_json(object: &StoredObject) -> Value {
+pub fn kube_object(object: &StoredObject) -> KubeObject<'_> {
     let kind = object.key.kind;
-    let mut metadata = json!({
-        "name": object.key.name,
-        "namespace": object.key.namespace,
-        "uid": object.meta.uid,
-        "resourceVersion": object.meta.resource_version.to_string(),
-        "creationTimestamp": object.meta.creation_timestamp,
-    });
-    if !object.meta.labels.is_empty() {
-        metadata["labels"] = json!(object.meta.labels);
+    KubeObject {
+        api_version: kind.api_version(),
+        kind: kind.kind_name(),
+        metadata: KubeMeta {
+            name: &object.key.name,
+            namespace: &object.key.namespace,
+            uid: &object.meta.uid,
+            resource_version: object.meta.resource_version,
+            creation_timestamp: &object.meta.creation_timestamp,
+            labels: &object.meta.labels,
+            annotations: &object.meta.annotations,
+        },
+        spec: match &object.spec {
+            LeaseSpec::Coordination(spec) => SpecRef::Coordination(spec),
+            LeaseSpec::Akka(spec) => SpecRef::Akka(spec),
+        },
     }
-    if !object.meta.annotations.is_empty() {
-        metadata["annotations"] = json!(object.meta.annotations);
-    }
-    let spec = match &object.spec {
-        LeaseSpec::Coordination(spec) => json!(spec),
-        LeaseSpec::Akka(spec) => json!(spec),
-    };
-    json!({
-        "apiVersion": kind.api_version(),
-        "kind": kind.kind_name(),
-        "metadata": metadata,
-        "spec": spec,
-    })
+}
+
+/// [`kube_object`] as a JSON document, for the merge patch to edit.
+pub fn object_json(object: &StoredObject) -> Value {
+    serde_json::to_value(kube_object(object)).unwrap_or(Value::Null)
 }
 
 /// A list as Kubernetes clients expect it.
@@ -42,7 +81,7 @@ pub fn list_json(kind: ObjectKind, items: &[StoredObject], revision: u64) -> Val
         "apiVersion": kind.api_version(),
         "kind": format!("{}List", kind.kind_name()),
         "metadata": { "resourceVersion": revision.to_string() },
-        "items": items.iter().map(object_json).collect::<Vec<_>>(),
+        "items": items.iter().map(kube_object).collect::<Vec<_>>(),
     })
 }
 
@@ -67,15 +106,16 @@ struct IncomingMeta {
 
 #[derive(Debug, Deserialize)]
 #[serde(rename_all = "camelCase")]
-struct IncomingObject {
+struct IncomingObject<'a> {
     #[serde(default)]
     api_version: Option<String>,
     #[serde(default)]
     kind: Option<String>,
     #[serde(default)]
     metadata: IncomingMeta,
-    #[serde(default)]
-    spec: Option<Value>,
+    /// Left as text until the kind is known, then decoded once into its spec type.
+    #[serde(default, borrow)]
+    spec: Option<&'a RawValue>,
 }
 
 /// An object a client sent, checked for shape but not yet for names.
@@ -212,12 +252,12 @@ pub fn parse_incoming(
             )));
         }
     }
-    let spec_value = object.spec.unwrap_or_else(|| json!({}));
+    let spec_text = object.spec.map_or("{}", RawValue::get);
     let spec = match kind {
         ObjectKind::CoordinationLease => {
-            serde_json::from_value::<CoordinationLeaseSpec>(spec_value).map(LeaseSpec::Coordination)
+            serde_json::from_str::<CoordinationLeaseSpec>(spec_text).map(LeaseSpec::Coordination)
         }
-        ObjectKind::AkkaLease => serde_json::from_value::<AkkaLeaseSpec>(spec_value).map(LeaseSpec::Akka),
+        ObjectKind::AkkaLease => serde_json::from_str::<AkkaLeaseSpec>(spec_text).map(LeaseSpec::Akka),
     }
     .map_err(|e| KubeError::bad_request(format!("spec: {e}")))?;
     let resource_version = match object.metadata.resource_version.as_deref() {
@@ -242,7 +282,77 @@ pub fn parse_incoming(
 
 #[cfg(test)]
 mod tests {
+    use drover_model::{ObjectKey, ObjectMeta};
+
     use super::*;
+
+    fn stored(spec: LeaseSpec, labels: &[(&str, &str)]) -> StoredObject {
+        let kind = match spec {
+            LeaseSpec::Coordination(_) => ObjectKind::CoordinationLease,
+            LeaseSpec::Akka(_) => ObjectKind::AkkaLease,
+        };
+        StoredObject {
+            key: ObjectKey::new(kind, "ns", "a"),
+            meta: ObjectMeta {
+                uid: "u-1".into(),
+                resource_version: 42,
+                created_index: 7,
+                creation_timestamp: "2026-11-22T18:00:00Z".into(),
+                labels: labels
+                    .iter()
+                    .map(|(k, v)| (k.to_string(), v.to_string()))
+                    .collect(),
+                annotations: BTreeMap::new(),
+            },
+            spec,
+        }
+    }
+
+    #[test]
+    fn objects_have_the_kubernetes_shape() {
+        let spec = CoordinationLeaseSpec {
+            holder_identity: Some("n1".into()),
+            lease_duration_seconds: Some(15),
+            ..Default::default()
+        };
+        let json = object_json(&stored(LeaseSpec::Coordination(spec), &[("app", "x")]));
+        assert_eq!(
+            json,
+            json!({
+                "apiVersion": "coordination.k8s.io/v1",
+                "kind": "Lease",
+                "metadata": {
+                    "name": "a",
+                    "namespace": "ns",
+                    "uid": "u-1",
+                    "resourceVersion": "42",
+                    "creationTimestamp": "2026-11-22T18:00:00Z",
+                    "labels": {"app": "x"},
+                },
+                "spec": {"holderIdentity": "n1", "leaseDurationSeconds": 15},
+            })
+        );
+        let akka = object_json(&stored(LeaseSpec::Akka(AkkaLeaseSpec::default()), &[]));
+        assert_eq!(akka["apiVersion"], "akka.io/v1");
+        assert_eq!(akka["spec"]["owner"], "");
+        assert!(akka["metadata"].get("labels").is_none());
+        assert!(akka["metadata"].get("annotations").is_none());
+    }
+
+    #[test]
+    fn a_missing_or_null_spec_is_the_empty_spec() {
+        for body in [
+            &br#"{"metadata":{"name":"a"}}"#[..],
+            br#"{"metadata":{"name":"a"},"spec":null}"#,
+        ] {
+            let incoming =
+                parse_incoming(ObjectKind::CoordinationLease, body, FieldValidation::Warn).expect("parses");
+            assert_eq!(
+                incoming.spec,
+                LeaseSpec::Coordination(CoordinationLeaseSpec::default())
+            );
+        }
+    }
 
     #[test]
     fn parses_a_kubectl_style_lease() {
