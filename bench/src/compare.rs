@@ -89,7 +89,7 @@ async fn drover_workers(
             let node = cluster.node_for(i);
             let name = format!("w-{i}");
             let version = drover::ensure_lease(&http, node, &name).await?;
-            writers.push(LeaseWriter::new(http.clone(), node, name, version));
+            writers.push(LeaseWriter::new(http.clone(), node, name, version)?);
         }
     }
     // Paced holders start once everything is prepared, so none begins behind its schedule.
@@ -106,7 +106,7 @@ async fn drover_workers(
                         workload == Workload::StaleRead,
                     )
                 })
-                .collect(),
+                .collect::<Result<_>>()?,
         ),
         Workload::LeasingPair => boxed(
             (0..clients)
@@ -142,7 +142,7 @@ async fn etcd_workers(
         Workload::Write => boxed(
             (0..clients)
                 .map(|i| Putter::new(http.clone(), cluster.node_for(i), &format!("w-{i}")))
-                .collect(),
+                .collect::<Result<_>>()?,
         ),
         Workload::LinearizableRead | Workload::StaleRead => {
             etcd::put_once(&http, cluster.node_for(0), "w-0").await?;
@@ -156,7 +156,7 @@ async fn etcd_workers(
                             workload == Workload::StaleRead,
                         )
                     })
-                    .collect(),
+                    .collect::<Result<_>>()?,
             )
         }
         Workload::LeasingPair => Vec::new(),
@@ -176,7 +176,7 @@ async fn etcd_workers(
                         let node = cluster.node_for(i);
                         KeepAlive::new(http.clone(), node, id, Duration::from_secs(1), first + spacing(i))
                     })
-                    .collect(),
+                    .collect::<Result<_>>()?,
             )
         }
     })

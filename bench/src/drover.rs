@@ -6,10 +6,11 @@ use std::time::Duration;
 use anyhow::{bail, Context, Result};
 use drover_tests::boskos::static_pool_yaml;
 use drover_tests::process::ProcessCluster;
-use reqwest::{Client, StatusCode};
+use reqwest::{Client, StatusCode, Url};
+use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
-use crate::driver::{timed, StepFuture, Worker};
+use crate::driver::{parsed_url, timed, StepFuture, Worker};
 
 /// Namespace of the benchmark's lease objects.
 const NAMESPACE: &str = "bench";
@@ -86,22 +87,60 @@ pub async fn ensure_lease(http: &Client, node: &str, name: &str) -> Result<Strin
     version_of(&body).context("an answer without a resourceVersion")
 }
 
+/// The body of a renewal: a lease replace conditional on `resource_version`.
+#[derive(Serialize)]
+struct Renewal<'a> {
+    metadata: RenewalMeta<'a>,
+    spec: RenewalSpec,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct RenewalMeta<'a> {
+    name: &'a str,
+    resource_version: &'a str,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct RenewalSpec {
+    holder_identity: &'static str,
+    lease_duration_seconds: u32,
+    renew_time: String,
+}
+
+/// What the load generator reads of an answered lease: its new version.
+#[derive(Deserialize)]
+struct Answered {
+    metadata: AnsweredMeta,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct AnsweredMeta {
+    resource_version: String,
+}
+
 /// Replaces a lease, conditional on its version (the compare-and-set of a Kubernetes lease
 /// renewal); returns the new version.
-async fn renew(http: &Client, url: &str, name: &str, version: &str, seq: u64) -> Option<String> {
-    let body = json!({
-        "metadata": {"name": name, "resourceVersion": version},
-        "spec": {
-            "holderIdentity": "bench",
-            "leaseDurationSeconds": 10,
-            "renewTime": format!("2026-01-01T00:00:{:02}.{:06}Z", seq % 60, seq % 1_000_000),
+async fn renew(http: &Client, url: &Url, name: &str, version: &str, seq: u64) -> Option<String> {
+    let body = Renewal {
+        metadata: RenewalMeta {
+            name,
+            resource_version: version,
         },
-    });
-    let response = http.put(format!("{url}/{name}")).json(&body).send().await.ok()?;
+        spec: RenewalSpec {
+            holder_identity: "bench",
+            lease_duration_seconds: 10,
+            renew_time: format!("2026-01-01T00:00:{:02}.{:06}Z", seq % 60, seq % 1_000_000),
+        },
+    };
+    let response = http.put(url.clone()).json(&body).send().await.ok()?;
     if response.status() != StatusCode::OK {
         return None;
     }
-    version_of(&response.json().await.ok()?)
+    let answered: Answered = serde_json::from_slice(&response.bytes().await.ok()?).ok()?;
+    Some(answered.metadata.resource_version)
 }
 
 /// Workload (a): compare-and-set replaces of the worker's own lease, back to back.
@@ -110,8 +149,8 @@ pub struct LeaseWriter {
     pub http: Client,
     /// The node it talks to.
     pub node: String,
-    /// The node's leases URL.
-    pub url: String,
+    /// The lease's URL.
+    pub url: Url,
     /// The worker's lease.
     pub name: String,
     /// Its current version.
@@ -122,15 +161,15 @@ pub struct LeaseWriter {
 
 impl LeaseWriter {
     /// A writer of lease `name` through `node`, which must exist with `version`.
-    pub fn new(http: Client, node: &str, name: String, version: String) -> Self {
-        Self {
+    pub fn new(http: Client, node: &str, name: String, version: String) -> Result<Self> {
+        Ok(Self {
             http,
             node: node.to_string(),
-            url: leases_url(node),
+            url: parsed_url(&format!("{}/{name}", leases_url(node)))?,
             name,
             version,
             seq: 0,
-        }
+        })
     }
 
     async fn write(&mut self) -> bool {
@@ -162,24 +201,24 @@ pub struct LeaseReader {
     /// Connection pool.
     pub http: Client,
     /// The lease's URL, with the consistency parameter.
-    pub url: String,
+    pub url: Url,
 }
 
 impl LeaseReader {
     /// A reader of lease `name` through `node`.
-    pub fn new(http: Client, node: &str, name: &str, stale: bool) -> Self {
+    pub fn new(http: Client, node: &str, name: &str, stale: bool) -> Result<Self> {
         let consistency = if stale { "stale" } else { "linearizable" };
-        Self {
+        Ok(Self {
             http,
-            url: format!("{}/{name}?consistency={consistency}", leases_url(node)),
-        }
+            url: parsed_url(&format!("{}/{name}?consistency={consistency}", leases_url(node)))?,
+        })
     }
 }
 
 impl Worker for LeaseReader {
     fn step(&mut self) -> StepFuture<'_> {
         Box::pin(timed(async {
-            match self.http.get(&self.url).send().await {
+            match self.http.get(self.url.clone()).send().await {
                 Ok(response) => response.status() == StatusCode::OK && response.bytes().await.is_ok(),
                 Err(_) => false,
             }

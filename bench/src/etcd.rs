@@ -11,11 +11,13 @@ use base64::engine::general_purpose::STANDARD as BASE64;
 use base64::Engine;
 use drover_tests::process::free_ports;
 use drover_tests::wait::eventually;
-use reqwest::{Client, StatusCode};
+use reqwest::{Client, StatusCode, Url};
+use serde::de::IgnoredAny;
+use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 use tempfile::TempDir;
 
-use crate::driver::{timed, StepFuture, Worker};
+use crate::driver::{parsed_url, timed, StepFuture, Worker};
 
 /// Size of the values written: about the size of a lease object as Drover stores it.
 const VALUE_BYTES: usize = 256;
@@ -135,6 +137,49 @@ async fn post_ok(http: &Client, url: &str, body: &Value) -> Option<Value> {
     body.get("error").is_none().then_some(body)
 }
 
+/// What the load generator reads of a gateway answer: whether it reports an error (the gateway
+/// reports gRPC errors in the body).
+#[derive(Deserialize)]
+struct GatewayAnswer {
+    #[serde(default)]
+    error: Option<IgnoredAny>,
+}
+
+/// Posts `body` to `url`; true when the gateway answered `200` without an error.
+async fn post_succeeds(http: &Client, url: &Url, body: &impl Serialize) -> bool {
+    let Ok(response) = http.post(url.clone()).json(body).send().await else {
+        return false;
+    };
+    if response.status() != StatusCode::OK {
+        return false;
+    }
+    let Ok(bytes) = response.bytes().await else {
+        return false;
+    };
+    serde_json::from_slice::<GatewayAnswer>(&bytes).is_ok_and(|answer| answer.error.is_none())
+}
+
+/// The body of a put.
+#[derive(Serialize)]
+struct Put<'a> {
+    key: &'a str,
+    value: String,
+}
+
+/// The body of a range of one key.
+#[derive(Serialize)]
+struct Range {
+    key: String,
+    serializable: bool,
+}
+
+/// The body of a keep-alive.
+#[derive(Serialize)]
+struct LeaseId {
+    #[serde(rename = "ID")]
+    id: String,
+}
+
 /// Puts key `key` once, so reads find it.
 pub async fn put_once(http: &Client, node: &str, key: &str) -> Result<()> {
     let body = json!({"key": b64(key), "value": b64(&"v".repeat(VALUE_BYTES))});
@@ -149,7 +194,7 @@ pub struct Putter {
     /// Connection pool.
     pub http: Client,
     /// The member's put URL.
-    pub url: String,
+    pub url: Url,
     /// The key, base64.
     pub key: String,
     /// Operations so far.
@@ -158,13 +203,13 @@ pub struct Putter {
 
 impl Putter {
     /// A writer of `key` through `node`.
-    pub fn new(http: Client, node: &str, key: &str) -> Self {
-        Self {
+    pub fn new(http: Client, node: &str, key: &str) -> Result<Self> {
+        Ok(Self {
             http,
-            url: format!("http://{node}/v3/kv/put"),
+            url: parsed_url(&format!("http://{node}/v3/kv/put"))?,
             key: b64(key),
             seq: 0,
-        }
+        })
     }
 }
 
@@ -172,9 +217,12 @@ impl Worker for Putter {
     fn step(&mut self) -> StepFuture<'_> {
         self.seq += 1;
         let value = format!("{:0width$}", self.seq, width = VALUE_BYTES);
-        let body = json!({"key": self.key, "value": b64(&value)});
         Box::pin(timed(async move {
-            post_ok(&self.http, &self.url, &body).await.is_some()
+            let body = Put {
+                key: &self.key,
+                value: b64(&value),
+            };
+            post_succeeds(&self.http, &self.url, &body).await
         }))
     }
 }
@@ -184,27 +232,28 @@ pub struct Ranger {
     /// Connection pool.
     pub http: Client,
     /// The member's range URL.
-    pub url: String,
+    pub url: Url,
     /// The request body.
-    pub body: Value,
+    body: Range,
 }
 
 impl Ranger {
     /// A reader of `key` through `node`.
-    pub fn new(http: Client, node: &str, key: &str, serializable: bool) -> Self {
-        Self {
+    pub fn new(http: Client, node: &str, key: &str, serializable: bool) -> Result<Self> {
+        Ok(Self {
             http,
-            url: format!("http://{node}/v3/kv/range"),
-            body: json!({"key": b64(key), "serializable": serializable}),
-        }
+            url: parsed_url(&format!("http://{node}/v3/kv/range"))?,
+            body: Range {
+                key: b64(key),
+                serializable,
+            },
+        })
     }
 }
 
 impl Worker for Ranger {
     fn step(&mut self) -> StepFuture<'_> {
-        Box::pin(timed(async {
-            post_ok(&self.http, &self.url, &self.body).await.is_some()
-        }))
+        Box::pin(timed(post_succeeds(&self.http, &self.url, &self.body)))
     }
 }
 
@@ -228,9 +277,9 @@ pub struct KeepAlive {
     /// Connection pool.
     pub http: Client,
     /// The member's keep-alive URL.
-    pub url: String,
+    pub url: Url,
     /// The request body.
-    pub body: Value,
+    body: LeaseId,
     /// Time between keep-alives.
     pub period: Duration,
     /// When the next is due.
@@ -239,14 +288,20 @@ pub struct KeepAlive {
 
 impl KeepAlive {
     /// A holder of lease `id` through `node`, first renewing at `first`.
-    pub fn new(http: Client, node: &str, id: &str, period: Duration, first: tokio::time::Instant) -> Self {
-        Self {
+    pub fn new(
+        http: Client,
+        node: &str,
+        id: &str,
+        period: Duration,
+        first: tokio::time::Instant,
+    ) -> Result<Self> {
+        Ok(Self {
             http,
-            url: format!("http://{node}/v3/lease/keepalive"),
-            body: json!({"ID": id}),
+            url: parsed_url(&format!("http://{node}/v3/lease/keepalive"))?,
+            body: LeaseId { id: id.to_string() },
             period,
             next: first,
-        }
+        })
     }
 }
 
@@ -257,7 +312,7 @@ impl Worker for KeepAlive {
             self.next += self.period;
             // The gateway streams keep-alive answers as {"result": {...}} lines.
             timed(async {
-                let Ok(response) = self.http.post(&self.url).json(&self.body).send().await else {
+                let Ok(response) = self.http.post(self.url.clone()).json(&self.body).send().await else {
                     return false;
                 };
                 response.status() == StatusCode::OK
