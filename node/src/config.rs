@@ -336,6 +336,12 @@ impl NodeConfig {
                 format!("must be at least {MIN_SECRET_LEN} characters"),
             ));
         }
+        if !cluster_secret.chars().all(|c| c.is_ascii_graphic() || c == ' ') {
+            return Err(invalid(
+                "cluster-secret",
+                "must be printable ASCII: peers send it in an HTTP header",
+            ));
+        }
         let defaults = RaftConfig::default();
         let raft = RaftConfig {
             heartbeat_interval: millis(
@@ -564,6 +570,12 @@ mod tests {
             .unwrap_err()
             .to_string()
             .contains("cluster-secret"));
+        let mut unprintable = args();
+        unprintable.cluster_secret = Some("0123456789abcdef\n".into());
+        assert!(NodeConfig::merge(&unprintable, FileConfig::default())
+            .unwrap_err()
+            .to_string()
+            .contains("printable ASCII"));
         let mut not_member = args();
         not_member.initial_cluster = Some("2=a:1,3=b:2".into());
         assert!(NodeConfig::merge(&not_member, FileConfig::default())
