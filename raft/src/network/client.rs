@@ -14,6 +14,8 @@ use openraft::raft::{
     AppendEntriesRequest, AppendEntriesResponse, SnapshotResponse, VoteRequest, VoteResponse,
 };
 use openraft::OptionalSend;
+use reqwest::header::HeaderValue;
+use reqwest::{IntoUrl, Url};
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 use thiserror::Error;
@@ -79,22 +81,30 @@ impl PeerError {
 #[derive(Clone)]
 pub struct PeerClient {
     http: reqwest::Client,
-    secret: Arc<str>,
+    /// The `authorization` header every peer request carries, built once.
+    credential: Arc<HeaderValue>,
 }
 
 impl PeerClient {
     /// A client that authenticates with `secret` and, given `source_ip`, opens its connections
-    /// from that address, so that peers and firewalls see which node is calling.
+    /// from that address, so that peers and firewalls see which node is calling. It neither
+    /// follows redirects nor retries: peers send no redirects, a forwarded write must not be
+    /// sent twice behind the caller's back, and both layers cost CPU on every AppendEntries.
     pub fn new(secret: &str, source_ip: Option<std::net::IpAddr>) -> Self {
         let http = reqwest::Client::builder()
             .pool_idle_timeout(Duration::from_secs(60))
+            .redirect(reqwest::redirect::Policy::none())
+            .retry(reqwest::retry::never())
             .tcp_nodelay(true)
             .local_address(source_ip)
             .build()
             .unwrap_or_default();
+        // The node's configuration refuses a secret that is not printable ASCII; were one to
+        // get here anyway, the peers would refuse the empty credential with 401.
+        let credential = HeaderValue::from_str(&bearer(secret)).unwrap_or(HeaderValue::from_static(""));
         Self {
             http,
-            secret: Arc::from(secret),
+            credential: Arc::new(credential),
         }
     }
 
@@ -105,7 +115,7 @@ impl PeerClient {
         timeout: Duration,
     ) -> Result<bytes::Bytes, PeerError> {
         let response = request
-            .header(SECRET_HEADER, bearer(&self.secret))
+            .header(SECRET_HEADER, HeaderValue::clone(&self.credential))
             .timeout(timeout)
             .send()
             .await
@@ -125,11 +135,11 @@ impl PeerClient {
     async fn post_json<Req: Serialize, Resp: DeserializeOwned>(
         &self,
         addr: &str,
-        path: &str,
+        url: impl IntoUrl,
         body: &Req,
         timeout: Duration,
     ) -> Result<Resp, PeerError> {
-        let request = self.http.post(format!("http://{addr}{path}")).json(body);
+        let request = self.http.post(url).json(body);
         let bytes = self.send(addr, request, timeout).await?;
         decode(addr, &bytes)
     }
@@ -141,7 +151,8 @@ impl PeerClient {
         request: &LeaderRequest,
         timeout: Duration,
     ) -> Result<LeaderResponse, PeerError> {
-        self.post_json(addr, "/raft/leader", request, timeout).await
+        self.post_json(addr, format!("http://{addr}/raft/leader"), request, timeout)
+            .await
     }
 
     /// Asks the voter at `addr` whether it would vote for this node.
@@ -151,7 +162,8 @@ impl PeerClient {
         request: &PreVoteRequest,
         timeout: Duration,
     ) -> Result<PreVoteResponse, PeerError> {
-        self.post_json(addr, "/raft/prevote", request, timeout).await
+        self.post_json(addr, format!("http://{addr}/raft/prevote"), request, timeout)
+            .await
     }
 
     /// Asks the node at `addr` for its status.
@@ -205,10 +217,15 @@ impl RaftNetworkFactory<TypeConfig> for Network {
     type Network = PeerConnection;
 
     async fn new_client(&mut self, target: NodeId, node: &PeerNode) -> PeerConnection {
+        let url = |path: &str| format!("http://{}{path}", node.peer_addr);
         PeerConnection {
             client: self.client.clone(),
             target,
             addr: node.peer_addr.clone(),
+            // Parsed once rather than for each of the hundreds of AppendEntries a second; an
+            // address that does not parse fails each request as unreachable instead.
+            append_url: Url::parse(&url("/raft/append")).ok(),
+            vote_url: url("/raft/vote"),
         }
     }
 }
@@ -218,6 +235,8 @@ pub struct PeerConnection {
     client: PeerClient,
     target: NodeId,
     addr: String,
+    append_url: Option<Url>,
+    vote_url: String,
 }
 
 fn rpc_error<E: std::error::Error>(error: PeerError) -> RPCError<NodeId, PeerNode, E> {
@@ -230,7 +249,7 @@ fn rpc_error<E: std::error::Error>(error: PeerError) -> RPCError<NodeId, PeerNod
 impl PeerConnection {
     async fn call<Req, Resp>(
         &self,
-        path: &str,
+        url: impl IntoUrl,
         request: &Req,
         option: &RPCOption,
     ) -> Result<Resp, RPCError<NodeId, PeerNode, RaftError<NodeId>>>
@@ -240,7 +259,7 @@ impl PeerConnection {
     {
         let answer: Result<Resp, RaftError<NodeId>> = self
             .client
-            .post_json(&self.addr, path, request, option.hard_ttl())
+            .post_json(&self.addr, url, request, option.hard_ttl())
             .await
             .map_err(rpc_error)?;
         answer.map_err(|e| RPCError::RemoteError(RemoteError::new(self.target, e)))
@@ -253,7 +272,13 @@ impl RaftNetwork<TypeConfig> for PeerConnection {
         rpc: AppendEntriesRequest<TypeConfig>,
         option: RPCOption,
     ) -> Result<AppendEntriesResponse<NodeId>, RPCError<NodeId, PeerNode, RaftError<NodeId>>> {
-        self.call("/raft/append", &rpc, &option).await
+        match &self.append_url {
+            Some(url) => self.call(url.clone(), &rpc, &option).await,
+            None => Err(rpc_error(PeerError::Connect {
+                addr: self.addr.clone(),
+                message: "not a valid peer address".into(),
+            })),
+        }
     }
 
     async fn vote(
@@ -261,7 +286,7 @@ impl RaftNetwork<TypeConfig> for PeerConnection {
         rpc: VoteRequest<NodeId>,
         option: RPCOption,
     ) -> Result<VoteResponse<NodeId>, RPCError<NodeId, PeerNode, RaftError<NodeId>>> {
-        self.call("/raft/vote", &rpc, &option).await
+        self.call(self.vote_url.as_str(), &rpc, &option).await
     }
 
     async fn full_snapshot(
