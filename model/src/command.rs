@@ -18,8 +18,9 @@ pub struct Precondition {
     pub uid: Option<String>,
 }
 
-/// One change the state machine knows how to apply.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+/// One change the state machine knows how to apply. Encoded internally tagged; decoded by the
+/// hand-written decoder in `command_decode`, which reads the tag without buffering.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(tag = "op", rename_all = "snake_case")]
 pub enum Command {
     /// Create an object; fails with `AlreadyExists` if the name is taken.

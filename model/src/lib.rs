@@ -5,6 +5,7 @@
 //! tokens and carries them inside the command, so every replica computes the same state.
 
 pub mod command;
+mod command_decode;
 pub mod error;
 pub mod object;
 pub mod platform;
