@@ -417,10 +417,11 @@ impl RaftHandle {
     }
 
     async fn wait_applied(&self, index: u64, deadline: Instant) -> Result<(), ReadError> {
-        let mut applied = self.applied_index();
-        let reached = tokio::time::timeout_at(deadline, applied.wait_for(|applied| *applied >= index)).await;
-        match reached {
-            Ok(Ok(_)) => Ok(()),
+        let Some(applied) = self.core.shared.applied_waiter(index) else {
+            return Ok(());
+        };
+        match tokio::time::timeout_at(deadline, applied).await {
+            Ok(Ok(())) => Ok(()),
             Ok(Err(_)) => Err(ReadError::ShuttingDown),
             Err(_) => Err(ReadError::Unavailable(format!(
                 "this node has not applied index {index} within the request timeout"

@@ -1,6 +1,7 @@
 //! The state machine: an in-memory [`State`] fed by committed entries, with its snapshot
 //! persisted in RocksDB. Applied changes are published to watchers after each batch.
 
+use std::collections::BTreeMap;
 use std::io::Cursor;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
@@ -10,7 +11,7 @@ use openraft::storage::RaftStateMachine;
 use openraft::{AnyError, EntryPayload, OptionalSend, RaftSnapshotBuilder, StorageIOError};
 use rocksdb::{WriteBatch, WriteOptions, DB};
 use serde::{Deserialize, Serialize};
-use tokio::sync::{broadcast, watch};
+use tokio::sync::{broadcast, oneshot, watch};
 
 use super::codec::{decode, encode};
 use super::history::ChangeHistory;
@@ -48,6 +49,10 @@ pub struct SharedState {
     pub(crate) history: Mutex<ChangeHistory>,
     pub(crate) changes: broadcast::Sender<Arc<Change>>,
     pub(crate) applied_index: watch::Sender<u64>,
+    /// Callers waiting for an index to be applied, by that index. A watch of the applied index
+    /// would wake every one of them at every apply; this wakes each once, when its index is
+    /// reached (at 64 clients, a few dozen waiters and hundreds of applies a second).
+    applied_waiters: Mutex<BTreeMap<u64, Vec<oneshot::Sender<()>>>>,
     pub(crate) snapshots_built: AtomicU64,
     pub(crate) snapshots_installed: AtomicU64,
 }
@@ -60,6 +65,37 @@ impl SharedState {
             .read()
             .unwrap_or_else(|poisoned| poisoned.into_inner());
         (f(&applied.state), applied.state.revision())
+    }
+
+    /// A receiver that resolves once `index` is applied; `None` when it already is. It fails
+    /// when the state machine is dropped first.
+    pub(crate) fn applied_waiter(&self, index: u64) -> Option<oneshot::Receiver<()>> {
+        if *self.applied_index.borrow() >= index {
+            return None;
+        }
+        let mut waiters = self.applied_waiters.lock().unwrap_or_else(|p| p.into_inner());
+        // Checked again under the lock: `advance_applied` publishes the index before it takes
+        // the lock, so either this sees the new index or that sees this waiter.
+        if *self.applied_index.borrow() >= index {
+            return None;
+        }
+        let (waiter, applied) = oneshot::channel();
+        waiters.entry(index).or_default().push(waiter);
+        Some(applied)
+    }
+
+    /// Publishes the applied index and wakes whoever waits for it or an earlier one.
+    fn advance_applied(&self, index: u64) {
+        self.applied_index.send_replace(index);
+        let ready = {
+            let mut waiters = self.applied_waiters.lock().unwrap_or_else(|p| p.into_inner());
+            let later = waiters.split_off(&index.saturating_add(1));
+            std::mem::replace(&mut *waiters, later)
+        };
+        for waiter in ready.into_values().flatten() {
+            // A caller that gave up no longer listens.
+            let _ = waiter.send(());
+        }
     }
 }
 
@@ -108,6 +144,7 @@ impl StateMachineStore {
             history: Mutex::new(ChangeHistory::new(revision, watch_history)),
             changes,
             applied_index,
+            applied_waiters: Mutex::new(BTreeMap::new()),
             snapshots_built: AtomicU64::new(0),
             snapshots_installed: AtomicU64::new(0),
         });
@@ -143,7 +180,7 @@ impl StateMachineStore {
                 let _ = self.shared.changes.send(change);
             }
         }
-        self.shared.applied_index.send_replace(applied_index);
+        self.shared.advance_applied(applied_index);
     }
 }
 
@@ -249,7 +286,7 @@ impl RaftStateMachine<TypeConfig> for StateMachineStore {
                 .reset(applied.state.revision());
         }
         self.shared.snapshots_installed.fetch_add(1, Ordering::Relaxed);
-        self.shared.applied_index.send_replace(floor);
+        self.shared.advance_applied(floor);
         Ok(())
     }
 
@@ -270,5 +307,36 @@ impl RaftStateMachine<TypeConfig> for StateMachineStore {
             }
             _ => Ok(None),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use tokio::sync::oneshot::error::TryRecvError;
+
+    use super::*;
+    use crate::store::open_db;
+
+    #[test]
+    fn a_waiter_wakes_when_its_index_is_applied_and_not_before() -> Result<(), Box<dyn std::error::Error>> {
+        let dir = tempfile::TempDir::new()?;
+        let store = StateMachineStore::open(open_db(dir.path())?, 16)?;
+        let shared = store.shared();
+        let mut five = shared.applied_waiter(5).ok_or("index 5 is not applied yet")?;
+        let mut seven = shared.applied_waiter(7).ok_or("index 7 is not applied yet")?;
+        shared.advance_applied(4);
+        assert_eq!(five.try_recv(), Err(TryRecvError::Empty));
+        shared.advance_applied(6);
+        assert_eq!(five.try_recv(), Ok(()));
+        assert_eq!(seven.try_recv(), Err(TryRecvError::Empty));
+        assert!(shared.applied_waiter(6).is_none(), "index 6 is applied");
+        drop(store);
+        drop(shared);
+        assert_eq!(
+            seven.try_recv(),
+            Err(TryRecvError::Closed),
+            "nobody is left to wake it"
+        );
+        Ok(())
     }
 }
