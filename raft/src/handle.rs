@@ -292,11 +292,6 @@ impl RaftHandle {
         self.core.leadership.clone()
     }
 
-    /// The index this node's state machine has applied, published after every batch.
-    pub fn applied_index(&self) -> watch::Receiver<u64> {
-        self.core.shared.applied_index.subscribe()
-    }
-
     /// Changes applied from now on. Pair with [`Self::changes_since`] to resume without gaps.
     pub fn subscribe_changes(&self) -> broadcast::Receiver<Arc<Change>> {
         self.core.shared.changes.subscribe()

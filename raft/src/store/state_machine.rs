@@ -11,7 +11,7 @@ use openraft::storage::RaftStateMachine;
 use openraft::{AnyError, EntryPayload, OptionalSend, RaftSnapshotBuilder, StorageIOError};
 use rocksdb::{WriteBatch, WriteOptions, DB};
 use serde::{Deserialize, Serialize};
-use tokio::sync::{broadcast, oneshot, watch};
+use tokio::sync::{broadcast, oneshot};
 
 use super::codec::{decode, encode};
 use super::history::ChangeHistory;
@@ -42,17 +42,23 @@ pub(crate) struct Applied {
     pub(crate) state: State,
 }
 
+/// The index applied so far and the callers waiting for later ones, by the index they wait
+/// for. A watch of the applied index would wake every waiter at every apply; this wakes each
+/// once, when its index is reached (at 64 clients, a few dozen waiters and hundreds of applies
+/// a second).
+struct AppliedIndex {
+    applied: u64,
+    waiters: BTreeMap<u64, Vec<oneshot::Sender<()>>>,
+}
+
 /// What the state machine shares with the rest of the node: the applied state for reads, the
 /// applied index, the change feed and its recent history.
 pub struct SharedState {
     pub(crate) applied: RwLock<Applied>,
     pub(crate) history: Mutex<ChangeHistory>,
     pub(crate) changes: broadcast::Sender<Arc<Change>>,
-    pub(crate) applied_index: watch::Sender<u64>,
-    /// Callers waiting for an index to be applied, by that index. A watch of the applied index
-    /// would wake every one of them at every apply; this wakes each once, when its index is
-    /// reached (at 64 clients, a few dozen waiters and hundreds of applies a second).
-    applied_waiters: Mutex<BTreeMap<u64, Vec<oneshot::Sender<()>>>>,
+    /// The applied index and who waits for a later one.
+    applied_index: Mutex<AppliedIndex>,
     pub(crate) snapshots_built: AtomicU64,
     pub(crate) snapshots_installed: AtomicU64,
 }
@@ -70,27 +76,22 @@ impl SharedState {
     /// A receiver that resolves once `index` is applied; `None` when it already is. It fails
     /// when the state machine is dropped first.
     pub(crate) fn applied_waiter(&self, index: u64) -> Option<oneshot::Receiver<()>> {
-        if *self.applied_index.borrow() >= index {
+        let mut applied = self.applied_index.lock().unwrap_or_else(|p| p.into_inner());
+        if applied.applied >= index {
             return None;
         }
-        let mut waiters = self.applied_waiters.lock().unwrap_or_else(|p| p.into_inner());
-        // Checked again under the lock: `advance_applied` publishes the index before it takes
-        // the lock, so either this sees the new index or that sees this waiter.
-        if *self.applied_index.borrow() >= index {
-            return None;
-        }
-        let (waiter, applied) = oneshot::channel();
-        waiters.entry(index).or_default().push(waiter);
-        Some(applied)
+        let (waiter, reached) = oneshot::channel();
+        applied.waiters.entry(index).or_default().push(waiter);
+        Some(reached)
     }
 
-    /// Publishes the applied index and wakes whoever waits for it or an earlier one.
+    /// Records the applied index and wakes whoever waits for it or an earlier one.
     fn advance_applied(&self, index: u64) {
-        self.applied_index.send_replace(index);
         let ready = {
-            let mut waiters = self.applied_waiters.lock().unwrap_or_else(|p| p.into_inner());
-            let later = waiters.split_off(&index.saturating_add(1));
-            std::mem::replace(&mut *waiters, later)
+            let mut applied = self.applied_index.lock().unwrap_or_else(|p| p.into_inner());
+            applied.applied = index;
+            let later = applied.waiters.split_off(&index.saturating_add(1));
+            std::mem::replace(&mut applied.waiters, later)
         };
         for waiter in ready.into_values().flatten() {
             // A caller that gave up no longer listens.
@@ -138,13 +139,14 @@ impl StateMachineStore {
         let floor = applied.last_applied.as_ref().map_or(0, |id| id.index);
         let revision = applied.state.revision();
         let (changes, _) = broadcast::channel(4096);
-        let (applied_index, _) = watch::channel(floor);
         let shared = Arc::new(SharedState {
             applied: RwLock::new(applied),
             history: Mutex::new(ChangeHistory::new(revision, watch_history)),
             changes,
-            applied_index,
-            applied_waiters: Mutex::new(BTreeMap::new()),
+            applied_index: Mutex::new(AppliedIndex {
+                applied: floor,
+                waiters: BTreeMap::new(),
+            }),
             snapshots_built: AtomicU64::new(0),
             snapshots_installed: AtomicU64::new(0),
         });
