@@ -94,6 +94,12 @@ pub(crate) fn group_commit_histogram(registry: &Registry) -> Result<Histogram, S
     )
 }
 
+/// A histogram registered nowhere, for tests that build a store without a node.
+#[cfg(test)]
+pub(crate) fn unregistered_histogram() -> Result<Histogram, prometheus::Error> {
+    Histogram::with_opts(HistogramOpts::new("test_histogram", "registered nowhere"))
+}
+
 fn metric_error(e: prometheus::Error) -> StoreError {
     StoreError::Config(format!("metrics registry: {e}"))
 }

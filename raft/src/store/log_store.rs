@@ -282,10 +282,7 @@ mod tests {
     async fn the_committed_index_is_written_every_64_entries_and_known_at_once(
     ) -> Result<(), Box<dyn std::error::Error>> {
         let dir = tempfile::TempDir::new()?;
-        let mut store = LogStore::new(
-            open_db(dir.path())?,
-            Histogram::with_opts(prometheus::HistogramOpts::new("t", "t"))?,
-        );
+        let mut store = LogStore::new(open_db(dir.path())?, crate::metrics::unregistered_histogram()?);
         store.save_committed_every = Duration::from_secs(3600);
         let known = store.committed_index();
         store.save_committed(committed(1)).await?;

@@ -16,11 +16,7 @@ fn setup_failed(e: impl std::error::Error + 'static) -> StorageError {
 impl StoreBuilder<TypeConfig, LogStore, StateMachineStore, TempDir> for RocksBuilder {
     async fn build(&self) -> Result<(TempDir, LogStore, StateMachineStore), StorageError> {
         let dir = TempDir::new().map_err(setup_failed)?;
-        let append_seconds = prometheus::Histogram::with_opts(prometheus::HistogramOpts::new(
-            "test_log_append_duration_seconds",
-            "unregistered",
-        ))
-        .map_err(setup_failed)?;
+        let append_seconds = crate::metrics::unregistered_histogram().map_err(setup_failed)?;
         let (log_store, state_machine) = open(dir.path(), 100, append_seconds).map_err(setup_failed)?;
         Ok((dir, log_store, state_machine))
     }
