@@ -24,7 +24,7 @@ use serde_json::json;
 
 use self::selector::Selector;
 use self::status::KubeError;
-use self::wire::{kube_object, list_json, parse_incoming, FieldValidation, Incoming};
+use self::wire::{kube_list, kube_object, parse_incoming, FieldValidation, Incoming};
 use crate::state::ApiState;
 
 /// Header that says how fresh a read was.
@@ -193,7 +193,7 @@ async fn list_or_watch_in(
         })
         .await?;
     Ok(with_consistency(
-        Json(list_json(kind, &items, revision)).into_response(),
+        Json(kube_list(kind, &items, revision)).into_response(),
         consistency,
     ))
 }

@@ -40,8 +40,16 @@ impl Filter {
     }
 }
 
+/// One line of a watch stream.
+#[derive(Serialize)]
+struct Event<'a, T> {
+    #[serde(rename = "type")]
+    kind: &'a str,
+    object: T,
+}
+
 fn event_line(kind: &str, object: impl Serialize) -> Bytes {
-    let mut line = serde_json::to_vec(&json!({ "type": kind, "object": object })).unwrap_or_default();
+    let mut line = serde_json::to_vec(&Event { kind, object }).unwrap_or_default();
     line.push(b'\n');
     Bytes::from(line)
 }

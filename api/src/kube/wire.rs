@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use drover_model::{AkkaLeaseSpec, CoordinationLeaseSpec, LeaseSpec, ObjectKind, StoredObject};
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
-use serde_json::{json, Value};
+use serde_json::Value;
 
 use super::status::KubeError;
 
@@ -76,13 +76,32 @@ pub fn object_json(object: &StoredObject) -> Value {
 }
 
 /// A list as Kubernetes clients expect it.
-pub fn list_json(kind: ObjectKind, items: &[StoredObject], revision: u64) -> Value {
-    json!({
-        "apiVersion": kind.api_version(),
-        "kind": format!("{}List", kind.kind_name()),
-        "metadata": { "resourceVersion": revision.to_string() },
-        "items": items.iter().map(kube_object).collect::<Vec<_>>(),
-    })
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct KubeList<'a> {
+    api_version: &'static str,
+    kind: String,
+    metadata: ListMeta,
+    items: Vec<KubeObject<'a>>,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct ListMeta {
+    #[serde(serialize_with = "serialize_as_string")]
+    resource_version: u64,
+}
+
+/// A list as Kubernetes clients expect it.
+pub fn kube_list(kind: ObjectKind, items: &[StoredObject], revision: u64) -> KubeList<'_> {
+    KubeList {
+        api_version: kind.api_version(),
+        kind: format!("{}List", kind.kind_name()),
+        metadata: ListMeta {
+            resource_version: revision,
+        },
+        items: items.iter().map(kube_object).collect(),
+    }
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -283,16 +302,13 @@ pub fn parse_incoming(
 #[cfg(test)]
 mod tests {
     use drover_model::{ObjectKey, ObjectMeta};
+    use serde_json::json;
 
     use super::*;
 
     fn stored(spec: LeaseSpec, labels: &[(&str, &str)]) -> StoredObject {
-        let kind = match spec {
-            LeaseSpec::Coordination(_) => ObjectKind::CoordinationLease,
-            LeaseSpec::Akka(_) => ObjectKind::AkkaLease,
-        };
         StoredObject {
-            key: ObjectKey::new(kind, "ns", "a"),
+            key: ObjectKey::new(spec.kind(), "ns", "a"),
             meta: ObjectMeta {
                 uid: "u-1".into(),
                 resource_version: 42,
@@ -337,6 +353,22 @@ mod tests {
         assert_eq!(akka["spec"]["owner"], "");
         assert!(akka["metadata"].get("labels").is_none());
         assert!(akka["metadata"].get("annotations").is_none());
+    }
+
+    #[test]
+    fn lists_have_the_kubernetes_shape() {
+        let item = stored(LeaseSpec::Akka(AkkaLeaseSpec::default()), &[]);
+        let list = serde_json::to_value(kube_list(ObjectKind::AkkaLease, std::slice::from_ref(&item), 9))
+            .expect("encode");
+        assert_eq!(
+            list,
+            json!({
+                "apiVersion": "akka.io/v1",
+                "kind": "LeaseList",
+                "metadata": {"resourceVersion": "9"},
+                "items": [object_json(&item)],
+            })
+        );
     }
 
     #[test]
