@@ -69,10 +69,6 @@ fn leases_url(node: &str) -> String {
     format!("http://{node}/apis/coordination.k8s.io/v1/namespaces/{NAMESPACE}/leases")
 }
 
-fn version_of(body: &Value) -> Option<String> {
-    Some(body["metadata"]["resourceVersion"].as_str()?.to_string())
-}
-
 /// Creates lease `name` (or finds it) and returns its resource version.
 pub async fn ensure_lease(http: &Client, node: &str, name: &str) -> Result<String> {
     let body =
@@ -83,8 +79,11 @@ pub async fn ensure_lease(http: &Client, node: &str, name: &str) -> Result<Strin
         StatusCode::CONFLICT => http.get(format!("{}/{name}", leases_url(node))).send().await?,
         other => bail!("creating lease {name} answered {other}"),
     };
-    let body: Value = response.json().await?;
-    version_of(&body).context("an answer without a resourceVersion")
+    let answered: Answered = response
+        .json()
+        .await
+        .context("an answer without a resourceVersion")?;
+    Ok(answered.metadata.resource_version)
 }
 
 /// The body of a renewal: a lease replace conditional on `resource_version`.

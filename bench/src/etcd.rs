@@ -9,9 +9,10 @@ use std::time::Duration;
 use anyhow::{anyhow, bail, Context, Result};
 use base64::engine::general_purpose::STANDARD as BASE64;
 use base64::Engine;
+use bytes::Bytes;
 use drover_tests::process::free_ports;
 use drover_tests::wait::eventually;
-use reqwest::{Client, StatusCode, Url};
+use reqwest::{Client, IntoUrl, StatusCode, Url};
 use serde::de::IgnoredAny;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
@@ -127,36 +128,36 @@ fn b64(text: &str) -> String {
     BASE64.encode(text)
 }
 
-async fn post_ok(http: &Client, url: &str, body: &Value) -> Option<Value> {
+/// Posts `body` to `url`; the answer's body when the gateway answered `200`.
+async fn post(http: &Client, url: impl IntoUrl, body: &impl Serialize) -> Option<Bytes> {
     let response = http.post(url).json(body).send().await.ok()?;
     if response.status() != StatusCode::OK {
         return None;
     }
-    let body: Value = response.json().await.ok()?;
-    // The gateway reports gRPC errors in the body.
+    response.bytes().await.ok()
+}
+
+/// Posts `body` to `url`; the answer when it is a `200` that reports no error (the gateway
+/// reports gRPC errors in the body).
+async fn post_ok(http: &Client, url: &str, body: &Value) -> Option<Value> {
+    let body: Value = serde_json::from_slice(&post(http, url, body).await?).ok()?;
     body.get("error").is_none().then_some(body)
 }
 
-/// What the load generator reads of a gateway answer: whether it reports an error (the gateway
-/// reports gRPC errors in the body).
+/// What the load generator reads of a gateway answer: whether it reports an error.
 #[derive(Deserialize)]
 struct GatewayAnswer {
     #[serde(default)]
     error: Option<IgnoredAny>,
 }
 
-/// Posts `body` to `url`; true when the gateway answered `200` without an error.
+/// [`post_ok`] for the measured workers: true when it succeeds, the answer read only for its
+/// error.
 async fn post_succeeds(http: &Client, url: &Url, body: &impl Serialize) -> bool {
-    let Ok(response) = http.post(url.clone()).json(body).send().await else {
-        return false;
-    };
-    if response.status() != StatusCode::OK {
-        return false;
-    }
-    let Ok(bytes) = response.bytes().await else {
-        return false;
-    };
-    serde_json::from_slice::<GatewayAnswer>(&bytes).is_ok_and(|answer| answer.error.is_none())
+    post(http, url.clone(), body)
+        .await
+        .and_then(|bytes| serde_json::from_slice::<GatewayAnswer>(&bytes).ok())
+        .is_some_and(|answer| answer.error.is_none())
 }
 
 /// The body of a put.
