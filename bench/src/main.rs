@@ -19,12 +19,12 @@ mod report;
 mod scale;
 
 use anyhow::Result;
+use clap::{Parser, Subcommand};
 
 // The load generator shares the machine's cores with the nodes it measures: the lighter it is,
 // the less it takes from them (glibc's malloc was an eighth of its CPU).
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
-use clap::{Parser, Subcommand};
 
 /// Drover's benchmark programs.
 #[derive(Debug, Parser)]
