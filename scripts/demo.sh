@@ -20,10 +20,15 @@ if [ "$(cat "$state/storage-format" 2>/dev/null)" != "$storage_format" ]; then
   fi
   echo "$storage_format" > "$state/storage-format"
 fi
+# Secrets live in files only its owner can read (the node refuses others) and never go on a
+# command line, where `ps` would show them to every local user.
+umask 077
 if [ ! -s "$state/secret" ]; then
   head -c 24 /dev/urandom | od -An -tx1 | tr -d ' \n' > "$state/secret"
 fi
-secret="$(cat "$state/secret")"
+if [ ! -s "$state/claimer-token" ]; then
+  echo demo-claimer-token > "$state/claimer-token"
+fi
 # The development identity provider: tokens signed with this secret by `drover token`.
 if [ ! -s "$state/jwt-secret" ]; then
   head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n' > "$state/jwt-secret"
@@ -35,7 +40,11 @@ if [ ! -s "$state/token" ]; then
 fi
 demo_token="$(cat "$state/token")"
 echo "$demo_token,demo,operators" > "$state/tokens.csv"
-auth=(-H "Authorization: Bearer $demo_token")
+chmod 600 "$state/secret" "$state/claimer-token" "$state/jwt-secret" "$state/token" "$state/tokens.csv"
+# curl reads the header from a file (-H @file): a token in its arguments would show in `ps`.
+echo "Authorization: Bearer $demo_token" > "$state/auth-header"
+echo "Authorization: $(cat "$state/claimer-token")" > "$state/claimer-header"
+auth=(-H @"$state/auth-header")
 export DROVER_TOKEN="$demo_token"
 cluster="1=127.0.0.1:7501,2=127.0.0.1:7502,3=127.0.0.1:7503"
 cat > "$state/pools.yaml" <<'YAML'
@@ -61,8 +70,8 @@ trap 'exit 130' INT TERM
 for id in 1 2 3; do
   "$bin" serve --node-id "$id" --data-dir "$state/node-$id" \
     --api-addr "127.0.0.1:740$id" --peer-addr "127.0.0.1:750$id" \
-    --initial-cluster "$cluster" --cluster-secret "$secret" \
-    --pools "$state/pools.yaml" --claimer-auth-token demo-claimer-token \
+    --initial-cluster "$cluster" --cluster-secret-file "$state/secret" \
+    --pools "$state/pools.yaml" --claimer-auth-token-file "$state/claimer-token" \
     --jwt-issuer "$issuer" --jwt-key-file "$state/jwt-secret" --operators "$issuer=admin" \
     --api-tokens-file "$state/tokens.csv" \
     >"$state/node-$id.log" 2>&1 &
@@ -106,10 +115,11 @@ done
 # The platform: an operator, a tenant with an account, an environment and a few resources.
 platform="http://127.0.0.1:7401/api/1.0-beta"
 admin_token=$("$bin" token --issuer "$issuer" --key-file "$state/jwt-secret" --subject admin)
+echo "Authorization: Bearer $admin_token" > "$state/admin-header"
 platform_call() {
   local method=$1 path=$2 body=${3:-}
   curl -s -o /dev/null -w '%{http_code}' -X "$method" "$platform$path" \
-    -H "Authorization: Bearer $admin_token" -H 'Content-Type: application/json' ${body:+-d "$body"}
+    -H @"$state/admin-header" -H 'Content-Type: application/json' ${body:+-d "$body"}
 }
 for step in \
   "POST /user {\"name\":\"Demo\",\"surname\":\"Operator\"}" \
@@ -134,25 +144,26 @@ Drover is running: three nodes on 127.0.0.1, leader is node $leader. Any node an
   node 3   api http://127.0.0.1:7403   peer 127.0.0.1:7503   log $state/node-3.log
 
 Every call but probes, metrics and /platform needs a credential. The demo's static token (group
-operators) is in $state/token:
+operators) is in $state/token; curl reads it from a header file (-H @file), so it never shows in
+the process list, and the CLI from DROVER_TOKEN:
 
   export DROVER_TOKEN=\$(cat $state/token)
   curl http://127.0.0.1:7401/cluster
-  curl -H "Authorization: Bearer \$DROVER_TOKEN" http://127.0.0.1:7402/apis/coordination.k8s.io/v1/namespaces/demo/leases
-  curl -N -H "Authorization: Bearer \$DROVER_TOKEN" 'http://127.0.0.1:7403/apis/coordination.k8s.io/v1/namespaces/demo/leases?watch=true'
+  curl -H @$state/auth-header http://127.0.0.1:7402/apis/coordination.k8s.io/v1/namespaces/demo/leases
+  curl -N -H @$state/auth-header 'http://127.0.0.1:7403/apis/coordination.k8s.io/v1/namespaces/demo/leases?watch=true'
   curl http://127.0.0.1:7401/metrics
-  curl -u boskos:\$DROVER_TOKEN -X POST 'http://127.0.0.1:7402/acquire?type=gce-project&state=free&dest=busy&owner=me'
-  curl -u boskos:\$DROVER_TOKEN 'http://127.0.0.1:7403/metric?type=gce-project'
-  curl -X POST http://127.0.0.1:7401/lease -H 'Authorization: demo-claimer-token' -d '{"max_time": 60}'
+  curl -H @$state/auth-header -X POST 'http://127.0.0.1:7402/acquire?type=gce-project&state=free&dest=busy&owner=me'
+  curl -H @$state/auth-header 'http://127.0.0.1:7403/metric?type=gce-project'
+  curl -X POST http://127.0.0.1:7401/lease -H @$state/claimer-header -d '{"max_time": 60}'
   $bin lease acquire --type gce-project --owner me -- sleep 10
 
 The platform API (Axebow 1.0-beta), browsable at http://127.0.0.1:7401/docs/ :
   curl http://127.0.0.1:7401/api/1.0-beta/platform
-  export TOKEN=\$($bin token --issuer $issuer --key-file $state/jwt-secret --subject alice)
-  curl -H "Authorization: Bearer \$TOKEN" -H 'Content-Type: application/json' \\
+  (umask 077; echo "Authorization: Bearer \$($bin token --issuer $issuer --key-file $state/jwt-secret --subject alice)" > alice-header)
+  curl -H @alice-header -H 'Content-Type: application/json' \\
        -d '{"name":"Alice","surname":"Example"}' http://127.0.0.1:7402/api/1.0-beta/user
-  curl -H "Authorization: Bearer \$TOKEN" -X POST http://127.0.0.1:7403/api/1.0-beta/tenant/alice-team
-  curl -H "Authorization: Bearer \$TOKEN" http://127.0.0.1:7401/api/1.0-beta/tenant/alice-team
+  curl -H @alice-header -X POST http://127.0.0.1:7403/api/1.0-beta/tenant/alice-team
+  curl -H @alice-header http://127.0.0.1:7401/api/1.0-beta/tenant/alice-team
   (the operator "admin" owns tenant "demo": --subject admin)
 
 MSG
@@ -163,9 +174,9 @@ if [ "${DROVER_DEMO_ONESHOT:-}" = "1" ]; then
   code=$(curl -s -o /dev/null -w '%{http_code}' "$leases")
   [ "$code" = 401 ] || { echo "demo: an anonymous lease list answered $code" >&2; exit 1; }
   DROVER_SERVER=http://127.0.0.1:7402 "$bin" lease acquire --type gce-project --owner demo-check --release-to free -- true
-  code=$(curl -s -o /dev/null -w '%{http_code}' -X POST http://127.0.0.1:7403/lease -H 'Authorization: demo-claimer-token' -d '{"max_time": 5}')
+  code=$(curl -s -o /dev/null -w '%{http_code}' -X POST http://127.0.0.1:7403/lease -H @"$state/claimer-header" -d '{"max_time": 5}')
   [ "$code" = 200 ] || { echo "demo: claiming a cluster answered $code" >&2; exit 1; }
-  tenant=$(curl -fsS -H "Authorization: Bearer $admin_token" http://127.0.0.1:7403/api/1.0-beta/tenant/demo)
+  tenant=$(curl -fsS -H @"$state/admin-header" http://127.0.0.1:7403/api/1.0-beta/tenant/demo)
   echo "$tenant" | python3 -c 'import json,sys; d=json.load(sys.stdin)["data"]; assert d["resources"]["secret"] == ["db-password"], d' \
     || { echo "demo: the demo tenant is not as created: $tenant" >&2; exit 1; }
   code=$(curl -s -o /dev/null -w '%{http_code}' http://127.0.0.1:7402/api/1.0-beta/tenant/demo)

@@ -4,7 +4,7 @@
 //! `cluster_name` and `cluster_version`. Every request needs the configured token in
 //! `Authorization`, as the claimer server checks it.
 
-use axum::body::Bytes;
+use axum::body::Body;
 use axum::extract::{Path, State};
 use axum::http::{header, HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
@@ -48,7 +48,7 @@ fn authorize<'a>(state: &'a ApiState, headers: &HeaderMap) -> Result<&'a Claimer
     let Some(options) = state.claimer.as_ref() else {
         return Err((
             StatusCode::NOT_FOUND,
-            "the k8s-claimer endpoints are disabled: start drover with --claimer-auth-token",
+            "the k8s-claimer endpoints are disabled: start drover with --claimer-auth-token-file",
         ));
     };
     let header = headers.get(header::AUTHORIZATION).and_then(|v| v.to_str().ok());
@@ -75,10 +75,21 @@ struct LeaseRequest {
     cloud_provider: Option<String>,
 }
 
-async fn lease(State(state): State<ApiState>, headers: HeaderMap, body: Bytes) -> Response {
+async fn lease(State(state): State<ApiState>, headers: HeaderMap, body: Body) -> Response {
+    // The credential is checked before the body is read: an unauthenticated caller cannot make
+    // the node buffer a megabyte.
     let options = match authorize(&state, &headers) {
         Ok(options) => options.clone(),
         Err((status, message)) => return text(status, message),
+    };
+    let body = match axum::body::to_bytes(body, state.max_body_bytes).await {
+        Ok(body) => body,
+        Err(_) => {
+            return text(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                format!("the body is larger than {} bytes or was cut off", state.max_body_bytes),
+            )
+        }
     };
     let request: LeaseRequest = match serde_json::from_slice(&body) {
         Ok(request) => request,
@@ -89,12 +100,16 @@ async fn lease(State(state): State<ApiState>, headers: HeaderMap, body: Bytes) -
             )
         }
     };
-    if request.max_time <= 0 {
-        return text(
-            StatusCode::BAD_REQUEST,
-            "max_time must be a positive number of seconds",
-        );
-    }
+    let longest_s = drover_model::limits::MAX_DURATION_MS / 1000;
+    let max_ms = match u64::try_from(request.max_time) {
+        Ok(seconds) if seconds > 0 && seconds <= longest_s => seconds * 1000,
+        _ => {
+            return text(
+                StatusCode::BAD_REQUEST,
+                format!("max_time must be a positive number of seconds, at most {longest_s}"),
+            )
+        }
+    };
     if let Some(provider) = request.cloud_provider.as_deref() {
         if !provider.is_empty() && provider != "google" && provider != "azure" {
             return text(
@@ -113,14 +128,16 @@ async fn lease(State(state): State<ApiState>, headers: HeaderMap, body: Bytes) -
         Some(Ok(pattern)) => Some(pattern),
         Some(Err(e)) => return text(StatusCode::BAD_REQUEST, format!("invalid cluster_regex: {e}")),
     };
-    let candidates = if pattern.is_some() || request.cluster_version.is_some() {
-        // Filters are resolved on a snapshot of the pool; the grant itself is still atomic.
+    // Filters are resolved on a snapshot of the pool; the grant itself is still atomic. Only
+    // clusters with a kubeconfig can be leased: a claim without one would be useless.
+    let candidates = {
         let rtype = options.rtype.clone();
         let listed = state
             .raft
             .read(Consistency::Stale, |s| {
                 s.pools()
                     .of_type(&rtype)
+                    .filter(|r| r.user_data.get("kubeconfig").is_some_and(|k| !k.trim().is_empty()))
                     .map(|r| {
                         let cluster = r
                             .user_data
@@ -155,11 +172,8 @@ async fn lease(State(state): State<ApiState>, headers: HeaderMap, body: Bytes) -
                 .map(|(name, _, _)| name)
                 .collect::<Vec<_>>(),
         )
-    } else {
-        None
     };
     let token = uuid::Uuid::new_v4().to_string();
-    let max_ms = u64::try_from(request.max_time).unwrap_or(0).saturating_mul(1000);
     let command = PoolCommand::Acquire {
         rtype: options.rtype.clone(),
         state: states::FREE.to_string(),

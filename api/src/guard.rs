@@ -149,9 +149,13 @@ pub async fn boskos(State(state): State<ApiState>, request: Request, next: Next)
     };
     match check(&state, &request, need) {
         Ok(()) => next.run(request).await,
-        Err(Denied::Unauthenticated(e)) => {
-            BoskosError::new(StatusCode::UNAUTHORIZED, e.to_string()).into_response()
-        }
+        // Not 401: the Boskos Go client reads 401 as "owned by someone else" and polls forever.
+        // 403 is an error it reports, so a missing or wrong password fails fast.
+        Err(Denied::Unauthenticated(e)) => BoskosError::new(
+            StatusCode::FORBIDDEN,
+            format!("authentication failed: {e}; send the Boskos password (HTTP Basic) or a bearer token"),
+        )
+        .into_response(),
         Err(Denied::Forbidden(message)) => BoskosError::new(StatusCode::FORBIDDEN, message).into_response(),
     }
 }

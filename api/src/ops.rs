@@ -35,6 +35,9 @@ async fn readyz(State(state): State<ApiState>) -> Response {
     } else {
         let reason = match status.leader {
             None => "no leader is known".to_string(),
+            Some(leader) if !state.raft.is_voter(leader) => {
+                format!("the leader this node heard of, {leader}, is not a voter of its membership")
+            }
             Some(_) => format!(
                 "applied index {} is behind commit index {}",
                 status.applied_index, status.commit_index

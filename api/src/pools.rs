@@ -36,10 +36,14 @@ async fn get_config(State(state): State<ApiState>) -> Result<Response, BoskosErr
 }
 
 async fn put_config(State(state): State<ApiState>, body: Bytes) -> Result<Response, BoskosError> {
-    let text = String::from_utf8_lossy(&body);
-    let config = match PoolConfig::from_yaml(&text) {
-        Ok(config) => config,
-        Err(message) => return Ok((StatusCode::BAD_REQUEST, message).into_response()),
+    // Parsing is CPU work proportional to the document: keep it off the runtime's workers.
+    let parsed = tokio::task::spawn_blocking(move || PoolConfig::from_yaml(&String::from_utf8_lossy(&body))).await;
+    let config = match parsed {
+        Ok(Ok(config)) => config,
+        Ok(Err(message)) => return Ok((StatusCode::BAD_REQUEST, message).into_response()),
+        Err(join) => {
+            return Ok((StatusCode::INTERNAL_SERVER_ERROR, format!("parsing the configuration failed: {join}")).into_response())
+        }
     };
     let types: Vec<String> = config.resources.iter().map(|t| t.rtype.clone()).collect();
     run(&state, PoolCommand::SetConfig { config }).await?;

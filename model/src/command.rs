@@ -79,6 +79,11 @@ pub struct Proposal {
     /// first result without changing anything.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub idempotency_key: Option<String>,
+    /// What request first used the key (method, route and a digest of the body). A later
+    /// proposal with the same key but another request is refused rather than answered with the
+    /// first result.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub idempotency_request: Option<String>,
     /// Wall-clock time (ms since the epoch) stamped by the leader when it proposes the entry;
     /// every time-dependent rule reads it, so all replicas agree.
     #[serde(default)]
@@ -92,6 +97,7 @@ impl Proposal {
     pub fn new(command: Command) -> Self {
         Self {
             idempotency_key: None,
+            idempotency_request: None,
             now_ms: 0,
             command,
         }
@@ -100,6 +106,12 @@ impl Proposal {
     /// Attaches an idempotency key.
     pub fn with_idempotency_key(mut self, key: Option<String>) -> Self {
         self.idempotency_key = key;
+        self
+    }
+
+    /// Attaches an idempotency key scoped to its caller and the request it was first sent with.
+    pub fn with_idempotency(mut self, idempotency: Option<(String, String)>) -> Self {
+        (self.idempotency_key, self.idempotency_request) = idempotency.unzip();
         self
     }
 }

@@ -7,6 +7,7 @@
 pub mod command;
 mod command_decode;
 pub mod error;
+pub mod limits;
 pub mod object;
 pub mod platform;
 pub mod pool;

@@ -7,12 +7,26 @@ use serde::{Deserialize, Serialize};
 use crate::command::{Command, CommandResult, Precondition, Proposal};
 use crate::error::DomainError;
 use crate::object::{ObjectKey, ObjectKind, ObjectMeta, StoredObject};
-use crate::platform::Platform;
+use crate::platform::{Platform, PlatformCommand, PlatformError, PlatformOp};
 use crate::pool::Pools;
 use crate::validation::{validate_name, validate_namespace};
 
 /// How many idempotency keys the state remembers; the oldest is forgotten first.
 pub const IDEMPOTENCY_KEYS_KEPT: usize = 10_000;
+/// How many bytes of first results the idempotency keys may keep (as JSON); the oldest are
+/// forgotten first. Objects are bounded too, so one result never exceeds this.
+pub const IDEMPOTENCY_BYTES_KEPT: usize = 16 * 1024 * 1024;
+
+/// The first result of a keyed proposal, and what request it answered.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+struct IdempotencyRecord {
+    /// Method, route and body digest of the first request (`None` for keys proposed without).
+    request: Option<String>,
+    /// The result the first request got.
+    result: CommandResult,
+    /// Size of `result` as JSON, counted against [`IDEMPOTENCY_BYTES_KEPT`].
+    bytes: usize,
+}
 
 /// What happened to an object in one applied command, as a watch reports it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -43,10 +57,15 @@ pub struct State {
     /// Persisted as a list: JSON maps need string keys, and the key is inside the object.
     #[serde(with = "objects_as_list")]
     objects: BTreeMap<ObjectKey, StoredObject>,
-    /// First results of idempotent proposals by key.
-    idempotency: BTreeMap<String, CommandResult>,
-    /// The keys of `idempotency`, oldest first, so the oldest is forgotten first.
-    idempotency_order: VecDeque<String>,
+    /// First results of idempotent proposals by key (the API scopes keys by caller).
+    #[serde(default)]
+    idempotency_records: BTreeMap<String, IdempotencyRecord>,
+    /// The keys of `idempotency_records`, oldest first, so the oldest is forgotten first.
+    #[serde(default)]
+    idempotency_keys: VecDeque<String>,
+    /// Bytes of results the records hold.
+    #[serde(default)]
+    idempotency_bytes: usize,
     /// Resource pools (Boskos and k8s-claimer).
     #[serde(default)]
     pools: Pools,
@@ -122,8 +141,19 @@ impl State {
             return (CommandResult::Batch { results }, changes);
         }
         if let Some(key) = &proposal.idempotency_key {
-            if let Some(result) = self.idempotency.get(key) {
-                return (result.clone(), Vec::new());
+            if let Some(record) = self.idempotency_records.get(key) {
+                if record.request != proposal.idempotency_request {
+                    let first = record.request.as_deref().unwrap_or("another request");
+                    let error = DomainError::Invalid {
+                        field: "Idempotency-Key".to_string(),
+                        message: format!(
+                            "this key was first used for {}; send a new key with a new request",
+                            first.split(' ').take(2).collect::<Vec<_>>().join(" ")
+                        ),
+                    };
+                    return (CommandResult::Refused(error), Vec::new());
+                }
+                return (record.result.clone(), Vec::new());
             }
         }
         self.revision = self.revision.saturating_add(1).max(index);
@@ -134,16 +164,36 @@ impl State {
             Ok(done) => done,
             Err(error) => (CommandResult::Refused(error), Vec::new()),
         };
-        if let Some(key) = &proposal.idempotency_key {
-            self.idempotency.insert(key.clone(), result.clone());
-            self.idempotency_order.push_back(key.clone());
-            while self.idempotency_order.len() > IDEMPOTENCY_KEYS_KEPT {
-                if let Some(oldest) = self.idempotency_order.pop_front() {
-                    self.idempotency.remove(&oldest);
-                }
-            }
+        // A refusal changed nothing, so it is not remembered: a retry is judged afresh (a merge
+        // patch retried after a conflict must not get the same conflict forever).
+        if let (Some(key), false) = (&proposal.idempotency_key, matches!(result, CommandResult::Refused(_))) {
+            self.remember(key, proposal.idempotency_request.clone(), &result);
         }
         (result, changes)
+    }
+
+    fn remember(&mut self, key: &str, request: Option<String>, result: &CommandResult) {
+        // The encoded size is the same on every replica: the result is.
+        let bytes = serde_json::to_vec(result).map_or(usize::MAX, |encoded| encoded.len());
+        if bytes > IDEMPOTENCY_BYTES_KEPT {
+            return;
+        }
+        let record = IdempotencyRecord {
+            request,
+            result: result.clone(),
+            bytes,
+        };
+        self.idempotency_records.insert(key.to_string(), record);
+        self.idempotency_keys.push_back(key.to_string());
+        self.idempotency_bytes += bytes;
+        while self.idempotency_keys.len() > IDEMPOTENCY_KEYS_KEPT || self.idempotency_bytes > IDEMPOTENCY_BYTES_KEPT {
+            let Some(oldest) = self.idempotency_keys.pop_front() else {
+                break;
+            };
+            if let Some(gone) = self.idempotency_records.remove(&oldest) {
+                self.idempotency_bytes = self.idempotency_bytes.saturating_sub(gone.bytes);
+            }
+        }
     }
 
     fn apply_command(
@@ -154,6 +204,7 @@ impl State {
     ) -> Result<(CommandResult, Vec<Change>), DomainError> {
         match command {
             Command::Platform(platform_command) => {
+                self.check_namespace_free(platform_command)?;
                 let result = self.platform.apply(platform_command)?;
                 Ok((CommandResult::Platform(result), Vec::new()))
             }
@@ -242,6 +293,29 @@ impl State {
             // Handled by `apply`; a batch inside a batch is applied the same way.
             Command::Batch { .. } => Ok((CommandResult::Done, Vec::new())),
         }
+    }
+}
+
+impl State {
+    /// A tenant's name is also a lease namespace its members may use: a user who is no operator
+    /// cannot create a tenant named after a namespace that already holds lease objects, which
+    /// would hand them objects that others wrote.
+    fn check_namespace_free(&self, command: &PlatformCommand) -> Result<(), DomainError> {
+        let PlatformOp::CreateTenant { tenant, .. } = &command.op else {
+            return Ok(());
+        };
+        let in_use = self.objects.keys().any(|key| &key.namespace == tenant);
+        let operator = self
+            .platform
+            .user_of(&command.caller)
+            .is_some_and(|user| self.platform.is_operator(&user.uid));
+        if in_use && !operator && self.platform.tenant(tenant).is_none() {
+            return Err(PlatformError::Conflict(format!(
+                "{tenant:?} is a lease namespace that already holds objects; only an operator may make it a tenant"
+            ))
+            .into());
+        }
+        Ok(())
     }
 }
 
@@ -506,7 +580,120 @@ mod tests {
                 &Proposal::new(Command::Noop).with_idempotency_key(Some(format!("k{i}"))),
             );
         }
-        assert_eq!(state.idempotency.len(), IDEMPOTENCY_KEYS_KEPT);
-        assert!(!state.idempotency.contains_key("k0"));
+        assert_eq!(state.idempotency_records.len(), IDEMPOTENCY_KEYS_KEPT);
+        assert!(!state.idempotency_records.contains_key("k0"));
+    }
+
+    fn big_create(name: &str) -> Proposal {
+        let mut proposal = create(name, &"h".repeat(200_000));
+        proposal.idempotency_key = Some(format!("key-{name}"));
+        proposal
+    }
+
+    #[test]
+    fn idempotency_memory_is_bounded_by_bytes() {
+        // Finding 5: ~0.9 MB results under fresh keys once kept 10,000 whole results.
+        let mut state = State::new();
+        for i in 0..200u64 {
+            state.apply(i + 1, &big_create(&format!("o{i}")));
+        }
+        assert!(state.idempotency_bytes <= IDEMPOTENCY_BYTES_KEPT, "{}", state.idempotency_bytes);
+        assert!(state.idempotency_records.len() < 200);
+        let kept: usize = state.idempotency_records.values().map(|r| r.bytes).sum();
+        assert_eq!(kept, state.idempotency_bytes);
+    }
+
+    #[test]
+    fn a_key_reused_for_another_request_is_refused_and_refusals_are_not_kept() {
+        // Finding 4: a key reused with another body or route answered the first result.
+        let mut state = State::new();
+        let keyed_as = |key: &str, proposal: Proposal, request: &str| {
+            proposal.with_idempotency(Some((format!("alice\u{1f}{key}"), request.to_string())))
+        };
+        let keyed = |proposal: Proposal, request: &str| keyed_as("job-42", proposal, request);
+        let (first, _) = state.apply(1, &keyed(create("a", "n1"), "POST /leases d1"));
+        assert!(matches!(first, CommandResult::Stored(_)));
+        let (other_body, changes) = state.apply(2, &keyed(create("b", "n1"), "POST /leases d2"));
+        assert!(
+            matches!(&other_body, CommandResult::Refused(DomainError::Invalid { field, message })
+                if field == "Idempotency-Key" && message.contains("POST /leases")),
+            "{other_body:?}"
+        );
+        assert!(changes.is_empty() && state.get(&key("b")).is_none());
+        let (retry, _) = state.apply(3, &keyed(create("a", "n1"), "POST /leases d1"));
+        assert_eq!(retry, first);
+        // A refused write is judged afresh when retried with its key.
+        let conflict = keyed_as("job-43", replace("a", "n2", Some(99)), "PUT /leases/a d3");
+        assert!(matches!(state.apply(4, &conflict).0, CommandResult::Refused(DomainError::Conflict { .. })));
+        let fixed = keyed_as("job-43", replace("a", "n2", Some(1)), "PUT /leases/a d3");
+        assert!(matches!(state.apply(5, &fixed).0, CommandResult::Stored(_)));
+    }
+}
+
+#[cfg(test)]
+mod namespace_tests {
+    use super::*;
+    use crate::object::{CoordinationLeaseSpec, LeaseSpec};
+    use crate::platform::{Identity, TenantSpec, UserProfile};
+
+    fn as_user(subject: &str, op: PlatformOp) -> Proposal {
+        Proposal::new(Command::Platform(PlatformCommand {
+            caller: Identity {
+                issuer: "idp".to_string(),
+                subject: subject.to_string(),
+            },
+            op,
+        }))
+    }
+
+    fn register(subject: &str, operator: bool) -> Proposal {
+        as_user(
+            subject,
+            PlatformOp::RegisterUser {
+                uid: format!("u-{subject}"),
+                profile: UserProfile {
+                    name: subject.to_string(),
+                    surname: "Test".to_string(),
+                    ..UserProfile::default()
+                },
+                operator,
+            },
+        )
+    }
+
+    fn create_tenant(subject: &str, tenant: &str) -> Proposal {
+        as_user(
+            subject,
+            PlatformOp::CreateTenant {
+                tenant: tenant.to_string(),
+                spec: TenantSpec::default(),
+            },
+        )
+    }
+
+    #[test]
+    fn a_namespace_with_objects_cannot_become_a_users_tenant() {
+        // Finding 3: bob made tenant `nsa` and so took over the leases others had written there.
+        let mut state = State::new();
+        let lease = Proposal::new(Command::Create {
+            key: ObjectKey::new(ObjectKind::CoordinationLease, "nsa", "a1"),
+            spec: LeaseSpec::Coordination(CoordinationLeaseSpec::default()),
+            labels: BTreeMap::new(),
+            annotations: BTreeMap::new(),
+            uid: "u".into(),
+            created_at: "t".into(),
+        });
+        assert!(matches!(state.apply(1, &lease).0, CommandResult::Stored(_)));
+        state.apply(2, &register("bob", false));
+        let (taken, _) = state.apply(3, &create_tenant("bob", "nsa"));
+        assert!(
+            matches!(&taken, CommandResult::Refused(DomainError::Platform(PlatformError::Conflict(m))) if m.contains("already holds objects")),
+            "{taken:?}"
+        );
+        assert!(state.platform().tenant("nsa").is_none());
+        // A namespace without objects is free, and an operator may adopt a used one.
+        assert!(matches!(state.apply(4, &create_tenant("bob", "fresh")).0, CommandResult::Platform(_)));
+        state.apply(5, &register("root", true));
+        assert!(matches!(state.apply(6, &create_tenant("root", "nsa")).0, CommandResult::Platform(_)));
     }
 }

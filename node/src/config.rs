@@ -46,10 +46,12 @@ pub struct ServeArgs {
     /// will be added at run time.
     #[arg(long, env = "DROVER_INITIAL_CLUSTER")]
     pub initial_cluster: Option<String>,
-    /// Secret shared by all members; peer requests without it are refused.
-    #[arg(long, env = "DROVER_CLUSTER_SECRET", hide_env_values = true)]
+    /// Secret shared by all members, from the environment variable `DROVER_CLUSTER_SECRET` only:
+    /// a secret on the command line is visible to every local user in `ps`.
+    #[arg(skip = env_secret("DROVER_CLUSTER_SECRET"))]
     pub cluster_secret: Option<String>,
-    /// File holding the cluster secret (instead of --cluster-secret).
+    /// File holding the cluster secret (readable by its owner only); peer requests without the
+    /// secret are refused.
     #[arg(long, env = "DROVER_CLUSTER_SECRET_FILE")]
     pub cluster_secret_file: Option<PathBuf>,
     /// Leader heartbeat interval in milliseconds.
@@ -97,10 +99,12 @@ pub struct ServeArgs {
     /// Pool type whose resources k8s-claimer clients lease.
     #[arg(long, env = "DROVER_CLAIMER_TYPE")]
     pub claimer_type: Option<String>,
-    /// Token k8s-claimer clients send in Authorization; the claimer endpoints are off without it.
-    #[arg(long, env = "DROVER_CLAIMER_AUTH_TOKEN", hide_env_values = true)]
+    /// Token k8s-claimer clients send in Authorization, from the environment variable
+    /// `DROVER_CLAIMER_AUTH_TOKEN` only (never the command line).
+    #[arg(skip = env_secret("DROVER_CLAIMER_AUTH_TOKEN"))]
     pub claimer_auth_token: Option<String>,
-    /// File holding the claimer token (instead of --claimer-auth-token).
+    /// File holding the token k8s-claimer clients send in Authorization (readable by its owner
+    /// only); the claimer endpoints are off without a token.
     #[arg(long, env = "DROVER_CLAIMER_AUTH_TOKEN_FILE")]
     pub claimer_auth_token_file: Option<PathBuf>,
     /// Platform API settings.
@@ -320,13 +324,13 @@ impl NodeConfig {
             file.cluster_secret_file,
         ) {
             (Some(secret), _, _, _) => secret,
-            (None, Some(path), _, _) => read_secret(&path)?,
+            (None, Some(path), _, _) => read_secret(&path, "cluster-secret-file")?,
             (None, None, Some(secret), _) => secret,
-            (None, None, None, Some(path)) => read_secret(&path)?,
+            (None, None, None, Some(path)) => read_secret(&path, "cluster-secret-file")?,
             (None, None, None, None) => {
                 return Err(invalid(
                     "cluster-secret",
-                    "is required (--cluster-secret, --cluster-secret-file or DROVER_CLUSTER_SECRET)",
+                    "is required (--cluster-secret-file, DROVER_CLUSTER_SECRET_FILE or DROVER_CLUSTER_SECRET)",
                 ))
             }
         };
@@ -488,9 +492,9 @@ fn claimer_options(args: &ServeArgs, file: &FileConfig) -> Result<Option<Claimer
         file.claimer_auth_token_file.as_ref(),
     ) {
         (Some(token), _, _, _) => Some(token),
-        (None, Some(path), _, _) => Some(read_secret(path)?),
+        (None, Some(path), _, _) => Some(read_secret(path, "claimer-auth-token-file")?),
         (None, None, Some(token), _) => Some(token),
-        (None, None, None, Some(path)) => Some(read_secret(path)?),
+        (None, None, None, Some(path)) => Some(read_secret(path, "claimer-auth-token-file")?),
         (None, None, None, None) => None,
     };
     let Some(auth_token) = token.filter(|t| !t.is_empty()) else {
@@ -507,16 +511,44 @@ fn claimer_options(args: &ServeArgs, file: &FileConfig) -> Result<Option<Claimer
 fn read_file_config(path: &Path) -> Result<FileConfig, NodeError> {
     let text = std::fs::read_to_string(path)
         .map_err(|e| invalid("config", format!("cannot read {}: {e}", path.display())))?;
-    toml::from_str(&text).map_err(|e| invalid("config", format!("{}: {e}", path.display())))
+    let config: FileConfig =
+        toml::from_str(&text).map_err(|e| invalid("config", format!("{}: {e}", path.display())))?;
+    if config.cluster_secret.is_some() || config.claimer_auth_token.is_some() {
+        check_private(path, "config")?;
+    }
+    Ok(config)
 }
 
-fn read_secret(path: &Path) -> Result<String, NodeError> {
-    let text = std::fs::read_to_string(path).map_err(|e| {
-        invalid(
-            "cluster-secret-file",
-            format!("cannot read {}: {e}", path.display()),
-        )
-    })?;
+/// A secret from the environment; an empty variable counts as unset.
+pub fn env_secret(name: &str) -> Option<String> {
+    std::env::var(name).ok().filter(|value| !value.is_empty())
+}
+
+/// Refuses a file that holds a secret and that users other than its owner may read, as ssh
+/// refuses such a private key.
+pub fn check_private(path: &Path, setting: &str) -> Result<(), NodeError> {
+    use std::os::unix::fs::PermissionsExt;
+    let mode = std::fs::metadata(path)
+        .map_err(|e| invalid(setting, format!("cannot read {}: {e}", path.display())))?
+        .permissions()
+        .mode();
+    if mode & 0o077 != 0 {
+        return Err(invalid(
+            setting,
+            format!(
+                "{} holds a secret but its permissions are {:o}: other users may read it; run chmod 600 on it",
+                path.display(),
+                mode & 0o777
+            ),
+        ));
+    }
+    Ok(())
+}
+
+fn read_secret(path: &Path, setting: &str) -> Result<String, NodeError> {
+    check_private(path, setting)?;
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| invalid(setting, format!("cannot read {}: {e}", path.display())))?;
     Ok(text.trim().to_string())
 }
 

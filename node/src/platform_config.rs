@@ -119,6 +119,10 @@ fn issuer_key(
             format!("unknown algorithm {algorithm_name:?}; use HS256, RS256, ES256, EdDSA, …"),
         )
     })?;
+    // An HMAC key signs tokens: it must be as private as the cluster secret. Public keys need not.
+    if algorithm_name.starts_with("HS") {
+        crate::config::check_private(key_file, setting)?;
+    }
     let key = std::fs::read(key_file)
         .map_err(|e| invalid(setting, format!("cannot read {}: {e}", key_file.display())))?;
     IssuerKey::new(issuer, audience.unwrap_or("drover"), algorithm, &key)
@@ -127,6 +131,7 @@ fn issuer_key(
 
 /// Reads a `token,name[,group…]` file.
 fn read_tokens(path: &Path) -> Result<HashMap<String, StaticToken>, NodeError> {
+    crate::config::check_private(path, "api-tokens-file")?;
     let text = std::fs::read_to_string(path)
         .map_err(|e| invalid("api-tokens-file", format!("cannot read {}: {e}", path.display())))?;
     let mut tokens = HashMap::new();
@@ -306,6 +311,10 @@ mod tests {
         let dir = tempfile::tempdir().expect("tempdir");
         let tokens = dir.path().join("tokens.csv");
         std::fs::write(&tokens, "# machines\nshort,ci\n").expect("write");
+        let private = |path: &Path, mode: u32| {
+            std::fs::set_permissions(path, std::os::unix::fs::PermissionsExt::from_mode(mode)).expect("chmod")
+        };
+        private(&tokens, 0o600);
         let args = PlatformArgs {
             api_tokens_file: Some(tokens.clone()),
             ..PlatformArgs::default()
@@ -313,6 +322,10 @@ mod tests {
         let error = platform_settings(&args, PlatformFile::default()).expect_err("short token");
         assert!(error.to_string().contains("line 2"), "{error}");
         std::fs::write(&tokens, "0123456789abcdef0123,ci\n").expect("write");
+        private(&tokens, 0o640);
+        let error = platform_settings(&args, PlatformFile::default()).expect_err("readable by the group");
+        assert!(error.to_string().contains("chmod 600"), "{error}");
+        private(&tokens, 0o600);
         let settings = platform_settings(&args, PlatformFile::default()).expect("good tokens");
         assert_eq!(
             settings
@@ -325,6 +338,7 @@ mod tests {
 
         let key = dir.path().join("key");
         std::fs::write(&key, "too short").expect("write");
+        private(&key, 0o600);
         let args = PlatformArgs {
             jwt_issuer: Some("dev".to_string()),
             jwt_key_file: Some(key),

@@ -48,6 +48,7 @@ pub fn server_config(cert_file: &Path, key_file: &Path) -> Result<Arc<ServerConf
     if certs.is_empty() {
         return Err(invalid(format!("{}: no certificate found", cert_file.display())));
     }
+    crate::config::check_private(key_file, "api-tls-key-file")?;
     let key = PrivateKeyDer::from_pem_file(key_file)
         .map_err(|e| invalid(format!("{}: {e}", key_file.display())))?;
     let provider = Arc::new(tokio_rustls::rustls::crypto::ring::default_provider());

@@ -38,6 +38,7 @@ async fn commit(raft: Raft, proposals: Vec<Proposal>) -> Vec<LeaderResponse> {
     } else {
         Proposal {
             idempotency_key: None,
+            idempotency_request: None,
             now_ms: wall_clock_ms(),
             command: Command::Batch { proposals },
         }

@@ -650,10 +650,29 @@ impl RaftHandle {
         )
     }
 
-    /// True when a leader is known and this node has applied up to the commit index it heard of.
+    /// True when a leader is known, is a voter of this node's membership, and this node has
+    /// applied up to the commit index it heard of.
     pub fn is_ready(&self) -> bool {
         let status = self.status();
-        status.leader.is_some() && status.applied_index >= status.commit_index
+        status.leader.is_some_and(|leader| self.is_voter(leader)) && status.applied_index >= status.commit_index
+    }
+
+    /// Whether `id` is a voter of this node's newest membership.
+    pub fn is_voter(&self, id: NodeId) -> bool {
+        let metrics = self.core.raft.metrics();
+        let metrics = metrics.borrow();
+        let is_voter = metrics.membership_config.membership().voter_ids().any(|voter| voter == id);
+        is_voter
+    }
+
+    /// This node's term and members, against which peers' votes are judged.
+    pub(crate) fn known_to_peers(&self) -> crate::network::plausible::Known {
+        let metrics = self.core.raft.metrics();
+        let metrics = metrics.borrow();
+        crate::network::plausible::Known {
+            term: metrics.current_term,
+            members: metrics.membership_config.membership().nodes().map(|(id, _)| *id).collect(),
+        }
     }
 
     /// Members with roles, addresses and each one's own report.

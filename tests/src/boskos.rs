@@ -147,10 +147,21 @@ impl BoskosClient {
         Self::reply(response).await
     }
 
-    /// `GET /pools/resources?type=`.
+    /// `GET /pools/resources?type=`; an error for any answer but `200` with a JSON list, so a
+    /// check that a resource is gone cannot pass on a failed request.
     pub async fn resources(&self, rtype: &str) -> Result<Vec<Value>> {
         let reply = self.get("/pools/resources", &[("type", rtype)]).await?;
-        Ok(reply.json.as_array().cloned().unwrap_or_default())
+        anyhow::ensure!(
+            reply.status == StatusCode::OK,
+            "GET /pools/resources answered {}: {}",
+            reply.status,
+            reply.text
+        );
+        reply
+            .json
+            .as_array()
+            .cloned()
+            .ok_or_else(|| anyhow::anyhow!("GET /pools/resources did not answer a list: {}", reply.text))
     }
 
     /// The underlying HTTP client and base URL.

@@ -244,7 +244,6 @@ impl ProcessCluster {
             format!("--data-dir={}", self.data_dir(id).display()),
             format!("--api-addr={api}"),
             format!("--peer-addr={peer}"),
-            format!("--cluster-secret={TEST_SECRET}"),
         ];
         if let Some(initial) = initial {
             args.push(format!("--initial-cluster={initial}"));
@@ -285,6 +284,8 @@ impl ProcessCluster {
         let log = File::options().create(true).append(true).open(&node.log)?;
         let child = Command::new(&self.binary)
             .args(&node.args)
+            // The secret travels in the environment, never on the command line (`ps` shows it).
+            .env("DROVER_CLUSTER_SECRET", TEST_SECRET)
             .envs(node.env.iter().map(|(k, v)| (k, v)))
             .stdin(Stdio::null())
             .stdout(log.try_clone()?)

@@ -16,5 +16,7 @@ pub fn self_signed(dir: &Path) -> Result<Arc<ServerConfig>> {
     let key = dir.join("api-key.pem");
     std::fs::write(&cert, certified.cert.pem())?;
     std::fs::write(&key, certified.key_pair.serialize_pem())?;
+    // A node refuses a private key that other users may read.
+    std::fs::set_permissions(&key, std::os::unix::fs::PermissionsExt::from_mode(0o600))?;
     Ok(server_config(&cert, &key)?)
 }

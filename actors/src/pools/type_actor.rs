@@ -97,13 +97,11 @@ impl TypeState {
     }
 
     async fn expire_claims(&self, now_ms: u64, resources: &[Resource]) {
-        if resources
-            .iter()
-            .any(|r| r.claim_expires_ms.is_some_and(|at| at <= now_ms))
-        {
+        let term_start_ms = self.args.term_start_ms;
+        if resources.iter().any(|r| r.claim_expired(now_ms, term_start_ms)) {
             let command = PoolCommand::ExpireClaims {
                 rtype: self.args.rtype.clone(),
-                not_before_ms: 0,
+                not_before_ms: term_start_ms,
             };
             if let Some(PoolResult::Reclaimed(reclaimed)) = self.commit(command).await {
                 tracing::info!(rtype = %self.args.rtype, claims = reclaimed.len(), "claims expired");

@@ -159,6 +159,14 @@ impl Verifier {
         self.issuers.is_empty() && self.tokens.is_empty()
     }
 
+    /// Whether a static token is scoped to lease namespace `namespace` (group `namespace:<ns>`):
+    /// such a namespace belongs to the machines holding that token, and no user may make it a
+    /// tenant of their own.
+    pub fn namespace_is_scoped(&self, namespace: &str) -> bool {
+        let group = format!("{}{namespace}", crate::guard::NAMESPACE_GROUP_PREFIX);
+        self.tokens.values().any(|token| token.groups.contains(&group))
+    }
+
     /// The issuers trusted, for the platform info.
     pub fn issuer_names(&self) -> Vec<String> {
         self.issuers.iter().map(|i| i.issuer.clone()).collect()

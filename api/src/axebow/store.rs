@@ -21,7 +21,7 @@ pub async fn write(
     headers: &HeaderMap,
 ) -> Result<PlatformResult, AxebowError> {
     let key = idempotency_key(headers).map_err(|message| AxebowError::invalid("Idempotency-Key", message))?;
-    let proposal = Proposal::new(Command::Platform(PlatformCommand { caller, op })).with_idempotency_key(key);
+    let proposal = Proposal::new(Command::Platform(PlatformCommand { caller, op })).with_idempotency(key);
     match state.raft.write(proposal).await?.result {
         CommandResult::Platform(result) => Ok(result),
         CommandResult::Refused(error) => Err(error.into()),

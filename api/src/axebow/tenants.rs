@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use axum::extract::{Path, State};
 use axum::http::HeaderMap;
 use drover_model::platform::views::TenantInfo;
-use drover_model::platform::{PlatformOp, PlatformRead, Role, TenantSpec};
+use drover_model::platform::{PlatformError, PlatformOp, PlatformRead, Role, TenantSpec};
 use serde::Deserialize;
 use utoipa::IntoParams;
 
@@ -46,6 +46,21 @@ pub async fn create(
     Path(tenant): Path<String>,
     Body(spec): Body<TenantSpec>,
 ) -> Result<Empty, AxebowError> {
+    // A tenant's name is also the lease namespace its members may use: a namespace that static
+    // tokens are scoped to is not free for a user to take (operators may still create it). The
+    // state machine refuses a namespace that already holds lease objects the same way.
+    if state.axebow.verifier.namespace_is_scoped(&tenant) {
+        let operator = state.raft.local_read(|s| {
+            let platform = s.platform();
+            platform.user_of(&caller).is_some_and(|user| platform.is_operator(&user.uid))
+        });
+        if !operator {
+            return Err(PlatformError::Conflict(format!(
+                "{tenant:?} is a lease namespace that static API tokens are scoped to; only an operator may make it a tenant"
+            ))
+            .into());
+        }
+    }
     store::write(
         &state,
         caller,

@@ -91,6 +91,7 @@ impl From<DomainError> for BoskosError {
                 }
                 PoolError::OwnerMismatch { .. } | PoolError::StaleToken { .. } => StatusCode::UNAUTHORIZED,
                 PoolError::StateMismatch { .. } | PoolError::ClaimNotFound(_) => StatusCode::CONFLICT,
+                PoolError::TooManyQueues(_) => StatusCode::TOO_MANY_REQUESTS,
             },
             DomainError::NotFound { .. } => StatusCode::NOT_FOUND,
             DomainError::AlreadyExists { .. } | DomainError::Conflict { .. } => StatusCode::CONFLICT,
@@ -221,7 +222,9 @@ async fn acquire_by_state(
     if names.is_empty() {
         return Err(BoskosError::bad_request("names must be set in the request."));
     }
-    match run(
+    // Upstream's Ranch answers ResourceNotFound (404) when a named resource is in another state
+    // or owned, and the Go client's AcquireByStateWait keeps waiting on 404 only.
+    let acquired = run(
         &state,
         PoolCommand::AcquireByState {
             state: from,
@@ -230,8 +233,15 @@ async fn acquire_by_state(
             names,
         },
     )
-    .await?
-    {
+    .await
+    .map_err(|error| match error.status {
+        StatusCode::CONFLICT | StatusCode::UNAUTHORIZED => BoskosError {
+            status: StatusCode::NOT_FOUND,
+            message: error.message,
+        },
+        _ => error,
+    })?;
+    match acquired {
         PoolResult::Resources(resources) => {
             Ok(Json(resources.iter().map(resource_json).collect::<Vec<_>>()).into_response())
         }

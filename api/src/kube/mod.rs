@@ -93,7 +93,7 @@ fn with_consistency(mut response: Response, consistency: Consistency) -> Respons
     response
 }
 
-pub(super) fn idempotency_key(headers: &HeaderMap) -> Result<Option<String>, KubeError> {
+pub(super) fn idempotency_key(headers: &HeaderMap) -> Result<Option<(String, String)>, KubeError> {
     crate::idempotency::idempotency_key(headers).map_err(KubeError::bad_request)
 }
 
@@ -245,7 +245,7 @@ async fn create(
         uid: uuid::Uuid::new_v4().to_string(),
         created_at: now_rfc3339(),
     };
-    let proposal = Proposal::new(command).with_idempotency_key(idempotency_key(&headers)?);
+    let proposal = Proposal::new(command).with_idempotency(idempotency_key(&headers)?);
     let object = stored(commit(&state, proposal).await?)?;
     Ok((StatusCode::CREATED, Json(kube_object(&object))).into_response())
 }
@@ -277,7 +277,7 @@ async fn replace(
             uid: incoming.uid,
         },
     };
-    let proposal = Proposal::new(command).with_idempotency_key(idempotency_key(&headers)?);
+    let proposal = Proposal::new(command).with_idempotency(idempotency_key(&headers)?);
     let object = stored(commit(&state, proposal).await?)?;
     Ok(Json(kube_object(&object)).into_response())
 }
@@ -325,7 +325,7 @@ async fn remove(
             uid: preconditions.uid,
         },
     };
-    let proposal = Proposal::new(command).with_idempotency_key(idempotency_key(&headers)?);
+    let proposal = Proposal::new(command).with_idempotency(idempotency_key(&headers)?);
     let object = stored(commit(&state, proposal).await?)?;
     Ok(Json(json!({
         "kind": "Status",

@@ -103,7 +103,7 @@ pub async fn patch(
                 uid: Some(current.meta.uid.clone()),
             },
         };
-        let proposal = Proposal::new(command).with_idempotency_key(idempotency.clone());
+        let proposal = Proposal::new(command).with_idempotency(idempotency.clone());
         match commit(&state, proposal).await? {
             CommandResult::Refused(DomainError::Conflict { .. }) if !explicit_version => continue,
             result => return Ok(Json(kube_object(&stored(result)?)).into_response()),

@@ -117,6 +117,7 @@ impl Served {
                 }
                 let proposal = Proposal {
                     idempotency_key: None,
+                    idempotency_request: None,
                     now_ms: turmoil::since_epoch().map_or(0, |t| t.as_millis() as u64),
                     command,
                 };

@@ -131,6 +131,7 @@ impl Platform {
                 if profile.name.trim().is_empty() {
                     return Err(PlatformError::invalid("name", "must not be empty"));
                 }
+                profile.check_bounds()?;
                 let user = User {
                     uid: new_uid.clone(),
                     profile: profile.clone(),

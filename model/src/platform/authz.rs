@@ -167,9 +167,9 @@ impl Platform {
                         role.as_str(),
                         have.as_str()
                     ))),
-                    None => Err(PlatformError::Forbidden(format!(
-                        "you are not a confirmed member of tenant {tenant:?}"
-                    ))),
+                    // The same answer as for a tenant that does not exist: a stranger must not
+                    // learn which tenant names are taken.
+                    None => Err(PlatformError::NotFound(format!("tenant {tenant:?} not found"))),
                 }
             }
         }

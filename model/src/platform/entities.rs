@@ -72,6 +72,33 @@ pub struct UserProfile {
     pub company_role: Option<String>,
 }
 
+/// Longest profile field (name, surname, company, …), in characters.
+pub const MAX_PROFILE_FIELD_CHARS: usize = 256;
+
+impl UserProfile {
+    /// Refuses over-long fields and invisible control or bidi characters: profiles are shown to
+    /// other members and operators.
+    pub fn check_bounds(&self) -> Result<(), super::PlatformError> {
+        let fields = [
+            ("name", Some(&self.name)),
+            ("surname", Some(&self.surname)),
+            ("discoveryMethod", self.discovery_method.as_ref()),
+            ("companyName", self.company_name.as_ref()),
+            ("companyRole", self.company_role.as_ref()),
+        ];
+        for (field, value) in fields {
+            let Some(value) = value else { continue };
+            if value.chars().count() > MAX_PROFILE_FIELD_CHARS || !value.chars().all(crate::limits::is_visible) {
+                return Err(super::PlatformError::invalid(
+                    field,
+                    format!("at most {MAX_PROFILE_FIELD_CHARS} visible characters (no control or bidi characters)"),
+                ));
+            }
+        }
+        Ok(())
+    }
+}
+
 /// A registered user.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct User {

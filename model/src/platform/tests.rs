@@ -141,7 +141,8 @@ fn invitations_stay_pending_until_confirmed_with_the_invited_role() {
     let read = world
         .platform
         .authorize(&who("bob"), PlatformRead::Tenant("acme").requirement());
-    assert!(matches!(read, Err(PlatformError::Forbidden(_))), "{read:?}");
+    // An invitee is no member yet: the tenant looks as absent as one that does not exist.
+    assert!(matches!(read, Err(PlatformError::NotFound(_))), "{read:?}");
     let wrong = world.refused(
         "bob",
         PlatformOp::Confirm {
@@ -307,7 +308,18 @@ fn operators_act_on_every_tenant_and_others_see_nothing() {
             },
         },
     );
-    assert!(matches!(cross, PlatformError::Forbidden(_)), "{cross}");
+    assert!(matches!(cross, PlatformError::NotFound(_)), "{cross}");
+    // Finding 11: a stranger gets the same answer for a tenant that exists and one that does not.
+    let absent = world
+        .platform
+        .authorize(&who("bob"), PlatformRead::Tenant("no-such-tenant").requirement());
+    let present = world
+        .platform
+        .authorize(&who("bob"), PlatformRead::Tenant("other").requirement());
+    assert_eq!(
+        absent.map_err(|e| e.to_string().replace("no-such-tenant", "X")),
+        present.map_err(|e| e.to_string().replace("other", "X"))
+    );
 }
 
 fn port(n: u16) -> ResourceSpec {
@@ -439,4 +451,25 @@ fn a_platform_command_survives_the_log_encoding() {
     let bytes = serde_json::to_vec(&proposal).expect("encode");
     let decoded: crate::Proposal = serde_json::from_slice(&bytes).expect("decode");
     assert_eq!(decoded, proposal);
+}
+
+#[test]
+fn over_long_or_invisible_profile_fields_are_refused() {
+    // Finding 11: user name and surname had no length limit.
+    let mut world = World::new();
+    for (name, surname) in [("x".repeat(300), "ok".to_string()), ("ok".to_string(), "a\u{202E}b".to_string())] {
+        let refused = world.refused(
+            "eve",
+            PlatformOp::RegisterUser {
+                uid: t("u-eve"),
+                profile: UserProfile {
+                    name,
+                    surname,
+                    ..UserProfile::default()
+                },
+                operator: false,
+            },
+        );
+        assert!(matches!(refused, PlatformError::Invalid { .. }), "{refused}");
+    }
 }

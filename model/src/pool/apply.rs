@@ -6,6 +6,7 @@ use super::config::{is_resource_name, PoolConfig};
 use super::resource::{Pools, Queue, QueueEntry, Resource};
 use super::{states, PoolCommand, PoolError, PoolResult, REQUEST_TTL_MS};
 use crate::error::DomainError;
+use crate::limits::{deadline_after, is_printable_word, MAX_DURATION_MS, MAX_POOL_QUEUES, MAX_POOL_WORD_LEN};
 
 type Outcome = Result<PoolResult, DomainError>;
 
@@ -144,28 +145,57 @@ impl Pools {
     }
 
     fn acquire(&mut self, index: u64, now_ms: u64, request: Acquire<'_>) -> Outcome {
+        check_words(&[
+            ("state", request.state),
+            ("dest", request.dest),
+            ("owner", request.owner),
+        ])?;
+        let claim_expires_ms = match request.claim_for_ms {
+            Some(ms) => Some(deadline_after(now_ms, ms).ok_or_else(|| DomainError::Invalid {
+                field: "max_time".to_string(),
+                message: format!("at most {} seconds", MAX_DURATION_MS / 1000),
+            })?),
+            None => None,
+        };
         if !self.has_type(request.rtype) {
             return Err(PoolError::TypeNotFound(request.rtype.to_string()).into());
         }
-        // The request's place in the FIFO: upsert it, drop entries whose clients stopped polling.
-        let (rank, first_sighting) = {
-            let queue = self.queue_mut(request.rtype, request.state);
+        // Drop entries whose clients stopped polling, and the queues they leave empty: a queue
+        // lives only while someone waits in it, so new state names cannot grow the state.
+        self.queues.retain_mut(|queue| {
             queue.entries.retain(|entry| entry.expires_ms > now_ms);
-            match request.request_id {
-                Some(id) => match queue.entries.iter().position(|entry| entry.id == id) {
+            !queue.entries.is_empty()
+        });
+        let waiting = |pools: &Self| {
+            pools
+                .queues
+                .iter()
+                .find(|q| q.rtype == request.rtype && q.state == request.state)
+                .map_or(0, |q| q.entries.len())
+        };
+        // The request's place in the FIFO: upsert it when it has an id.
+        let (rank, first_sighting) = match request.request_id {
+            None => (waiting(self) + 1, false),
+            Some(id) => {
+                let known = self.queues.iter().any(|q| q.rtype == request.rtype && q.state == request.state);
+                if !known && self.queues.len() >= MAX_POOL_QUEUES {
+                    return Err(PoolError::TooManyQueues(MAX_POOL_QUEUES).into());
+                }
+                let expires_ms = now_ms.saturating_add(REQUEST_TTL_MS);
+                let queue = self.queue_mut(request.rtype, request.state);
+                match queue.entries.iter().position(|entry| entry.id == id) {
                     Some(position) => {
-                        queue.entries[position].expires_ms = now_ms + REQUEST_TTL_MS;
+                        queue.entries[position].expires_ms = expires_ms;
                         (position + 1, false)
                     }
                     None => {
                         queue.entries.push(QueueEntry {
                             id: id.to_string(),
-                            expires_ms: now_ms + REQUEST_TTL_MS,
+                            expires_ms,
                         });
                         (queue.entries.len(), true)
                     }
-                },
-                None => (queue.entries.len() + 1, false),
+                }
             }
         };
         if first_sighting {
@@ -187,16 +217,19 @@ impl Pools {
             return Err(PoolError::NoneAvailable(request.rtype.to_string()).into());
         };
         if let Some(id) = request.request_id {
-            self.queue_mut(request.rtype, request.state)
-                .entries
-                .retain(|entry| entry.id != id);
+            self.queues.retain_mut(|queue| {
+                if queue.rtype == request.rtype && queue.state == request.state {
+                    queue.entries.retain(|entry| entry.id != id);
+                }
+                !queue.entries.is_empty()
+            });
         }
         let resource = self
             .resources
             .get_mut(&chosen)
             .ok_or_else(|| PoolError::NotFound(chosen.clone()))?;
         grant(resource, index, now_ms, request.owner, request.dest);
-        resource.claim_expires_ms = request.claim_for_ms.map(|ms| now_ms + ms);
+        resource.claim_expires_ms = claim_expires_ms;
         Ok(PoolResult::Resource(resource.clone()))
     }
 
@@ -235,6 +268,7 @@ impl Pools {
         owner: &str,
         names: &[String],
     ) -> Outcome {
+        check_words(&[("state", state), ("dest", dest), ("owner", owner)])?;
         // All or nothing: check every name before changing any.
         for name in names {
             let resource = self
@@ -297,6 +331,7 @@ impl Pools {
     }
 
     fn release(&mut self, now_ms: u64, name: &str, dest: &str, owner: &str, token: Option<u64>) -> Outcome {
+        check_words(&[("dest", dest)])?;
         let lifespan = self
             .resources
             .get(name)
@@ -308,7 +343,8 @@ impl Pools {
         resource.last_update_ms = now_ms;
         resource.claim_expires_ms = None;
         if let Some(lifespan) = lifespan {
-            resource.expiration_ms = Some(now_ms + lifespan);
+            // The configuration refuses lifespans past MAX_DURATION_MS; saturate all the same.
+            resource.expiration_ms = Some(now_ms.saturating_add(lifespan));
         }
         if resource.retired {
             self.resources.remove(name);
@@ -325,6 +361,7 @@ impl Pools {
         user_data: &BTreeMap<String, String>,
         token: Option<u64>,
     ) -> Outcome {
+        check_words(&[("state", state)])?;
         let resource = self.owned_mut(name, owner, token)?;
         if resource.state != state {
             return Err(PoolError::StateMismatch {
@@ -397,7 +434,7 @@ impl Pools {
             return PoolResult::Reclaimed(reclaimed);
         }
         for resource in self.resources.values_mut() {
-            if resource.rtype == rtype && resource.claim_expires_ms.is_some_and(|at| at <= now_ms) {
+            if resource.rtype == rtype && resource.claim_expired(now_ms, not_before_ms) {
                 reclaimed.insert(resource.name.clone(), std::mem::take(&mut resource.owner));
                 resource.state = states::FREE.to_string();
                 resource.claim_expires_ms = None;
@@ -639,5 +676,20 @@ fn new_dynamic(name: &str, rtype: &str, state: &str, now_ms: u64) -> Resource {
         last_update_ms: now_ms,
         dynamic: true,
         ..Resource::default()
+    }
+}
+
+/// Refuses a state, destination or owner with control or bidi characters, or too long: they
+/// reach logs, metrics labels and other callers' screens.
+fn check_words(words: &[(&str, &str)]) -> Result<(), DomainError> {
+    match words.iter().find(|(_, word)| !is_printable_word(word)) {
+        None => Ok(()),
+        Some((field, word)) => Err(DomainError::Invalid {
+            field: (*field).to_string(),
+            message: format!(
+                "must be at most {MAX_POOL_WORD_LEN} bytes of visible characters (no control or bidi characters); got {} bytes",
+                word.len()
+            ),
+        }),
     }
 }

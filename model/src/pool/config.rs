@@ -83,7 +83,14 @@ impl TypeConfig {
 pub fn parse_duration_ms(text: &str) -> Result<u64, String> {
     let text = text.trim();
     if let Ok(nanos) = text.parse::<u64>() {
-        return Ok(nanos / 1_000_000);
+        let ms = nanos / 1_000_000;
+        if ms > crate::limits::MAX_DURATION_MS {
+            return Err(format!(
+                "{text:?} nanoseconds is longer than the longest duration allowed ({}h)",
+                crate::limits::MAX_DURATION_MS / 3_600_000
+            ));
+        }
+        return Ok(ms);
     }
     let mut total_ms: f64 = 0.0;
     let mut rest = text;
@@ -120,11 +127,72 @@ pub fn parse_duration_ms(text: &str) -> Result<u64, String> {
         total_ms += number * factor;
         rest = &rest[unit_len..];
     }
+    if !total_ms.is_finite() || total_ms > crate::limits::MAX_DURATION_MS as f64 {
+        return Err(format!(
+            "{text:?} is longer than the longest duration allowed ({}h)",
+            crate::limits::MAX_DURATION_MS / 3_600_000
+        ));
+    }
     Ok(total_ms as u64)
+}
+
+/// Checks a YAML document's size and nesting before it is parsed: the parser's cost grows with
+/// the square of the nesting depth, and a Boskos resources file is two or three levels deep.
+/// Flow collections (`[`, `{`) and block sequence indicators (`- - -`) on one line are counted;
+/// indentation is bounded by the size limit.
+pub fn check_yaml_shape(text: &str) -> Result<(), String> {
+    use crate::limits::{MAX_CONFIG_BYTES, MAX_YAML_DEPTH};
+    if text.len() > MAX_CONFIG_BYTES {
+        return Err(format!(
+            "the configuration is {} bytes; at most {MAX_CONFIG_BYTES} are accepted",
+            text.len()
+        ));
+    }
+    let too_deep = || format!("the configuration nests deeper than {MAX_YAML_DEPTH} levels");
+    let mut flow_depth = 0usize;
+    for line in text.lines() {
+        let mut quote: Option<char> = None;
+        let mut block_depth = 0usize;
+        let mut leading = true;
+        let mut chars = line.chars().peekable();
+        while let Some(c) = chars.next() {
+            match (quote, c) {
+                (Some(q), c) if c == q => quote = None,
+                (Some(_), _) => {}
+                (None, '\'' | '"') => quote = Some(c),
+                (None, '#') => break,
+                (None, '[' | '{') => flow_depth += 1,
+                (None, ']' | '}') => flow_depth = flow_depth.saturating_sub(1),
+                (None, '-') if leading && chars.peek().is_none_or(|n| n.is_whitespace()) => {
+                    block_depth += 1
+                }
+                _ => {}
+            }
+            if !c.is_whitespace() && c != '-' {
+                leading = false;
+            }
+            if flow_depth + block_depth > MAX_YAML_DEPTH {
+                return Err(too_deep());
+            }
+        }
+    }
+    Ok(())
 }
 
 fn invalid(field: String, message: String) -> DomainError {
     DomainError::Invalid { field, message }
+}
+
+/// Whether `rtype` is a usable type name: it appears in URLs, metric labels and logs.
+pub fn is_type_name(rtype: &str) -> bool {
+    let bytes = rtype.as_bytes();
+    !bytes.is_empty()
+        && bytes.len() <= crate::validation::MAX_SUBDOMAIN_LEN
+        && bytes[0].is_ascii_alphanumeric()
+        && bytes
+            .iter()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'))
+        && !rtype.contains("..")
 }
 
 /// Whether `name` is a DNS-1123 subdomain, as Boskos requires of resource names.
@@ -135,6 +203,7 @@ pub fn is_resource_name(name: &str) -> bool {
 impl PoolConfig {
     /// Parses a Boskos resources file (YAML, or JSON) and checks it; the error names the entry.
     pub fn from_yaml(text: &str) -> Result<Self, String> {
+        check_yaml_shape(text)?;
         let config: PoolConfig =
             serde_yaml::from_str(text).map_err(|e| format!("not a Boskos resources file: {e}"))?;
         config.validate().map_err(|e| e.to_string())?;
@@ -155,6 +224,25 @@ impl PoolConfig {
             let at = format!("resources[{i}] (type {:?})", entry.rtype);
             if entry.rtype.is_empty() {
                 return Err(invalid(format!("resources[{i}]"), "type is required".into()));
+            }
+            if !is_type_name(&entry.rtype) {
+                return Err(invalid(
+                    format!("resources[{i}].type"),
+                    format!(
+                        "a type is 1 to {} letters, digits, '-', '_' or '.', starting with a letter or digit (got {} bytes)",
+                        crate::validation::MAX_SUBDOMAIN_LEN,
+                        entry.rtype.len()
+                    ),
+                ));
+            }
+            if !crate::limits::is_printable_word(&entry.state) {
+                return Err(invalid(
+                    format!("{at}.state"),
+                    format!(
+                        "must be at most {} bytes of visible characters",
+                        crate::limits::MAX_POOL_WORD_LEN
+                    ),
+                ));
             }
             if !types.insert(entry.rtype.as_str()) {
                 return Err(invalid(at, "type is listed twice".into()));
@@ -253,6 +341,41 @@ mod tests {
         assert_eq!(parse_duration_ms("1500000000"), Ok(1500));
         assert!(parse_duration_ms("10 minutes").is_err());
         assert!(parse_duration_ms("").is_err());
+    }
+
+    #[test]
+    fn deep_or_huge_yaml_is_refused_before_parsing() {
+        let deep_flow = format!("resources: {}{}", "[".repeat(100_000), "]".repeat(100_000));
+        let started = std::time::Instant::now();
+        let error = PoolConfig::from_yaml(&deep_flow).unwrap_err();
+        assert!(error.contains("nests deeper"), "{error}");
+        assert!(started.elapsed() < std::time::Duration::from_secs(5));
+        let deep_block = format!("resources:\n{}x\n", "- ".repeat(1_000));
+        assert!(PoolConfig::from_yaml(&deep_block).unwrap_err().contains("nests deeper"));
+        let huge = format!("# {}\nresources: []\n", "x".repeat(crate::limits::MAX_CONFIG_BYTES));
+        assert!(PoolConfig::from_yaml(&huge).unwrap_err().contains("bytes"));
+        // Brackets inside quotes and comments are text, not nesting.
+        let quoted = format!(
+            "resources:\n  - type: a # {}\n    state: \"{}\"\n    names: [x]\n",
+            "[".repeat(100),
+            "{".repeat(100)
+        );
+        assert!(check_yaml_shape(&quoted).is_ok());
+    }
+
+    #[test]
+    fn durations_and_type_names_are_bounded() {
+        assert!(parse_duration_ms("87600h").is_ok());
+        assert!(parse_duration_ms("87601h").is_err());
+        assert!(parse_duration_ms("18446744073709551615").is_err());
+        assert!(parse_duration_ms("1e300h").is_err());
+        for bad in ["a\0b", "a/../b", "", "-x", &"t".repeat(5_000)] {
+            let config = PoolConfig {
+                resources: vec![static_type(bad, &["x"])],
+            };
+            assert!(config.validate().is_err(), "{bad:?} accepted");
+        }
+        assert!(is_type_name("gce-project") && is_type_name("aws_account.v2"));
     }
 
     #[test]

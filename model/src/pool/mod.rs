@@ -210,4 +210,7 @@ pub enum PoolError {
     /// No claim has that token.
     #[error("no lease with token {0}")]
     ClaimNotFound(String),
+    /// Too many distinct `(type, state)` queues have waiting requests.
+    #[error("too many request queues ({0}) have waiting requests; try again once some are served")]
+    TooManyQueues(usize),
 }

@@ -33,6 +33,20 @@ pub struct Resource {
     pub retired: bool,
 }
 
+impl Resource {
+    /// Whether a claim on it has run out at leader time `now_ms`, in a term that started at
+    /// `term_start_ms`. The claim's length is counted again from the term's start when that is
+    /// later than the grant, as the reaper counts idle time: a new leader whose clock runs ahead
+    /// of the old one's must not end a claim before its holder could expect it.
+    pub fn claim_expired(&self, now_ms: u64, term_start_ms: u64) -> bool {
+        self.claim_expires_ms.is_some_and(|at| {
+            let length = at.saturating_sub(self.last_update_ms);
+            let deadline = at.max(term_start_ms.saturating_add(length));
+            deadline <= now_ms
+        })
+    }
+}
+
 /// One waiting request in a `(type, state)` queue.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct QueueEntry {

@@ -520,3 +520,123 @@ fn fulfil_takes_children_all_or_nothing_and_recycles_old_ones() {
         "unchanged when refused"
     );
 }
+
+fn claim(owner: &str, claim_for_ms: u64) -> PoolCommand {
+    PoolCommand::Acquire {
+        rtype: "cluster".into(),
+        state: "free".into(),
+        dest: "leased".into(),
+        owner: owner.into(),
+        request_id: None,
+        candidates: None,
+        claim_for_ms: Some(claim_for_ms),
+        new_dynamic_name: None,
+    }
+}
+
+#[test]
+fn an_absurd_claim_length_is_refused_and_never_overflows() {
+    // Finding 0: `max_time` of i64::MAX seconds once made every replica panic in apply.
+    let mut pools = pools_with(vec![static_type("cluster", &["c1"])]);
+    let refused = pools.apply(2, 2_000, &claim("t1", u64::MAX));
+    assert!(
+        matches!(&refused, Err(DomainError::Invalid { field, .. }) if field == "max_time"),
+        "{refused:?}"
+    );
+    assert!(pools.resource("c1").is_some_and(|r| r.owner.is_empty()), "nothing half-applied");
+    let longest = crate::limits::MAX_DURATION_MS;
+    let resource = granted(pools.apply(3, u64::MAX - 5, &claim("t2", longest)));
+    assert_eq!(resource.claim_expires_ms, Some(u64::MAX));
+}
+
+#[test]
+fn a_lifespan_near_the_end_of_time_saturates() {
+    let mut pools = pools_with(vec![dynamic("d", 1, 1, Some("87600h"))]);
+    pools
+        .apply(2, 2_000, &PoolCommand::SyncDynamic { rtype: "d".into(), new_names: names(1, "d") })
+        .expect("sync");
+    let got = granted(pools.apply(3, u64::MAX - 10, &acquire("d", "o", None)));
+    pools
+        .apply(4, u64::MAX - 5, &release(&got.name, "o", "dirty", None))
+        .expect("release near the end of time");
+    assert_eq!(pools.resource(&got.name).and_then(|r| r.expiration_ms), Some(u64::MAX));
+}
+
+#[test]
+fn a_new_leader_counts_a_claim_from_its_term_start() {
+    // Finding 9: a claim granted at 2 s for 30 s, and a new leader whose term started at 20 s by
+    // a clock running ahead: the claim lasts at least 30 s from the term's start.
+    let mut pools = pools_with(vec![static_type("cluster", &["c1"])]);
+    granted(pools.apply(2, 2_000, &claim("t1", 30_000)));
+    let expire = |term_start: u64| PoolCommand::ExpireClaims {
+        rtype: "cluster".into(),
+        not_before_ms: term_start,
+    };
+    assert_eq!(pools.apply(3, 40_000, &expire(20_000)), Ok(PoolResult::Reclaimed(BTreeMap::new())));
+    assert!(!pools.resource("c1").is_some_and(|r| r.claim_expired(49_999, 20_000)));
+    assert!(matches!(pools.apply(4, 50_000, &expire(20_000)), Ok(PoolResult::Reclaimed(ref r)) if r.len() == 1));
+}
+
+#[test]
+fn empty_queues_go_and_new_state_names_do_not_grow_the_state() {
+    // Finding 8: every new `state` once left a queue behind, even on a 404.
+    let mut pools = pools_with(vec![static_type("t", &["a"])]);
+    for i in 0..50u64 {
+        let mut command = acquire("t", "o", None);
+        if let PoolCommand::Acquire { state, .. } = &mut command {
+            *state = format!("state-{i}");
+        }
+        assert!(pools.apply(2 + i, 2_000 + i, &command).is_err());
+    }
+    assert!(pools.queues.is_empty(), "{} queues left", pools.queues.len());
+    // A request id waits in a queue until it is served or stops polling, then the queue goes.
+    granted(pools.apply(100, 3_000, &acquire("t", "holder", None)));
+    assert!(pools.apply(101, 3_100, &acquire("t", "w", Some("r1"))).is_err());
+    assert_eq!(pools.queues.len(), 1);
+    pools.apply(102, 3_200, &release("a", "holder", "free", None)).expect("release");
+    granted(pools.apply(103, 3_300, &acquire("t", "w", Some("r1"))));
+    assert!(pools.queues.is_empty());
+}
+
+#[test]
+fn queues_are_capped() {
+    let mut pools = pools_with(vec![static_type("t", &["a"])]);
+    let limit = crate::limits::MAX_POOL_QUEUES as u64;
+    for i in 0..limit {
+        let mut command = acquire("t", "o", Some(&format!("r{i}")));
+        if let PoolCommand::Acquire { state, .. } = &mut command {
+            *state = format!("s{i}");
+        }
+        assert!(matches!(pools.apply(2 + i, 2_000, &command), Err(DomainError::Pool(PoolError::NoneAvailable(_)))));
+    }
+    let mut one_more = acquire("t", "o", Some("rx"));
+    if let PoolCommand::Acquire { state, .. } = &mut one_more {
+        *state = "another".into();
+    }
+    assert!(matches!(
+        pools.apply(limit + 2, 2_000, &one_more),
+        Err(DomainError::Pool(PoolError::TooManyQueues(_)))
+    ));
+}
+
+#[test]
+fn states_owners_and_destinations_must_be_printable() {
+    // Finding 11: NUL and bidi characters in Boskos words.
+    let mut pools = pools_with(vec![static_type("t", &["a"])]);
+    for bad in ["a\0b", "evil\u{202E}fdp", &"s".repeat(300)] {
+        let mut command = acquire("t", "o", None);
+        if let PoolCommand::Acquire { dest, .. } = &mut command {
+            *dest = bad.to_string();
+        }
+        assert!(matches!(pools.apply(2, 2_000, &command), Err(DomainError::Invalid { .. })), "{bad:?}");
+        assert!(matches!(
+            pools.apply(3, 2_000, &acquire("t", bad, None)),
+            Err(DomainError::Invalid { .. })
+        ));
+    }
+    let got = granted(pools.apply(4, 2_000, &acquire("t", "o", None)));
+    assert!(matches!(
+        pools.apply(5, 2_000, &release(&got.name, "o", "x\u{2066}", None)),
+        Err(DomainError::Invalid { .. })
+    ));
+}

@@ -38,10 +38,29 @@ pub struct ServerArgs {
         default_value = "http://127.0.0.1:7401,http://127.0.0.1:7402,http://127.0.0.1:7403"
     )]
     pub server: String,
-    /// Bearer token sent to the cluster (a static API token or a JWT); needed when the nodes
-    /// have credentials configured.
-    #[arg(long, env = "DROVER_TOKEN", hide_env_values = true)]
+    /// Bearer token sent to the cluster (a static API token or a JWT), from the environment
+    /// variable `DROVER_TOKEN` (never the command line, where `ps` shows it).
+    #[arg(skip = crate::config::env_secret("DROVER_TOKEN"))]
     pub token: Option<String>,
+    /// File holding the bearer token (read when `DROVER_TOKEN` is unset).
+    #[arg(long, env = "DROVER_TOKEN_FILE")]
+    pub token_file: Option<std::path::PathBuf>,
+}
+
+impl ServerArgs {
+    /// The nodes to talk to, with the token from `DROVER_TOKEN` or `--token-file`.
+    pub fn servers(&self) -> anyhow::Result<Servers> {
+        let from_file = match (&self.token, &self.token_file) {
+            (None, Some(path)) => Some(
+                std::fs::read_to_string(path)
+                    .map_err(|e| anyhow::anyhow!("--token-file {}: {e}", path.display()))?
+                    .trim()
+                    .to_string(),
+            ),
+            _ => None,
+        };
+        Servers::parse(&self.server, self.token.as_deref().or(from_file.as_deref()))
+    }
 }
 
 /// `drover lease acquire`.
@@ -133,7 +152,7 @@ pub async fn run(command: LeaseCommand) -> Result<ExitCode> {
     match command {
         LeaseCommand::Acquire(args) => acquire(args).await,
         LeaseCommand::Release(args) => {
-            let servers = Servers::parse(&args.server.server, args.server.token.as_deref())?;
+            let servers = args.server.servers()?;
             let token = args.fencing_token.map(|t| t.to_string());
             let mut query = vec![
                 ("name", args.name.as_str()),
@@ -151,7 +170,7 @@ pub async fn run(command: LeaseCommand) -> Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         LeaseCommand::List(args) => {
-            let servers = Servers::parse(&args.server.server, args.server.token.as_deref())?;
+            let servers = args.server.servers()?;
             let query: Vec<(&str, &str)> = args
                 .rtype
                 .as_deref()
@@ -183,7 +202,7 @@ pub async fn run(command: LeaseCommand) -> Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         LeaseCommand::Metric(args) => {
-            let servers = Servers::parse(&args.server.server, args.server.token.as_deref())?;
+            let servers = args.server.servers()?;
             let reply = servers
                 .send(Method::GET, "/metric", &[("type", args.rtype.as_str())], None)
                 .await?;
@@ -197,7 +216,7 @@ pub async fn run(command: LeaseCommand) -> Result<ExitCode> {
 }
 
 async fn acquire(args: AcquireArgs) -> Result<ExitCode> {
-    let servers = Servers::parse(&args.server.server, args.server.token.as_deref())?;
+    let servers = args.server.servers()?;
     let poll = duration("poll", &args.poll)?;
     let heartbeat = duration("heartbeat", &args.heartbeat)?;
     let deadline = args

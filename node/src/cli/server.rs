@@ -40,7 +40,7 @@ impl Servers {
         let mut headers = reqwest::header::HeaderMap::new();
         if let Some(token) = token {
             let mut value = reqwest::header::HeaderValue::from_str(&format!("Bearer {token}"))
-                .map_err(|_| anyhow::anyhow!("--token must be printable ASCII"))?;
+                .map_err(|_| anyhow::anyhow!("the token must be printable ASCII"))?;
             value.set_sensitive(true);
             headers.insert(reqwest::header::AUTHORIZATION, value);
         }

@@ -11,6 +11,7 @@
 //! | `GET /raft/status` | — | every member: its own view, for `/cluster` |
 
 pub mod client;
+pub mod plausible;
 pub mod protocol;
 pub mod server;
 

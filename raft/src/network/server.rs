@@ -65,11 +65,21 @@ fn malformed(error: &serde_json::Error) -> Response {
     (StatusCode::BAD_REQUEST, format!("malformed body: {error}")).into_response()
 }
 
+/// The answer to a vote or log id no member could have sent ([`super::plausible`]).
+fn implausible(message: String) -> Response {
+    tracing::warn!(%message, "refused an implausible peer request");
+    (StatusCode::UNPROCESSABLE_ENTITY, message).into_response()
+}
+
 async fn append(State(state): State<PeerState>, body: Bytes) -> Response {
     let request: AppendEntriesRequest<TypeConfig> = match serde_json::from_slice(&body) {
         Ok(request) => request,
         Err(e) => return malformed(&e),
     };
+    let log_ids = [request.prev_log_id, request.leader_commit];
+    if let Err(message) = state.handle.known_to_peers().check(&request.vote, &log_ids, &request.entries) {
+        return implausible(message);
+    }
     let answer = state.handle.raw().append_entries(request).await;
     // Anything but a refusal for a stale term means the sender is this node's leader.
     if matches!(&answer, Ok(response) if !matches!(response, AppendEntriesResponse::HigherVote(_))) {
@@ -79,6 +89,9 @@ async fn append(State(state): State<PeerState>, body: Bytes) -> Response {
 }
 
 async fn vote(State(state): State<PeerState>, Json(request): Json<VoteRequest<u64>>) -> Response {
+    if let Err(message) = state.handle.known_to_peers().check(&request.vote, &[request.last_log_id], &[]) {
+        return implausible(message);
+    }
     let answer = state.handle.raw().vote(request).await;
     // Having voted, give the candidate a full timeout to win before campaigning here.
     if matches!(&answer, Ok(response) if response.vote_granted) {
@@ -96,6 +109,13 @@ async fn snapshot(State(state): State<PeerState>, body: Bytes) -> Response {
         Ok(parts) => parts,
         Err(message) => return (StatusCode::BAD_REQUEST, message).into_response(),
     };
+    let checked = state
+        .handle
+        .known_to_peers()
+        .check(&header.vote, &[header.meta.last_log_id], &[]);
+    if let Err(message) = checked {
+        return implausible(message);
+    }
     let snapshot = Snapshot {
         meta: header.meta,
         snapshot: Box::new(Cursor::new(data)),
