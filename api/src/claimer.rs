@@ -87,7 +87,10 @@ async fn lease(State(state): State<ApiState>, headers: HeaderMap, body: Body) ->
         Err(_) => {
             return text(
                 StatusCode::PAYLOAD_TOO_LARGE,
-                format!("the body is larger than {} bytes or was cut off", state.max_body_bytes),
+                format!(
+                    "the body is larger than {} bytes or was cut off",
+                    state.max_body_bytes
+                ),
             )
         }
     };
@@ -137,7 +140,11 @@ async fn lease(State(state): State<ApiState>, headers: HeaderMap, body: Body) ->
             .read(Consistency::Stale, |s| {
                 s.pools()
                     .of_type(&rtype)
-                    .filter(|r| r.user_data.get("kubeconfig").is_some_and(|k| !k.trim().is_empty()))
+                    .filter(|r| {
+                        r.user_data
+                            .get("kubeconfig")
+                            .is_some_and(|k| !k.trim().is_empty())
+                    })
                     .map(|r| {
                         let cluster = r
                             .user_data

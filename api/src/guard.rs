@@ -48,14 +48,28 @@ pub enum Denied {
 
 /// Authenticates the request; `Ok(None)` when the node runs open.
 fn authenticate(state: &ApiState, request: &Request) -> Result<Option<Verified>, Denied> {
+    authenticate_headers(state, request.headers())
+}
+
+/// Whether the caller may see everything an operator sees: an operator, or anyone on a node
+/// that runs open.
+pub fn sees_as_operator(state: &ApiState, headers: &axum::http::HeaderMap) -> bool {
+    match authenticate_headers(state, headers) {
+        Ok(None) => true,
+        Ok(Some(verified)) => authorize(state, &verified, Need::Operator).is_ok(),
+        Err(_) => false,
+    }
+}
+
+fn authenticate_headers(
+    state: &ApiState,
+    headers: &axum::http::HeaderMap,
+) -> Result<Option<Verified>, Denied> {
     let verifier = &state.axebow.verifier;
     if verifier.is_open() {
         return Ok(None);
     }
-    let header = request
-        .headers()
-        .get(header::AUTHORIZATION)
-        .and_then(|v| v.to_str().ok());
+    let header = headers.get(header::AUTHORIZATION).and_then(|v| v.to_str().ok());
     let token = Verifier::credential(header).map_err(Denied::Unauthenticated)?;
     verifier
         .verify_with_groups(&token)

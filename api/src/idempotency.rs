@@ -45,7 +45,9 @@ pub fn idempotency_key(headers: &HeaderMap) -> Result<Option<(String, String)>, 
     let request = headers.get(REQUEST_HEADER).and_then(|v| v.to_str().ok());
     match request {
         Some(request) => {
-            let key = value.to_str().map_err(|_| "Idempotency-Key must be visible ASCII")?;
+            let key = value
+                .to_str()
+                .map_err(|_| "Idempotency-Key must be visible ASCII")?;
             Ok(Some((key.to_string(), request.to_string())))
         }
         None => {
@@ -66,7 +68,10 @@ fn principal(state: &ApiState, headers: &HeaderMap) -> Option<String> {
         .and_then(|v| v.to_str().ok());
     let token = Verifier::credential(header).ok()?;
     let verified = verifier.verify_with_groups(&token).ok()?;
-    Some(format!("{}\n{}", verified.identity.issuer, verified.identity.subject))
+    Some(format!(
+        "{}\n{}",
+        verified.identity.issuer, verified.identity.subject
+    ))
 }
 
 fn hex_digest(parts: &[&[u8]], bytes: usize) -> String {
@@ -98,7 +103,10 @@ pub async fn scope(State(state): State<ApiState>, mut request: Request, next: Ne
     let body = match axum::body::to_bytes(body, state.max_body_bytes).await {
         Ok(body) => body,
         Err(_) => {
-            let message = format!("the body is larger than {} bytes or was cut off", state.max_body_bytes);
+            let message = format!(
+                "the body is larger than {} bytes or was cut off",
+                state.max_body_bytes
+            );
             return (StatusCode::PAYLOAD_TOO_LARGE, message).into_response();
         }
     };
@@ -115,7 +123,13 @@ pub async fn scope(State(state): State<ApiState>, mut request: Request, next: Ne
         }
         // The path of a parsed URI is visible ASCII, so this does not happen; refuse rather
         // than apply the request unscoped.
-        _ => return (StatusCode::BAD_REQUEST, "the request path cannot carry an Idempotency-Key").into_response(),
+        _ => {
+            return (
+                StatusCode::BAD_REQUEST,
+                "the request path cannot carry an Idempotency-Key",
+            )
+                .into_response()
+        }
     }
     next.run(Request::from_parts(parts, Body::from(body))).await
 }
@@ -136,7 +150,10 @@ mod tests {
             Ok(Some(("job-42".to_string(), "POST /x 00".to_string())))
         );
         headers.remove(REQUEST_HEADER);
-        headers.insert(IDEMPOTENCY_HEADER, HeaderValue::from_str(&"k".repeat(256)).expect("ascii"));
+        headers.insert(
+            IDEMPOTENCY_HEADER,
+            HeaderValue::from_str(&"k".repeat(256)).expect("ascii"),
+        );
         assert!(idempotency_key(&headers).is_err_and(|e| e.contains("1 to 255")));
     }
 

@@ -49,7 +49,10 @@ pub fn router(state: ApiState) -> Router {
     let platform = axebow::routes().layer(DefaultBodyLimit::max(limit));
     dialects
         .merge(platform)
-        .layer(axum::middleware::from_fn_with_state(state.clone(), idempotency::scope))
+        .layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            idempotency::scope,
+        ))
         .layer(axum::middleware::from_fn_with_state(
             state.clone(),
             http_metrics::record,

@@ -5,7 +5,7 @@ use std::collections::HashMap;
 
 use axum::body::Bytes;
 use axum::extract::{Query, State};
-use axum::http::StatusCode;
+use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::{Json, Router};
@@ -37,12 +37,17 @@ async fn get_config(State(state): State<ApiState>) -> Result<Response, BoskosErr
 
 async fn put_config(State(state): State<ApiState>, body: Bytes) -> Result<Response, BoskosError> {
     // Parsing is CPU work proportional to the document: keep it off the runtime's workers.
-    let parsed = tokio::task::spawn_blocking(move || PoolConfig::from_yaml(&String::from_utf8_lossy(&body))).await;
+    let parsed =
+        tokio::task::spawn_blocking(move || PoolConfig::from_yaml(&String::from_utf8_lossy(&body))).await;
     let config = match parsed {
         Ok(Ok(config)) => config,
         Ok(Err(message)) => return Ok((StatusCode::BAD_REQUEST, message).into_response()),
         Err(join) => {
-            return Ok((StatusCode::INTERNAL_SERVER_ERROR, format!("parsing the configuration failed: {join}")).into_response())
+            return Ok((
+                StatusCode::INTERNAL_SERVER_ERROR,
+                format!("parsing the configuration failed: {join}"),
+            )
+                .into_response())
         }
     };
     let types: Vec<String> = config.resources.iter().map(|t| t.rtype.clone()).collect();
@@ -53,15 +58,26 @@ async fn put_config(State(state): State<ApiState>, body: Bytes) -> Result<Respon
 async fn list_resources(
     State(state): State<ApiState>,
     Query(params): Query<HashMap<String, String>>,
+    headers: HeaderMap,
 ) -> Result<Response, BoskosError> {
     let rtype = params.get("type").cloned().filter(|t| !t.is_empty());
+    // User data carries credentials (the claimer's kubeconfigs): listed only for operators.
+    // Holders get a resource's user data from their acquire.
+    let with_user_data = crate::guard::sees_as_operator(&state, &headers);
     let (resources, _) = state
         .raft
         .read(Consistency::Linearizable, |s| {
             s.pools()
                 .resources()
                 .filter(|r| rtype.as_ref().is_none_or(|t| &r.rtype == t))
-                .map(resource_json)
+                .map(|r| {
+                    let mut json = resource_json(r);
+                    if !with_user_data && !r.user_data.is_empty() {
+                        json["userdata"] = json!({});
+                        json["userdataRedacted"] = json!(true);
+                    }
+                    json
+                })
                 .collect::<Vec<_>>()
         })
         .await?;

@@ -72,6 +72,8 @@ pub struct ApiShared {
     pub acquire_clock: AcquireClock,
     /// The platform API's verifier, settings and rate limiter.
     pub axebow: Arc<AxebowContext>,
+    /// Permits for concurrent watches ([`crate::kube::watch::MAX_WATCHES`]).
+    pub watches: Arc<tokio::sync::Semaphore>,
 }
 
 impl ApiState {
@@ -100,6 +102,7 @@ impl ApiState {
             max_body_bytes,
             pool_metrics,
             acquire_clock: AcquireClock::default(),
+            watches: Arc::new(tokio::sync::Semaphore::new(crate::kube::watch::MAX_WATCHES)),
         })))
     }
 }

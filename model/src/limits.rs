@@ -21,6 +21,10 @@ pub const MAX_CONFIG_BYTES: usize = 256 * 1024;
 /// Deepest nesting a pool configuration may have (flow collections and block sequences).
 pub const MAX_YAML_DEPTH: usize = 32;
 
+/// Largest lease object (name, labels, annotations and spec, counted as text): 256 KiB, the
+/// total Kubernetes allows an object's annotations. Larger ones are refused with `422`.
+pub const MAX_OBJECT_BYTES: usize = 256 * 1024;
+
 /// `now_ms + duration_ms`, refusing what [`MAX_DURATION_MS`] refuses and never overflowing.
 pub fn deadline_after(now_ms: u64, duration_ms: u64) -> Option<u64> {
     (duration_ms <= MAX_DURATION_MS).then(|| now_ms.saturating_add(duration_ms))

@@ -169,3 +169,56 @@ pub struct StoredObject {
     /// The desired state the client wrote.
     pub spec: LeaseSpec,
 }
+
+fn strings_bytes<'a>(strings: impl IntoIterator<Item = &'a String>) -> usize {
+    strings.into_iter().map(String::len).sum()
+}
+
+impl LeaseSpec {
+    /// Bytes of text the spec holds (its numbers count as 8 each).
+    pub fn approx_bytes(&self) -> usize {
+        match self {
+            LeaseSpec::Coordination(spec) => {
+                let texts = [
+                    &spec.holder_identity,
+                    &spec.acquire_time,
+                    &spec.renew_time,
+                    &spec.preferred_holder,
+                    &spec.strategy,
+                ];
+                texts
+                    .iter()
+                    .filter_map(|t| t.as_ref())
+                    .map(String::len)
+                    .sum::<usize>()
+                    + 16
+            }
+            LeaseSpec::Akka(spec) => spec.owner.len() + spec.version.len() + 8,
+        }
+    }
+}
+
+/// An object's size as the limits count it: its name, labels, annotations and spec (an upper
+/// bound of what it takes in memory and on the wire, within a small constant).
+pub fn approx_object_bytes(
+    key: &ObjectKey,
+    labels: &BTreeMap<String, String>,
+    annotations: &BTreeMap<String, String>,
+    spec: &LeaseSpec,
+) -> usize {
+    key.namespace.len()
+        + key.name.len()
+        + strings_bytes(labels.keys().chain(labels.values()))
+        + strings_bytes(annotations.keys().chain(annotations.values()))
+        + spec.approx_bytes()
+}
+
+impl StoredObject {
+    /// [`approx_object_bytes`] of this object plus its metadata.
+    pub fn approx_bytes(&self) -> usize {
+        approx_object_bytes(&self.key, &self.meta.labels, &self.meta.annotations, &self.spec)
+            + self.meta.uid.len()
+            + self.meta.creation_timestamp.len()
+            + 64
+    }
+}

@@ -6,10 +6,11 @@ use serde::{Deserialize, Serialize};
 
 use crate::command::{Command, CommandResult, Precondition, Proposal};
 use crate::error::DomainError;
-use crate::object::{ObjectKey, ObjectKind, ObjectMeta, StoredObject};
+use crate::limits::MAX_OBJECT_BYTES;
+use crate::object::{LeaseSpec, ObjectKey, ObjectKind, ObjectMeta, StoredObject};
 use crate::platform::{Platform, PlatformCommand, PlatformError, PlatformOp};
 use crate::pool::Pools;
-use crate::validation::{validate_name, validate_namespace};
+use crate::validation::{validate_metadata, validate_name, validate_namespace};
 
 /// How many idempotency keys the state remembers; the oldest is forgotten first.
 pub const IDEMPOTENCY_KEYS_KEPT: usize = 10_000;
@@ -166,7 +167,10 @@ impl State {
         };
         // A refusal changed nothing, so it is not remembered: a retry is judged afresh (a merge
         // patch retried after a conflict must not get the same conflict forever).
-        if let (Some(key), false) = (&proposal.idempotency_key, matches!(result, CommandResult::Refused(_))) {
+        if let (Some(key), false) = (
+            &proposal.idempotency_key,
+            matches!(result, CommandResult::Refused(_)),
+        ) {
             self.remember(key, proposal.idempotency_request.clone(), &result);
         }
         (result, changes)
@@ -186,7 +190,9 @@ impl State {
         self.idempotency_records.insert(key.to_string(), record);
         self.idempotency_keys.push_back(key.to_string());
         self.idempotency_bytes += bytes;
-        while self.idempotency_keys.len() > IDEMPOTENCY_KEYS_KEPT || self.idempotency_bytes > IDEMPOTENCY_BYTES_KEPT {
+        while self.idempotency_keys.len() > IDEMPOTENCY_KEYS_KEPT
+            || self.idempotency_bytes > IDEMPOTENCY_BYTES_KEPT
+        {
             let Some(oldest) = self.idempotency_keys.pop_front() else {
                 break;
             };
@@ -222,6 +228,8 @@ impl State {
             } => {
                 check_key(key)?;
                 check_spec_kind(key, spec.kind())?;
+                check_size(key, labels, annotations, spec)?;
+                validate_metadata(labels, annotations)?;
                 if self.objects.contains_key(key) {
                     return Err(DomainError::AlreadyExists { key: key.clone() });
                 }
@@ -253,6 +261,8 @@ impl State {
                 precondition,
             } => {
                 check_spec_kind(key, spec.kind())?;
+                check_size(key, labels, annotations, spec)?;
+                validate_metadata(labels, annotations)?;
                 let existing = self
                     .objects
                     .get_mut(key)
@@ -347,6 +357,24 @@ mod objects_as_list {
 fn check_key(key: &ObjectKey) -> Result<(), DomainError> {
     validate_namespace(&key.namespace)?;
     validate_name(key.kind, &key.name)
+}
+
+fn check_size(
+    key: &ObjectKey,
+    labels: &BTreeMap<String, String>,
+    annotations: &BTreeMap<String, String>,
+    spec: &LeaseSpec,
+) -> Result<(), DomainError> {
+    let bytes = crate::object::approx_object_bytes(key, labels, annotations, spec);
+    if bytes > MAX_OBJECT_BYTES {
+        return Err(DomainError::Invalid {
+            field: "metadata".to_string(),
+            message: format!(
+                "the object holds {bytes} bytes of names, labels, annotations and spec; at most {MAX_OBJECT_BYTES} are allowed"
+            ),
+        });
+    }
+    Ok(())
 }
 
 fn check_spec_kind(key: &ObjectKey, spec_kind: ObjectKind) -> Result<(), DomainError> {
@@ -544,6 +572,23 @@ mod tests {
     }
 
     #[test]
+    fn objects_over_the_size_limit_are_refused() {
+        let mut state = State::new();
+        let (result, changes) = state.apply(1, &create("a", &"h".repeat(MAX_OBJECT_BYTES)));
+        assert!(
+            matches!(result, CommandResult::Refused(DomainError::Invalid { .. })),
+            "{result:?}"
+        );
+        assert!(changes.is_empty());
+        state.apply(2, &create("a", "n1"));
+        let (result, _) = state.apply(3, &replace("a", &"h".repeat(MAX_OBJECT_BYTES), None));
+        assert!(
+            matches!(result, CommandResult::Refused(DomainError::Invalid { .. })),
+            "{result:?}"
+        );
+    }
+
+    #[test]
     fn spec_kind_must_match_key_kind() {
         let mut state = State::new();
         let proposal = Proposal::new(Command::Create {
@@ -597,7 +642,11 @@ mod tests {
         for i in 0..200u64 {
             state.apply(i + 1, &big_create(&format!("o{i}")));
         }
-        assert!(state.idempotency_bytes <= IDEMPOTENCY_BYTES_KEPT, "{}", state.idempotency_bytes);
+        assert!(
+            state.idempotency_bytes <= IDEMPOTENCY_BYTES_KEPT,
+            "{}",
+            state.idempotency_bytes
+        );
         assert!(state.idempotency_records.len() < 200);
         let kept: usize = state.idempotency_records.values().map(|r| r.bytes).sum();
         assert_eq!(kept, state.idempotency_bytes);
@@ -624,7 +673,10 @@ mod tests {
         assert_eq!(retry, first);
         // A refused write is judged afresh when retried with its key.
         let conflict = keyed_as("job-43", replace("a", "n2", Some(99)), "PUT /leases/a d3");
-        assert!(matches!(state.apply(4, &conflict).0, CommandResult::Refused(DomainError::Conflict { .. })));
+        assert!(matches!(
+            state.apply(4, &conflict).0,
+            CommandResult::Refused(DomainError::Conflict { .. })
+        ));
         let fixed = keyed_as("job-43", replace("a", "n2", Some(1)), "PUT /leases/a d3");
         assert!(matches!(state.apply(5, &fixed).0, CommandResult::Stored(_)));
     }
@@ -692,8 +744,14 @@ mod namespace_tests {
         );
         assert!(state.platform().tenant("nsa").is_none());
         // A namespace without objects is free, and an operator may adopt a used one.
-        assert!(matches!(state.apply(4, &create_tenant("bob", "fresh")).0, CommandResult::Platform(_)));
+        assert!(matches!(
+            state.apply(4, &create_tenant("bob", "fresh")).0,
+            CommandResult::Platform(_)
+        ));
         state.apply(5, &register("root", true));
-        assert!(matches!(state.apply(6, &create_tenant("root", "nsa")).0, CommandResult::Platform(_)));
+        assert!(matches!(
+            state.apply(6, &create_tenant("root", "nsa")).0,
+            CommandResult::Platform(_)
+        ));
     }
 }

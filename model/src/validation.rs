@@ -26,8 +26,81 @@ pub(crate) fn is_label(value: &str) -> bool {
         && bytes.last().is_some_and(u8::is_ascii_alphanumeric)
 }
 
+/// A DNS-1123 subdomain as Kubernetes checks it: at most 253 characters of dot-separated parts,
+/// each of lower-case letters, digits and '-', starting and ending with a letter or digit. Unlike
+/// a label, one part may be longer than 63 characters (Kubernetes accepts such object names).
 pub(crate) fn is_subdomain(value: &str) -> bool {
-    value.len() <= MAX_SUBDOMAIN_LEN && value.split('.').all(is_label)
+    let part = |part: &str| {
+        let bytes = part.as_bytes();
+        !bytes.is_empty()
+            && bytes
+                .iter()
+                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || *b == b'-')
+            && bytes.first().is_some_and(u8::is_ascii_alphanumeric)
+            && bytes.last().is_some_and(u8::is_ascii_alphanumeric)
+    };
+    value.len() <= MAX_SUBDOMAIN_LEN && value.split('.').all(part)
+}
+
+/// Whether `value` is a Kubernetes qualified name part: at most 63 letters, digits, '-', '_' or
+/// '.', starting and ending with a letter or digit.
+fn is_qualified_part(value: &str) -> bool {
+    let bytes = value.as_bytes();
+    !bytes.is_empty()
+        && bytes.len() <= MAX_LABEL_LEN
+        && bytes
+            .iter()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'))
+        && bytes.first().is_some_and(u8::is_ascii_alphanumeric)
+        && bytes.last().is_some_and(u8::is_ascii_alphanumeric)
+}
+
+/// A label or annotation key: `[prefix/]name`, the prefix a DNS subdomain, the name a qualified
+/// name part (Kubernetes' `IsQualifiedName`).
+fn is_qualified_key(key: &str) -> bool {
+    match key.split_once('/') {
+        Some((prefix, name)) => is_subdomain(prefix) && is_qualified_part(name),
+        None => is_qualified_part(key),
+    }
+}
+
+/// Checks label keys and values and annotation keys as Kubernetes does: keys are qualified
+/// names, label values empty or qualified name parts; annotation values are free text (their
+/// size counts against the object's).
+pub fn validate_metadata(
+    labels: &std::collections::BTreeMap<String, String>,
+    annotations: &std::collections::BTreeMap<String, String>,
+) -> Result<(), DomainError> {
+    let shown = |text: &str| {
+        text.chars()
+            .take(64)
+            .collect::<String>()
+            .escape_debug()
+            .to_string()
+    };
+    for (key, value) in labels {
+        if !is_qualified_key(key) {
+            return Err(invalid(
+                "metadata.labels",
+                format!("key \"{}\" must be [prefix/]name: a DNS subdomain prefix, then at most 63 letters, digits, '-', '_' or '.', starting and ending with a letter or digit", shown(key)),
+            ));
+        }
+        if !value.is_empty() && !is_qualified_part(value) {
+            return Err(invalid(
+                "metadata.labels",
+                format!("value \"{}\" of {key}: at most 63 letters, digits, '-', '_' or '.', starting and ending with a letter or digit, or empty", shown(value)),
+            ));
+        }
+    }
+    for key in annotations.keys() {
+        if !is_qualified_key(key) {
+            return Err(invalid(
+                "metadata.annotations",
+                format!("key \"{}\" must be [prefix/]name like a label key", shown(key)),
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// Checks a namespace: a DNS-1123 label.
@@ -92,6 +165,49 @@ mod tests {
         assert!(validate_name(ObjectKind::CoordinationLease, "").is_err());
         assert!(validate_name(ObjectKind::CoordinationLease, "a..b").is_err());
         assert!(validate_name(ObjectKind::CoordinationLease, &"a".repeat(254)).is_err());
+        // Finding 11: Kubernetes takes a 64-character single-part name; the rule said 253.
+        assert!(validate_name(ObjectKind::CoordinationLease, &"a".repeat(64)).is_ok());
+        assert!(validate_name(ObjectKind::CoordinationLease, &"a".repeat(253)).is_ok());
+    }
+
+    #[test]
+    fn label_and_annotation_keys_and_label_values_follow_kubernetes() {
+        use std::collections::BTreeMap;
+        let map = |pairs: &[(&str, &str)]| -> BTreeMap<String, String> {
+            pairs
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect()
+        };
+        let good = map(&[("app", "web"), ("example.com/tier", ""), ("a_b.c", "v-1.2_3")]);
+        assert!(validate_metadata(
+            &good,
+            &map(&[("kubernetes.io/description", "free text \u{0} ok")])
+        )
+        .is_ok());
+        for bad in [
+            "BAD KEY/../\u{0}",
+            "",
+            "-x",
+            "a/b/c",
+            "Example.com/x",
+            &"k".repeat(64),
+        ] {
+            assert!(
+                validate_metadata(&map(&[(bad, "v")]), &BTreeMap::new()).is_err(),
+                "{bad:?}"
+            );
+            assert!(
+                validate_metadata(&BTreeMap::new(), &map(&[(bad, "v")])).is_err(),
+                "{bad:?}"
+            );
+        }
+        for bad in ["a b", "-v", &"v".repeat(64), "\u{0}"] {
+            assert!(
+                validate_metadata(&map(&[("k", bad)]), &BTreeMap::new()).is_err(),
+                "{bad:?}"
+            );
+        }
     }
 
     #[test]

@@ -327,12 +327,10 @@ impl NodeConfig {
             (None, Some(path), _, _) => read_secret(&path, "cluster-secret-file")?,
             (None, None, Some(secret), _) => secret,
             (None, None, None, Some(path)) => read_secret(&path, "cluster-secret-file")?,
-            (None, None, None, None) => {
-                return Err(invalid(
-                    "cluster-secret",
-                    "is required (--cluster-secret-file, DROVER_CLUSTER_SECRET_FILE or DROVER_CLUSTER_SECRET)",
-                ))
-            }
+            (None, None, None, None) => return Err(invalid(
+                "cluster-secret",
+                "is required (--cluster-secret-file, DROVER_CLUSTER_SECRET_FILE or DROVER_CLUSTER_SECRET)",
+            )),
         };
         if cluster_secret.len() < MIN_SECRET_LEN {
             return Err(invalid(

@@ -8,6 +8,7 @@
 pub mod cli;
 pub mod config;
 pub mod error;
+pub mod listen;
 pub mod platform_config;
 pub mod telemetry;
 pub mod tls;
@@ -190,17 +191,14 @@ async fn serve(
     router: axum::Router,
     shutdown: CancellationToken,
 ) -> Result<(), NodeError> {
-    let addr = listener.local_addr().map(|a| a.to_string()).unwrap_or_default();
     // Small answers go out at once instead of waiting on Nagle's algorithm for an ACK.
     let listener = listener.tap_io(|stream| {
         if let Err(e) = stream.set_nodelay(true) {
             tracing::debug!("cannot set TCP_NODELAY on a connection: {e}");
         }
     });
-    axum::serve(listener, router)
-        .with_graceful_shutdown(async move { shutdown.cancelled().await })
-        .await
-        .map_err(|source| NodeError::Listen { addr, source })
+    listen::serve(listener, router, listen::ConnectionLimits::default(), shutdown).await;
+    Ok(())
 }
 
 async fn serve_tls(
@@ -208,13 +206,8 @@ async fn serve_tls(
     router: axum::Router,
     shutdown: CancellationToken,
 ) -> Result<(), NodeError> {
-    let addr = axum::serve::Listener::local_addr(&listener)
-        .map(|a| a.to_string())
-        .unwrap_or_default();
-    axum::serve(listener, router)
-        .with_graceful_shutdown(async move { shutdown.cancelled().await })
-        .await
-        .map_err(|source| NodeError::Listen { addr, source })
+    listen::serve(listener, router, listen::ConnectionLimits::default(), shutdown).await;
+    Ok(())
 }
 
 async fn join_server(task: JoinHandle<Result<(), NodeError>>) -> Result<(), NodeError> {

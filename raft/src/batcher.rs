@@ -34,9 +34,13 @@ struct Pending<T, A> {
     reply: oneshot::Sender<A>,
 }
 
+/// Most requests waiting for a batch; one more is refused at once (the caller answers `503`)
+/// rather than queued without bound.
+pub(crate) const MAX_QUEUED: usize = 16_384;
+
 /// The queue in front of a batch function.
 pub(crate) struct Batcher<T, A> {
-    queue: mpsc::UnboundedSender<Pending<T, A>>,
+    queue: mpsc::Sender<Pending<T, A>>,
 }
 
 impl<T: Send + 'static, A: Send + 'static> Batcher<T, A> {
@@ -49,16 +53,16 @@ impl<T: Send + 'static, A: Send + 'static> Batcher<T, A> {
         leadership: Option<watch::Receiver<Leadership>>,
         send: impl Fn(Vec<T>) -> Round<Vec<A>> + Send + 'static,
     ) -> Self {
-        let (queue, pending) = mpsc::unbounded_channel();
+        let (queue, pending) = mpsc::channel(MAX_QUEUED);
         tokio::spawn(drain(in_flight, max_batch, leadership, send, pending));
         Self { queue }
     }
 
-    /// Sends `item` with the next batch and waits for its answer; `None` when the batcher
-    /// stopped before answering.
+    /// Sends `item` with the next batch and waits for its answer; `None` when the queue is
+    /// full or the batcher stopped before answering.
     pub(crate) async fn submit(&self, item: T) -> Option<A> {
         let (reply, answer) = oneshot::channel();
-        self.queue.send(Pending { item, reply }).ok()?;
+        self.queue.try_send(Pending { item, reply }).ok()?;
         answer.await.ok()
     }
 }
@@ -90,7 +94,7 @@ async fn drain<T: Send + 'static, A: Send + 'static>(
     max_batch: usize,
     mut leadership: Option<watch::Receiver<Leadership>>,
     send: impl Fn(Vec<T>) -> Round<Vec<A>>,
-    mut pending: mpsc::UnboundedReceiver<Pending<T, A>>,
+    mut pending: mpsc::Receiver<Pending<T, A>>,
 ) {
     let mut slots = Arc::new(Semaphore::new(in_flight));
     while let Some(first) = pending.recv().await {
@@ -104,12 +108,17 @@ async fn drain<T: Send + 'static, A: Send + 'static>(
                 () = leadership_changed(&mut leadership) => slots = Arc::new(Semaphore::new(in_flight)),
             }
         };
-        let mut batch = vec![first];
+        // Callers that gave up (timed out) while queued are not proposed at all.
+        let mut batch: Vec<_> = std::iter::once(first).filter(|p| !p.reply.is_closed()).collect();
         while batch.len() < max_batch {
             match pending.try_recv() {
+                Ok(next) if next.reply.is_closed() => {}
                 Ok(next) => batch.push(next),
                 Err(_) => break,
             }
+        }
+        if batch.is_empty() {
+            continue;
         }
         let (items, replies): (Vec<T>, Vec<_>) = batch.into_iter().map(|p| (p.item, p.reply)).unzip();
         let round = send(items);
@@ -121,5 +130,75 @@ async fn drain<T: Send + 'static, A: Send + 'static>(
             }
             drop(slot);
         });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Mutex;
+    use std::time::Duration;
+
+    use tokio::sync::Notify;
+
+    use super::*;
+
+    #[tokio::test]
+    async fn items_whose_callers_gave_up_are_not_sent() {
+        // Finding 10: proposals stayed queued, and were proposed, after their callers timed out.
+        let gate = Arc::new(Notify::new());
+        let sent = Arc::new(Mutex::new(Vec::<Vec<u32>>::new()));
+        let batcher = {
+            let (gate, sent) = (gate.clone(), sent.clone());
+            Arc::new(Batcher::start(1, 100, None, move |items: Vec<u32>| {
+                let (gate, sent) = (gate.clone(), sent.clone());
+                Box::pin(async move {
+                    sent.lock().unwrap_or_else(|p| p.into_inner()).push(items.clone());
+                    gate.notified().await;
+                    items
+                })
+            }))
+        };
+        let first = tokio::spawn({
+            let batcher = batcher.clone();
+            async move { batcher.submit(1).await }
+        });
+        tokio::time::timeout(Duration::from_secs(5), async {
+            while sent.lock().unwrap_or_else(|p| p.into_inner()).is_empty() {
+                tokio::task::yield_now().await;
+            }
+        })
+        .await
+        .expect("the first round starts");
+        // Queued behind the first round, then abandoned by its caller.
+        let abandoned = tokio::time::timeout(Duration::from_millis(50), batcher.submit(2)).await;
+        assert!(abandoned.is_err());
+        let third = tokio::spawn({
+            let batcher = batcher.clone();
+            async move { batcher.submit(3).await }
+        });
+        // The drain task holds the abandoned item while it waits for a slot; the third waits
+        // in the queue.
+        tokio::time::timeout(Duration::from_secs(5), async {
+            while batcher.queue.capacity() == MAX_QUEUED {
+                tokio::task::yield_now().await;
+            }
+        })
+        .await
+        .expect("the third item is queued");
+        gate.notify_one();
+        assert_eq!(first.await.expect("joined"), Some(1));
+        tokio::time::timeout(Duration::from_secs(5), async {
+            while sent.lock().unwrap_or_else(|p| p.into_inner()).len() < 2 {
+                tokio::task::yield_now().await;
+            }
+        })
+        .await
+        .expect("the second round starts");
+        gate.notify_one();
+        assert_eq!(third.await.expect("joined"), Some(3));
+        assert_eq!(
+            *sent.lock().unwrap_or_else(|p| p.into_inner()),
+            vec![vec![1], vec![3]]
+        );
     }
 }

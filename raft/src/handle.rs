@@ -297,14 +297,14 @@ impl RaftHandle {
         self.core.shared.changes.subscribe()
     }
 
-    /// Every change after `after` that this node still remembers.
-    pub fn changes_since(&self, after: u64) -> Result<Vec<Arc<Change>>, HistoryGone> {
+    /// At most `limit` changes after `after` that this node still remembers, oldest first.
+    pub fn changes_since(&self, after: u64, limit: usize) -> Result<Vec<Arc<Change>>, HistoryGone> {
         self.core
             .shared
             .history
             .lock()
             .unwrap_or_else(|p| p.into_inner())
-            .since(after)
+            .since(after, limit)
     }
 
     /// Proposes a command and waits until it is committed and applied, forwarding to the
@@ -654,14 +654,19 @@ impl RaftHandle {
     /// applied up to the commit index it heard of.
     pub fn is_ready(&self) -> bool {
         let status = self.status();
-        status.leader.is_some_and(|leader| self.is_voter(leader)) && status.applied_index >= status.commit_index
+        status.leader.is_some_and(|leader| self.is_voter(leader))
+            && status.applied_index >= status.commit_index
     }
 
     /// Whether `id` is a voter of this node's newest membership.
     pub fn is_voter(&self, id: NodeId) -> bool {
         let metrics = self.core.raft.metrics();
         let metrics = metrics.borrow();
-        let is_voter = metrics.membership_config.membership().voter_ids().any(|voter| voter == id);
+        let is_voter = metrics
+            .membership_config
+            .membership()
+            .voter_ids()
+            .any(|voter| voter == id);
         is_voter
     }
 
@@ -671,7 +676,12 @@ impl RaftHandle {
         let metrics = metrics.borrow();
         crate::network::plausible::Known {
             term: metrics.current_term,
-            members: metrics.membership_config.membership().nodes().map(|(id, _)| *id).collect(),
+            members: metrics
+                .membership_config
+                .membership()
+                .nodes()
+                .map(|(id, _)| *id)
+                .collect(),
         }
     }
 

@@ -246,6 +246,8 @@ impl Verifier {
         validation.set_audience(&[&trusted.audience]);
         validation.set_required_spec_claims(&["exp", "iss", "aud", "sub"]);
         validation.leeway = LEEWAY_SECONDS;
+        // A token that is not valid yet is refused too (jsonwebtoken checks `nbf` only if asked).
+        validation.validate_nbf = true;
         let data =
             jsonwebtoken::decode::<Claims>(token, &trusted.key, &validation).map_err(|e| match e.kind() {
                 jsonwebtoken::errors::ErrorKind::ExpiredSignature => AuthError::Expired,

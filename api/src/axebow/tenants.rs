@@ -52,7 +52,9 @@ pub async fn create(
     if state.axebow.verifier.namespace_is_scoped(&tenant) {
         let operator = state.raft.local_read(|s| {
             let platform = s.platform();
-            platform.user_of(&caller).is_some_and(|user| platform.is_operator(&user.uid))
+            platform
+                .user_of(&caller)
+                .is_some_and(|user| platform.is_operator(&user.uid))
         });
         if !operator {
             return Err(PlatformError::Conflict(format!(

@@ -126,11 +126,20 @@ impl From<drover_raft::ReadError> for BoskosError {
 type Params = HashMap<String, String>;
 
 fn required<'a>(params: &'a Params, name: &str) -> Result<&'a str, BoskosError> {
-    params
+    let value = params
         .get(name)
         .map(String::as_str)
         .filter(|value| !value.is_empty())
-        .ok_or_else(|| BoskosError::bad_request(format!("{name} must be set in the request.")))
+        .ok_or_else(|| BoskosError::bad_request(format!("{name} must be set in the request.")))?;
+    // Values are echoed in errors and logs: bound them before anything reads them.
+    if !drover_model::limits::is_printable_word(value) {
+        return Err(BoskosError::bad_request(format!(
+            "{name} must be at most {} bytes of visible characters (got {} bytes)",
+            drover_model::limits::MAX_POOL_WORD_LEN,
+            value.len()
+        )));
+    }
+    Ok(value)
 }
 
 fn fencing_token(params: &Params) -> Result<Option<u64>, BoskosError> {
@@ -186,10 +195,11 @@ async fn acquire(
             state
                 .pool_metrics
                 .acquire_duration
+                // Free-form states map to "other": label values stay bounded.
                 .with_label_values(&[
                     rtype.as_str(),
-                    &from,
-                    &dest,
+                    wire::state_label(&from),
+                    wire::state_label(&dest),
                     if request_id.is_some() { "true" } else { "false" },
                 ])
                 .observe(waited.as_secs_f64());
@@ -213,7 +223,10 @@ async fn acquire_by_state(
     let from = required(&params, "state")?.to_string();
     let dest = required(&params, "dest")?.to_string();
     let owner = required(&params, "owner")?.to_string();
-    let names: Vec<String> = required(&params, "names")?
+    let names: Vec<String> = params
+        .get("names")
+        .map(String::as_str)
+        .unwrap_or_default()
         .split(',')
         .map(str::trim)
         .filter(|n| !n.is_empty())
@@ -221,6 +234,15 @@ async fn acquire_by_state(
         .collect();
     if names.is_empty() {
         return Err(BoskosError::bad_request("names must be set in the request."));
+    }
+    if let Some(bad) = names
+        .iter()
+        .find(|n| !drover_model::pool::config::is_resource_name(n))
+    {
+        return Err(BoskosError::bad_request(format!(
+            "names: {:?} is not a resource name (a DNS-1123 subdomain of at most 253 characters)",
+            bad.chars().take(64).collect::<String>()
+        )));
     }
     // Upstream's Ranch answers ResourceNotFound (404) when a named resource is in another state
     // or owned, and the Go client's AcquireByStateWait keeps waiting on 404 only.

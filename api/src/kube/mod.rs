@@ -17,6 +17,7 @@ use axum::http::{HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::{Json, Router};
+use base64::Engine;
 use drover_model::validation::{validate_name, validate_namespace};
 use drover_model::{Command, CommandResult, ObjectKey, ObjectKind, Precondition, Proposal, StoredObject};
 use drover_raft::Consistency;
@@ -24,7 +25,7 @@ use serde_json::json;
 
 use self::selector::Selector;
 use self::status::KubeError;
-use self::wire::{kube_list, kube_object, parse_incoming, FieldValidation, Incoming};
+use self::wire::{kube_object, kube_page, parse_incoming, FieldValidation, Incoming};
 use crate::state::ApiState;
 
 /// Header that says how fresh a read was.
@@ -107,6 +108,29 @@ fn check_body_namespace(incoming: &Incoming, namespace: &str) -> Result<(), Kube
     Ok(())
 }
 
+/// Creates and replaces take JSON, as the API server's JSON serializer does (`415` otherwise;
+/// a request without a `Content-Type` is read as JSON).
+fn check_json_body(headers: &HeaderMap) -> Result<(), KubeError> {
+    let Some(value) = headers.get(axum::http::header::CONTENT_TYPE) else {
+        return Ok(());
+    };
+    let media = value
+        .to_str()
+        .unwrap_or_default()
+        .split(';')
+        .next()
+        .unwrap_or_default()
+        .trim()
+        .to_ascii_lowercase();
+    if media == "application/json" || media == "*/*" {
+        Ok(())
+    } else {
+        Err(KubeError::unsupported_media_type(format!(
+            "the body of a create or replace must be application/json, not {media:?}"
+        )))
+    }
+}
+
 pub(super) fn check_names(kind: ObjectKind, namespace: &str, name: &str) -> Result<(), KubeError> {
     validate_namespace(namespace)
         .and_then(|()| validate_name(kind, name))
@@ -183,19 +207,76 @@ async fn list_or_watch_in(
         return watch::watch(state, kind, namespace, selector, &query).await;
     }
     let consistency = consistency(&query)?;
-    let (items, revision) = state
+    let page = Page::from_query(&query)?;
+    let (mut items, revision) = state
         .raft
         .read(consistency, |s| {
             s.list(kind, namespace.as_deref())
                 .into_iter()
+                .filter(|object| {
+                    page.after
+                        .as_ref()
+                        .is_none_or(|after| object_position(object) > *after)
+                })
                 .filter(|object| selector.matches(object))
+                .take(page.limit.map_or(usize::MAX, |limit| limit.saturating_add(1)))
                 .collect::<Vec<_>>()
         })
         .await?;
+    let next = match page.limit {
+        Some(limit) if items.len() > limit => {
+            items.truncate(limit);
+            items.last().map(|last| continue_token(&object_position(last)))
+        }
+        _ => None,
+    };
     Ok(with_consistency(
-        Json(kube_list(kind, &items, revision)).into_response(),
+        Json(kube_page(kind, &items, revision, next)).into_response(),
         consistency,
     ))
+}
+
+/// `limit` and `continue` of a list, as Kubernetes clients page with them. A page continues
+/// after the last object of the one before, in the current state (not at the first page's
+/// revision: Drover keeps no old versions of objects to list from).
+struct Page {
+    limit: Option<usize>,
+    after: Option<(String, String)>,
+}
+
+impl Page {
+    fn from_query(query: &HashMap<String, String>) -> Result<Self, KubeError> {
+        let limit = match query.get("limit").map(String::as_str) {
+            None | Some("") | Some("0") => None,
+            Some(text) => Some(text.parse::<usize>().map_err(|_| {
+                KubeError::bad_request(format!("limit must be a whole number, got {text:?}"))
+            })?),
+        };
+        let after = match query.get("continue").map(String::as_str) {
+            None | Some("") => None,
+            Some(token) => Some(parse_continue(token).ok_or_else(|| {
+                KubeError::bad_request("continue must be a token from a previous list's metadata.continue")
+            })?),
+        };
+        Ok(Self { limit, after })
+    }
+}
+
+fn object_position(object: &StoredObject) -> (String, String) {
+    (object.key.namespace.clone(), object.key.name.clone())
+}
+
+fn continue_token((namespace, name): &(String, String)) -> String {
+    base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(format!("{namespace}/{name}"))
+}
+
+fn parse_continue(token: &str) -> Option<(String, String)> {
+    let decoded = base64::engine::general_purpose::URL_SAFE_NO_PAD
+        .decode(token)
+        .ok()?;
+    let text = String::from_utf8(decoded).ok()?;
+    let (namespace, name) = text.split_once('/')?;
+    Some((namespace.to_string(), name.to_string()))
 }
 
 async fn get_one(
@@ -222,6 +303,7 @@ async fn create(
     body: Bytes,
 ) -> Result<Response, KubeError> {
     let kind = resolve(&group, &plural)?;
+    check_json_body(&headers)?;
     let incoming = parse_incoming(kind, &body, FieldValidation::from_query(&query)?)?;
     check_body_namespace(&incoming, &namespace)?;
     let name = match (incoming.name.is_empty(), incoming.generate_name.is_empty()) {
@@ -258,6 +340,7 @@ async fn replace(
     body: Bytes,
 ) -> Result<Response, KubeError> {
     let kind = resolve(&group, &plural)?;
+    check_json_body(&headers)?;
     let incoming = parse_incoming(kind, &body, FieldValidation::from_query(&query)?)?;
     if !incoming.name.is_empty() && incoming.name != name {
         return Err(KubeError::bad_request(format!(

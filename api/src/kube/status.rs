@@ -99,6 +99,30 @@ impl KubeError {
         }
     }
 
+    /// `504 Timeout` for a resource version this server has not reached, as the Kubernetes
+    /// API server answers one (`Too large resource version`).
+    pub fn too_large_resource_version(requested: u64, current: u64) -> Self {
+        Self {
+            code: 504,
+            reason: "Timeout",
+            message: format!("Too large resource version: {requested}, current: {current}"),
+            details: Some(json!({
+                "causes": [{ "reason": "ResourceVersionTooLarge", "message": "Too large resource version" }],
+                "retryAfterSeconds": 1,
+            })),
+        }
+    }
+
+    /// `429 TooManyRequests`.
+    pub fn too_many_requests(message: impl Into<String>) -> Self {
+        Self {
+            code: 429,
+            reason: "TooManyRequests",
+            message: message.into(),
+            details: Some(json!({ "retryAfterSeconds": RETRY_AFTER_SECONDS })),
+        }
+    }
+
     /// `503 ServiceUnavailable` with `Retry-After`.
     pub fn unavailable(message: impl Into<String>) -> Self {
         Self {

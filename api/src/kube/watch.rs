@@ -24,6 +24,16 @@ use crate::state::ApiState;
 
 /// Longest watch a client may ask for; client-go asks for five to ten minutes.
 const MAX_WATCH: Duration = Duration::from_secs(3600);
+/// Most watches one node serves at once; one more gets `429`.
+pub const MAX_WATCHES: usize = 2_048;
+/// Events buffered per watch before the client must read.
+const WATCH_BUFFER: usize = 16;
+/// How long a watch may wait for its client to read an event before it is cut (the client
+/// resumes from its last resource version, or lists again after `410`), as the Kubernetes API
+/// server cuts a watcher that does not keep up.
+pub const SLOW_WATCHER: Duration = Duration::from_secs(10);
+/// Changes read from the history at a time while a watch catches up.
+const CATCH_UP_PAGE: usize = 64;
 
 struct Filter {
     kind: ObjectKind,
@@ -96,6 +106,22 @@ pub async fn watch(
             ))
         })?),
     };
+    let Ok(permit) = state.watches.clone().try_acquire_owned() else {
+        return Err(KubeError::too_many_requests(format!(
+            "this node serves {MAX_WATCHES} watches already; retry, or watch through another node"
+        )));
+    };
+    if let Some(after) = start_after {
+        // A version from the future: after catching up with the leader this node still has not
+        // reached it, so it was never returned by this cluster.
+        let (current, _) = state
+            .raft
+            .read(Consistency::Linearizable, |s| s.revision())
+            .await?;
+        if after > current {
+            return Err(KubeError::too_large_resource_version(after, current));
+        }
+    }
     let filter = Filter {
         kind,
         namespace,
@@ -120,10 +146,11 @@ pub async fn watch(
             revision
         }
     };
-    let (sender, receiver) = mpsc::channel::<Result<Bytes, Infallible>>(256);
-    tokio::spawn(stream_changes(
-        state, filter, feed, after, opening, timeout, sender,
-    ));
+    let (sender, receiver) = mpsc::channel::<Result<Bytes, Infallible>>(WATCH_BUFFER);
+    tokio::spawn(async move {
+        stream_changes(state, filter, feed, after, opening, timeout, sender).await;
+        drop(permit);
+    });
     let body = Body::from_stream(ReceiverStream::new(receiver));
     Ok(([(header::CONTENT_TYPE, "application/json")], body).into_response())
 }
@@ -139,29 +166,30 @@ async fn stream_changes(
 ) {
     let deadline = tokio::time::Instant::now() + timeout;
     for line in opening {
-        if sender.send(Ok(line)).await.is_err() {
+        if !send_line(&sender, line).await {
             return;
         }
     }
     let mut last = after;
-    // Catch up from history, then follow the feed; after a lag, catch up again.
+    // Catch up from history a page at a time (a page holds the changes it names alive), then
+    // follow the feed; after a lag, catch up again.
     let mut catch_up = true;
     loop {
-        if catch_up {
-            match state.raft.changes_since(last) {
-                Ok(backlog) => {
-                    for change in backlog {
+        while catch_up {
+            match state.raft.changes_since(last, CATCH_UP_PAGE) {
+                Ok(page) => {
+                    catch_up = page.len() == CATCH_UP_PAGE;
+                    for change in page {
                         if !send_change(&sender, &filter, &change, &mut last).await {
                             return;
                         }
                     }
                 }
                 Err(gone) => {
-                    let _ = sender.send(Ok(expired_line(&gone))).await;
+                    let _ = sender.try_send(Ok(expired_line(&gone)));
                     return;
                 }
             }
-            catch_up = false;
         }
         tokio::select! {
             _ = state.shutdown.cancelled() => return,
@@ -194,5 +222,14 @@ async fn send_change(
     if !filter.matches(change) {
         return true;
     }
-    sender.send(Ok(change_line(change))).await.is_ok()
+    send_line(sender, change_line(change)).await
+}
+
+/// Sends one line; false when the client is gone or has not read for [`SLOW_WATCHER`], which
+/// ends the watch.
+async fn send_line(sender: &mpsc::Sender<Result<Bytes, Infallible>>, line: Bytes) -> bool {
+    matches!(
+        tokio::time::timeout(SLOW_WATCHER, sender.send(Ok(line))).await,
+        Ok(Ok(()))
+    )
 }

@@ -90,15 +90,28 @@ pub struct KubeList<'a> {
 struct ListMeta {
     #[serde(serialize_with = "serialize_as_string")]
     resource_version: u64,
+    #[serde(rename = "continue", skip_serializing_if = "Option::is_none")]
+    continue_token: Option<String>,
 }
 
 /// A list as Kubernetes clients expect it.
 pub fn kube_list(kind: ObjectKind, items: &[StoredObject], revision: u64) -> KubeList<'_> {
+    kube_page(kind, items, revision, None)
+}
+
+/// One page of a list, with the token that asks for the next (`metadata.continue`).
+pub fn kube_page(
+    kind: ObjectKind,
+    items: &[StoredObject],
+    revision: u64,
+    continue_token: Option<String>,
+) -> KubeList<'_> {
     KubeList {
         api_version: kind.api_version(),
         kind: format!("{}List", kind.kind_name()),
         metadata: ListMeta {
             resource_version: revision,
+            continue_token,
         },
         items: items.iter().map(kube_object).collect(),
     }

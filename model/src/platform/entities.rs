@@ -88,7 +88,9 @@ impl UserProfile {
         ];
         for (field, value) in fields {
             let Some(value) = value else { continue };
-            if value.chars().count() > MAX_PROFILE_FIELD_CHARS || !value.chars().all(crate::limits::is_visible) {
+            if value.chars().count() > MAX_PROFILE_FIELD_CHARS
+                || !value.chars().all(crate::limits::is_visible)
+            {
                 return Err(super::PlatformError::invalid(
                     field,
                     format!("at most {MAX_PROFILE_FIELD_CHARS} visible characters (no control or bidi characters)"),

@@ -457,7 +457,10 @@ fn a_platform_command_survives_the_log_encoding() {
 fn over_long_or_invisible_profile_fields_are_refused() {
     // Finding 11: user name and surname had no length limit.
     let mut world = World::new();
-    for (name, surname) in [("x".repeat(300), "ok".to_string()), ("ok".to_string(), "a\u{202E}b".to_string())] {
+    for (name, surname) in [
+        ("x".repeat(300), "ok".to_string()),
+        ("ok".to_string(), "a\u{202E}b".to_string()),
+    ] {
         let refused = world.refused(
             "eve",
             PlatformOp::RegisterUser {

@@ -177,7 +177,10 @@ impl Pools {
         let (rank, first_sighting) = match request.request_id {
             None => (waiting(self) + 1, false),
             Some(id) => {
-                let known = self.queues.iter().any(|q| q.rtype == request.rtype && q.state == request.state);
+                let known = self
+                    .queues
+                    .iter()
+                    .any(|q| q.rtype == request.rtype && q.state == request.state);
                 if !known && self.queues.len() >= MAX_POOL_QUEUES {
                     return Err(PoolError::TooManyQueues(MAX_POOL_QUEUES).into());
                 }

@@ -163,9 +163,7 @@ pub fn check_yaml_shape(text: &str) -> Result<(), String> {
                 (None, '#') => break,
                 (None, '[' | '{') => flow_depth += 1,
                 (None, ']' | '}') => flow_depth = flow_depth.saturating_sub(1),
-                (None, '-') if leading && chars.peek().is_none_or(|n| n.is_whitespace()) => {
-                    block_depth += 1
-                }
+                (None, '-') if leading && chars.peek().is_none_or(|n| n.is_whitespace()) => block_depth += 1,
                 _ => {}
             }
             if !c.is_whitespace() && c != '-' {
@@ -351,8 +349,13 @@ mod tests {
         assert!(error.contains("nests deeper"), "{error}");
         assert!(started.elapsed() < std::time::Duration::from_secs(5));
         let deep_block = format!("resources:\n{}x\n", "- ".repeat(1_000));
-        assert!(PoolConfig::from_yaml(&deep_block).unwrap_err().contains("nests deeper"));
-        let huge = format!("# {}\nresources: []\n", "x".repeat(crate::limits::MAX_CONFIG_BYTES));
+        assert!(PoolConfig::from_yaml(&deep_block)
+            .unwrap_err()
+            .contains("nests deeper"));
+        let huge = format!(
+            "# {}\nresources: []\n",
+            "x".repeat(crate::limits::MAX_CONFIG_BYTES)
+        );
         assert!(PoolConfig::from_yaml(&huge).unwrap_err().contains("bytes"));
         // Brackets inside quotes and comments are text, not nesting.
         let quoted = format!(

@@ -543,7 +543,10 @@ fn an_absurd_claim_length_is_refused_and_never_overflows() {
         matches!(&refused, Err(DomainError::Invalid { field, .. }) if field == "max_time"),
         "{refused:?}"
     );
-    assert!(pools.resource("c1").is_some_and(|r| r.owner.is_empty()), "nothing half-applied");
+    assert!(
+        pools.resource("c1").is_some_and(|r| r.owner.is_empty()),
+        "nothing half-applied"
+    );
     let longest = crate::limits::MAX_DURATION_MS;
     let resource = granted(pools.apply(3, u64::MAX - 5, &claim("t2", longest)));
     assert_eq!(resource.claim_expires_ms, Some(u64::MAX));
@@ -553,13 +556,23 @@ fn an_absurd_claim_length_is_refused_and_never_overflows() {
 fn a_lifespan_near_the_end_of_time_saturates() {
     let mut pools = pools_with(vec![dynamic("d", 1, 1, Some("87600h"))]);
     pools
-        .apply(2, 2_000, &PoolCommand::SyncDynamic { rtype: "d".into(), new_names: names(1, "d") })
+        .apply(
+            2,
+            2_000,
+            &PoolCommand::SyncDynamic {
+                rtype: "d".into(),
+                new_names: names(1, "d"),
+            },
+        )
         .expect("sync");
     let got = granted(pools.apply(3, u64::MAX - 10, &acquire("d", "o", None)));
     pools
         .apply(4, u64::MAX - 5, &release(&got.name, "o", "dirty", None))
         .expect("release near the end of time");
-    assert_eq!(pools.resource(&got.name).and_then(|r| r.expiration_ms), Some(u64::MAX));
+    assert_eq!(
+        pools.resource(&got.name).and_then(|r| r.expiration_ms),
+        Some(u64::MAX)
+    );
 }
 
 #[test]
@@ -572,9 +585,16 @@ fn a_new_leader_counts_a_claim_from_its_term_start() {
         rtype: "cluster".into(),
         not_before_ms: term_start,
     };
-    assert_eq!(pools.apply(3, 40_000, &expire(20_000)), Ok(PoolResult::Reclaimed(BTreeMap::new())));
-    assert!(!pools.resource("c1").is_some_and(|r| r.claim_expired(49_999, 20_000)));
-    assert!(matches!(pools.apply(4, 50_000, &expire(20_000)), Ok(PoolResult::Reclaimed(ref r)) if r.len() == 1));
+    assert_eq!(
+        pools.apply(3, 40_000, &expire(20_000)),
+        Ok(PoolResult::Reclaimed(BTreeMap::new()))
+    );
+    assert!(!pools
+        .resource("c1")
+        .is_some_and(|r| r.claim_expired(49_999, 20_000)));
+    assert!(
+        matches!(pools.apply(4, 50_000, &expire(20_000)), Ok(PoolResult::Reclaimed(ref r)) if r.len() == 1)
+    );
 }
 
 #[test]
@@ -593,7 +613,9 @@ fn empty_queues_go_and_new_state_names_do_not_grow_the_state() {
     granted(pools.apply(100, 3_000, &acquire("t", "holder", None)));
     assert!(pools.apply(101, 3_100, &acquire("t", "w", Some("r1"))).is_err());
     assert_eq!(pools.queues.len(), 1);
-    pools.apply(102, 3_200, &release("a", "holder", "free", None)).expect("release");
+    pools
+        .apply(102, 3_200, &release("a", "holder", "free", None))
+        .expect("release");
     granted(pools.apply(103, 3_300, &acquire("t", "w", Some("r1"))));
     assert!(pools.queues.is_empty());
 }
@@ -607,7 +629,10 @@ fn queues_are_capped() {
         if let PoolCommand::Acquire { state, .. } = &mut command {
             *state = format!("s{i}");
         }
-        assert!(matches!(pools.apply(2 + i, 2_000, &command), Err(DomainError::Pool(PoolError::NoneAvailable(_)))));
+        assert!(matches!(
+            pools.apply(2 + i, 2_000, &command),
+            Err(DomainError::Pool(PoolError::NoneAvailable(_)))
+        ));
     }
     let mut one_more = acquire("t", "o", Some("rx"));
     if let PoolCommand::Acquire { state, .. } = &mut one_more {
@@ -628,7 +653,10 @@ fn states_owners_and_destinations_must_be_printable() {
         if let PoolCommand::Acquire { dest, .. } = &mut command {
             *dest = bad.to_string();
         }
-        assert!(matches!(pools.apply(2, 2_000, &command), Err(DomainError::Invalid { .. })), "{bad:?}");
+        assert!(
+            matches!(pools.apply(2, 2_000, &command), Err(DomainError::Invalid { .. })),
+            "{bad:?}"
+        );
         assert!(matches!(
             pools.apply(3, 2_000, &acquire("t", bad, None)),
             Err(DomainError::Invalid { .. })

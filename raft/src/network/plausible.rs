@@ -41,11 +41,12 @@ impl Known {
                 self.term
             ));
         }
-        let ids = log_ids.iter().flatten().chain(entries.iter().map(|entry| &entry.log_id));
+        let ids = log_ids
+            .iter()
+            .flatten()
+            .chain(entries.iter().map(|entry| &entry.log_id));
         if let Some(id) = ids.clone().find(|id| id.leader_id.term > term) {
-            return Err(format!(
-                "log id {id} has a term above the sender's term {term}"
-            ));
+            return Err(format!("log id {id} has a term above the sender's term {term}"));
         }
         if let Some(sender) = vote.leader_id.voted_for() {
             let named_here = entries.iter().any(|entry| match &entry.payload {
@@ -103,7 +104,9 @@ mod tests {
     #[test]
     fn log_ids_above_the_senders_term_are_refused() {
         assert!(known().check(&vote(8, 2), &[log_id(9, 10)], &[]).is_err());
-        assert!(known().check(&vote(8, 2), &[None, log_id(u64::MAX, 1)], &[]).is_err());
+        assert!(known()
+            .check(&vote(8, 2), &[None, log_id(u64::MAX, 1)], &[])
+            .is_err());
     }
 
     #[test]

@@ -77,7 +77,11 @@ async fn append(State(state): State<PeerState>, body: Bytes) -> Response {
         Err(e) => return malformed(&e),
     };
     let log_ids = [request.prev_log_id, request.leader_commit];
-    if let Err(message) = state.handle.known_to_peers().check(&request.vote, &log_ids, &request.entries) {
+    if let Err(message) = state
+        .handle
+        .known_to_peers()
+        .check(&request.vote, &log_ids, &request.entries)
+    {
         return implausible(message);
     }
     let answer = state.handle.raw().append_entries(request).await;
@@ -89,7 +93,11 @@ async fn append(State(state): State<PeerState>, body: Bytes) -> Response {
 }
 
 async fn vote(State(state): State<PeerState>, Json(request): Json<VoteRequest<u64>>) -> Response {
-    if let Err(message) = state.handle.known_to_peers().check(&request.vote, &[request.last_log_id], &[]) {
+    if let Err(message) = state
+        .handle
+        .known_to_peers()
+        .check(&request.vote, &[request.last_log_id], &[])
+    {
         return implausible(message);
     }
     let answer = state.handle.raw().vote(request).await;

@@ -19,6 +19,10 @@ use super::CF_STATE;
 use crate::error::StoreError;
 use crate::typ::{Entry, LogId, Snapshot, SnapshotMeta, StorageError, StoredMembership, TypeConfig};
 
+/// Most bytes of objects the watch history keeps (besides its count, `watch_history`); a watch
+/// that resumes from older than what is kept gets `410 Gone` and lists again.
+pub const WATCH_HISTORY_BYTES: usize = 64 * 1024 * 1024;
+
 const KEY_SNAPSHOT_META: &[u8] = b"snapshot_meta";
 const KEY_SNAPSHOT_DATA: &[u8] = b"snapshot_data";
 
@@ -138,10 +142,11 @@ impl StateMachineStore {
         };
         let floor = applied.last_applied.as_ref().map_or(0, |id| id.index);
         let revision = applied.state.revision();
-        let (changes, _) = broadcast::channel(4096);
+        // A slow subscriber keeps at most this many changes alive; it catches up from the history.
+        let (changes, _) = broadcast::channel(1024);
         let shared = Arc::new(SharedState {
             applied: RwLock::new(applied),
-            history: Mutex::new(ChangeHistory::new(revision, watch_history)),
+            history: Mutex::new(ChangeHistory::new(revision, watch_history, WATCH_HISTORY_BYTES)),
             changes,
             applied_index: Mutex::new(AppliedIndex {
                 applied: floor,
