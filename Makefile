@@ -3,7 +3,7 @@
 CARGO_TARGET_DIR ?= $(HOME)/.cache/drover-target
 export CARGO_TARGET_DIR
 
-.PHONY: setup demo test lint bench bench-scale bench-leasing chaos chaos-five chaos-sim chaos-planted
+.PHONY: setup demo test lint bench bench-scale bench-leasing soak chaos chaos-five chaos-sim chaos-planted
 
 ## setup: install what a fresh machine lacks (clang, libclang, iptables, libfaketime, etcd, the
 ## Kubernetes Python client)
@@ -40,6 +40,13 @@ bench-scale: setup
 bench-leasing: setup
 	cargo build --release -p drover-node -p drover-bench
 	$(CARGO_TARGET_DIR)/release/drover-bench leasing
+
+## soak: the hardening issue's exhaustion floods (huge objects under fresh idempotency keys,
+## silent watchers, unauthenticated 1 MiB bodies, half-sent and idle sockets, new Boskos state
+## names) for 5 minutes against three nodes; prints every node's RSS each minute
+soak: setup
+	cargo build -p drover-node -p drover-bench
+	$(CARGO_TARGET_DIR)/debug/drover-bench soak --minutes 5
 
 ## chaos: the long chaos run (30 seeds of 60 s, every fault kind; about 35 minutes)
 chaos: setup

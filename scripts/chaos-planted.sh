@@ -18,12 +18,25 @@ cargo build -q -p drover-node -p drover-chaos
 found=0
 for seed in $(seq 1 "$seeds"); do
   out="$target/planted/report-$seed.json"
-  if DROVER_BIN="$target/planted/drover" "$target/debug/drover-chaos" --seed "$seed" --runs 1 \
-      --duration "$seconds" --clients 8 --faults partition-leader,pause-leader --out "$out" >"$out.log" 2>&1; then
+  rm -f "$out"
+  status=0
+  DROVER_BIN="$target/planted/drover" "$target/debug/drover-chaos" --seed "$seed" --runs 1 \
+      --duration "$seconds" --clients 8 --faults partition-leader,pause-leader --out "$out" >"$out.log" 2>&1 || status=$?
+  # Only a report that names a violation counts as found; any other failure (no root, no
+  # iptables, a fault that could not be injected, a crash) means the harness did not run.
+  violations=$(python3 -c 'import json,sys; print(sum(len(r["violations"]) for r in json.load(open(sys.argv[1]))))' "$out" 2>/dev/null || echo none)
+  skipped=$(python3 -c 'import json,sys; print(sum(len(r.get("faults_skipped", [])) for r in json.load(open(sys.argv[1]))))' "$out" 2>/dev/null || echo none)
+  if [ "$violations" = none ] || [ "$skipped" != 0 ]; then
+    echo "seed $seed: the harness did not run as it should (exit $status, skipped faults: $skipped); see $out.log" >&2
+    exit 2
+  elif [ "$status" = 1 ] && [ "$violations" -gt 0 ]; then
+    found=$((found + 1))
+    echo "seed $seed: found: $(grep -m1 -i violation "$out.log" | cut -c1-160)"
+  elif [ "$status" = 0 ] && [ "$violations" = 0 ]; then
     echo "seed $seed: no violation found"
   else
-    found=$((found + 1))
-    echo "seed $seed: found: $(grep -m1 VIOLATION "$out.log" | cut -c1-160)"
+    echo "seed $seed: exit $status does not match $violations violations in the report" >&2
+    exit 2
   fi
 done
 echo "planted stale read found in $found of $seeds seeds"

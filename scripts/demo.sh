@@ -181,6 +181,11 @@ if [ "${DROVER_DEMO_ONESHOT:-}" = "1" ]; then
     || { echo "demo: the demo tenant is not as created: $tenant" >&2; exit 1; }
   code=$(curl -s -o /dev/null -w '%{http_code}' http://127.0.0.1:7402/api/1.0-beta/tenant/demo)
   [ "$code" = 401 ] || { echo "demo: an anonymous tenant read answered $code" >&2; exit 1; }
+  for pid in "${pids[@]}"; do
+    if tr '\0' ' ' < "/proc/$pid/cmdline" | grep -qF -e "$(cat "$state/secret")" -e "$demo_token" -e "$(cat "$state/claimer-token")"; then
+      echo "demo: a secret is on node process $pid's command line" >&2; exit 1
+    fi
+  done
   echo "demo: one-shot check passed; stopping"
   exit 0
 fi

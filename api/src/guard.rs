@@ -167,7 +167,7 @@ pub async fn boskos(State(state): State<ApiState>, request: Request, next: Next)
         // 403 is an error it reports, so a missing or wrong password fails fast.
         Err(Denied::Unauthenticated(e)) => BoskosError::new(
             StatusCode::FORBIDDEN,
-            format!("authentication failed: {e}; send the Boskos password (HTTP Basic) or a bearer token"),
+            format!("{e} (Boskos clients send the token as their password, HTTP Basic)"),
         )
         .into_response(),
         Err(Denied::Forbidden(message)) => BoskosError::new(StatusCode::FORBIDDEN, message).into_response(),

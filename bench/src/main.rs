@@ -6,7 +6,8 @@
 //! pairs: each client acquires a resource of a pool large enough that nobody waits, releases it,
 //! and records the latency of the pair. `drover-bench compare` runs Drover and a three-member
 //! etcd cluster side by side on the same workloads and writes the table into
-//! `docs/BENCHMARKS.md`.
+//! `docs/BENCHMARKS.md`. `drover-bench soak --minutes 5` repeats the exhaustion findings of the
+//! hardening issue and prints every node's memory each minute.
 
 mod compare;
 mod driver;
@@ -17,6 +18,7 @@ mod leasing;
 mod proc;
 mod report;
 mod scale;
+mod soak;
 
 use anyhow::Result;
 use clap::{Parser, Subcommand};
@@ -42,6 +44,8 @@ enum Workload {
     Compare(compare::CompareArgs),
     /// Memory, disk, restart and catch-up figures with many objects stored.
     Scale(scale::ScaleArgs),
+    /// The hardening issue's exhaustion findings repeated for minutes, RSS printed each minute.
+    Soak(soak::SoakArgs),
 }
 
 #[tokio::main]
@@ -50,5 +54,6 @@ async fn main() -> Result<()> {
         Workload::Leasing(args) => leasing::run(args).await,
         Workload::Compare(args) => compare::run(args).await,
         Workload::Scale(args) => scale::run(args).await,
+        Workload::Soak(args) => soak::run(args).await,
     }
 }

@@ -76,6 +76,9 @@ pub struct Report {
     pub violations: Vec<String>,
     /// Every fault, in order.
     pub fault_log: Vec<FaultRecord>,
+    /// Faults that could not be injected (no root, no iptables, …): a run with any did not test
+    /// what it claims, and `drover-chaos` exits with status 2.
+    pub faults_skipped: Vec<String>,
 }
 
 /// The longest stretch without a successful write that overlaps `[from, to]`.
@@ -144,6 +147,7 @@ impl Report {
             converged_ms: None,
             violations: Vec::new(),
             fault_log,
+            faults_skipped: Vec::new(),
         }
     }
 

@@ -87,3 +87,40 @@ fn the_planted_stale_read_is_found_in_most_simulated_seeds() {
         found.len()
     );
 }
+
+#[test]
+fn a_planted_missing_fsync_is_found() {
+    // Killing real processes cannot show a missing fsync (the page cache keeps what they wrote);
+    // the simulated disk drops unsynced appends when a host crashes. Seed 6 crashes hosts while
+    // their acknowledged tail is unsynced; the simulation is deterministic, so this is the same
+    // run every time (replay: `drover-chaos --simulate --planted-no-fsync --seed 6 --duration 12`).
+    let template = SimOptions {
+        duration: Duration::from_secs(12),
+        planted_no_fsync: true,
+        ..SimOptions::new(0)
+    };
+    let outcomes = simulate_seeds(6, 1, &template, 1);
+    let outcome = &outcomes[0];
+    println!("{}", outcome.summary());
+    let proven: Vec<&String> = outcome
+        .violations
+        .iter()
+        .filter(|v| !v.contains("no order found"))
+        .collect();
+    assert!(
+        !proven.is_empty(),
+        "the missing fsync went unnoticed: {:?}",
+        outcome.violations
+    );
+    // The honest disk passes the same seed.
+    let honest = simulate_seeds(
+        6,
+        1,
+        &SimOptions {
+            planted_no_fsync: false,
+            ..template
+        },
+        1,
+    );
+    assert!(honest[0].violations.is_empty(), "{:?}", honest[0].violations);
+}

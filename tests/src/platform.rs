@@ -28,6 +28,22 @@ pub const OPERATOR_SUBJECT: &str = "root";
 pub const TEST_STATIC_TOKEN: &str = "drover-test-static-token-ci";
 /// A static API token for the machine `shop-app`, allowed lease objects in namespace `shop`.
 pub const TEST_SHOP_TOKEN: &str = "drover-test-static-token-shop";
+/// A second trusted issuer, for users with two identity profiles.
+pub const SECOND_ISSUER: &str = "https://second.drover.test";
+/// The second issuer's HMAC secret.
+pub const SECOND_JWT_SECRET: &str = "drover-test-second-issuer-secret-of-32-bytes";
+
+/// A token of the second trusted issuer.
+pub fn second_token(subject: &str) -> String {
+    mint_hs256(
+        SECOND_ISSUER,
+        TEST_AUDIENCE,
+        subject,
+        SECOND_JWT_SECRET.as_bytes(),
+        Duration::from_secs(3600),
+    )
+    .unwrap_or_default()
+}
 
 /// The platform settings of a test cluster: the test issuer, the static token, `root` as
 /// operator, and the given rate limit.
@@ -38,8 +54,14 @@ pub fn test_platform_settings(rate_limit: RateLimit) -> PlatformSettings {
         Algorithm::HS256,
         TEST_JWT_SECRET.as_bytes(),
     );
+    let second = IssuerKey::new(
+        SECOND_ISSUER,
+        TEST_AUDIENCE,
+        Algorithm::HS256,
+        SECOND_JWT_SECRET.as_bytes(),
+    );
     let verifier = Verifier::new(
-        issuer.into_iter().collect(),
+        issuer.into_iter().chain(second).collect(),
         HashMap::from([
             (
                 TEST_STATIC_TOKEN.to_string(),

@@ -138,10 +138,11 @@ async fn users_tenants_and_roles_follow_the_seed() -> Result<()> {
         StatusCode::NOT_FOUND,
         "NOT_FOUND",
     )?;
+    // No member: the same answer as for a tenant that does not exist.
     error(
         &bob.get("/tenant/acme").await?,
-        StatusCode::FORBIDDEN,
-        "FORBIDDEN",
+        StatusCode::NOT_FOUND,
+        "NOT_FOUND",
     )?;
 
     // A8: tenant lists.
@@ -160,10 +161,11 @@ async fn users_tenants_and_roles_follow_the_seed() -> Result<()> {
             .post(&format!("/tenant/acme/user/{bob_id}?role=plain"), &json!({}))
             .await?,
     )?;
+    // No member: the same answer as for a tenant that does not exist.
     error(
         &bob.get("/tenant/acme").await?,
-        StatusCode::FORBIDDEN,
-        "FORBIDDEN",
+        StatusCode::NOT_FOUND,
+        "NOT_FOUND",
     )?;
     ensure!(envelope(&bob.get("/user/info").await?)?["invitations"] == json!({"acme": "plain"}));
     error(
@@ -418,8 +420,8 @@ async fn accounts_environments_and_resources_are_guarded_and_unique() -> Result<
     )?;
     error(
         &carol.get("/tenant/acme/secret/s").await?,
-        StatusCode::FORBIDDEN,
-        "FORBIDDEN",
+        StatusCode::NOT_FOUND,
+        "NOT_FOUND",
     )?;
 
     // A15: ports and domains are unique across tenants; ports stay in the range.

@@ -8,7 +8,9 @@ use std::time::Duration;
 use anyhow::{ensure, Context, Result};
 use drover_api::axebow::rate::RateLimit;
 use drover_tests::cluster::{ClusterOptions, TestCluster};
-use drover_tests::platform::{expired_token, foreign_token, token, PlatformClient, OPERATOR_SUBJECT};
+use drover_tests::platform::{
+    expired_token, foreign_token, second_token, token, PlatformClient, OPERATOR_SUBJECT, SECOND_ISSUER,
+};
 use drover_tests::TEST_SECRET;
 use reqwest::{Method, StatusCode};
 use serde_json::{json, Value};
@@ -54,8 +56,9 @@ fn account() -> Value {
 
 fn rows() -> Vec<Row> {
     use Method as M;
-    let member_read = [U, U, U, U, 403, 200, 200, 200, 200];
-    let admin_write = [U, U, U, U, 403, 403, 200, 200, 200];
+    // A registered user who is no member gets the 404 of a tenant that does not exist.
+    let member_read = [U, U, U, U, 404, 200, 200, 200, 200];
+    let admin_write = [U, U, U, U, 404, 403, 200, 200, 200];
     let member_write = member_read;
     let registered = [U, U, U, U, 200, 200, 200, 200, 200];
     let operator_only = [U, U, U, U, 403, 403, 403, 403, 200];
@@ -378,11 +381,11 @@ async fn every_caller_gets_the_status_the_rules_give() -> Result<()> {
         .context("envs")?;
     ensure!(!environments.contains_key("e-other") && environments.contains_key("d-other"));
     // The other tenant's owner reads nothing of acme, and acme's members nothing of "other".
-    ensure!(fixture.clients[4].get("/tenant/acme/secret/s").await?.status == StatusCode::FORBIDDEN);
-    ensure!(fixture.clients[7].get("/tenant/other").await?.status == StatusCode::FORBIDDEN);
+    ensure!(fixture.clients[4].get("/tenant/acme/secret/s").await?.status == StatusCode::NOT_FOUND);
+    ensure!(fixture.clients[7].get("/tenant/other").await?.status == StatusCode::NOT_FOUND);
 
     // Deleting the tenant: refused to all but its sole owner and operators.
-    let expected = [U, U, U, U, 403, 403, 403];
+    let expected = [U, U, U, U, 404, 403, 403];
     for (i, status) in expected.iter().enumerate() {
         let answer = fixture.clients[i].delete("/tenant/acme").await?;
         ensure!(
@@ -406,5 +409,40 @@ async fn every_caller_gets_the_status_the_rules_give() -> Result<()> {
     ensure!(fixture.clients[5].delete("/tenant/t-plain").await?.status == StatusCode::OK);
     ensure!(fixture.clients[5].delete("/user").await?.status == StatusCode::OK);
     ensure!(fixture.clients[5].get("/user/info").await?.status == StatusCode::FORBIDDEN);
+    cluster.shutdown().await
+}
+
+#[tokio::test]
+async fn a_user_adds_and_removes_a_second_identity_profile() -> Result<()> {
+    let cluster = TestCluster::start_with_options(3, ClusterOptions::with_credentials()).await?;
+    cluster.leader(Duration::from_secs(15)).await?;
+    let alice = PlatformClient::new(&cluster.api_addr(1), Some(token("alice")));
+    let uid = alice.register("Alice").await?;
+    let elsewhere = PlatformClient::new(&cluster.api_addr(2), Some(second_token("alice-at-second")));
+    ensure!(
+        elsewhere.get("/user/info").await?.status == StatusCode::FORBIDDEN,
+        "not registered yet"
+    );
+    let added = alice
+        .post("/user/provider", &json!({"jwt": second_token("alice-at-second")}))
+        .await?;
+    ensure!(added.status == StatusCode::OK, "{added:?}");
+    let info = elsewhere.get("/user/info").await?;
+    ensure!(
+        info.status == StatusCode::OK && info.body["data"]["userid"] == uid.as_str(),
+        "the second identity is alice: {info:?}"
+    );
+    // A token that does not verify is refused and adds nothing.
+    let forged = alice
+        .post("/user/provider", &json!({"jwt": foreign_token("x")}))
+        .await?;
+    ensure!(forged.status == StatusCode::BAD_REQUEST, "{forged:?}");
+    let issuer = SECOND_ISSUER.replace(':', "%3A").replace('/', "%2F");
+    let removed = alice.delete(&format!("/user/provider/{issuer}")).await?;
+    ensure!(removed.status == StatusCode::OK, "{removed:?}");
+    ensure!(
+        elsewhere.get("/user/info").await?.status == StatusCode::FORBIDDEN,
+        "the profile is gone"
+    );
     cluster.shutdown().await
 }

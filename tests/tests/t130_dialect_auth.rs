@@ -120,9 +120,11 @@ async fn pools_membership_and_claims_need_credentials() -> Result<()> {
     let yaml = static_pool_yaml("gce-project", &["p-1", "p-2"]);
 
     // Pool configuration: operators only.
+    // A missing or wrong credential on the Boskos routes is 403: the Boskos Go client reads 401
+    // as "owned by someone else" and would poll forever.
     let anonymous = BoskosClient::new(&addr);
     let refused = anonymous.set_config(&yaml).await?;
-    ensure!(refused.status == StatusCode::UNAUTHORIZED, "{refused:?}");
+    ensure!(refused.status == StatusCode::FORBIDDEN, "{refused:?}");
     let shop = BoskosClient::authorized(&addr, Some(&basic(TEST_SHOP_TOKEN)));
     ensure!(shop.set_config(&yaml).await?.status == StatusCode::FORBIDDEN);
     let operator = BoskosClient::authorized(&addr, Some(&basic(TEST_STATIC_TOKEN)));
@@ -135,11 +137,11 @@ async fn pools_membership_and_claims_need_credentials() -> Result<()> {
             .acquire("gce-project", "free", "busy", "ci-job", None)
             .await?
             .status
-            == StatusCode::UNAUTHORIZED
+            == StatusCode::FORBIDDEN
     );
-    ensure!(anonymous.metric("gce-project").await?.status == StatusCode::UNAUTHORIZED);
+    ensure!(anonymous.metric("gce-project").await?.status == StatusCode::FORBIDDEN);
     let peer = BoskosClient::authorized(&addr, Some(&basic(TEST_SECRET)));
-    ensure!(peer.metric("gce-project").await?.status == StatusCode::UNAUTHORIZED);
+    ensure!(peer.metric("gce-project").await?.status == StatusCode::FORBIDDEN);
     let held = shop
         .acquire("gce-project", "free", "busy", "ci-job", None)
         .await?;
@@ -152,7 +154,39 @@ async fn pools_membership_and_claims_need_credentials() -> Result<()> {
         "a user's JWT works for pools too"
     );
 
-    // Claims: the claimer's own token and static tokens sent bare.
+    // Claims: the claimer's own token and static tokens sent bare. Two clusters with
+    // kubeconfigs, one for each allowed credential.
+    let clusters = "resources:\n  - type: gce-project\n    state: free\n    names: [p-1, p-2]\n  - type: k8s-cluster\n    state: free\n    names: [k-1, k-2]\n";
+    ensure!(operator.set_config(clusters).await?.status == StatusCode::OK);
+    operator.wait_for_free("k8s-cluster", 2, ELECTION).await?;
+    for cluster_name in ["k-1", "k-2"] {
+        let held = operator
+            .post(
+                "/acquirebystate",
+                &[
+                    ("state", "free"),
+                    ("dest", "busy"),
+                    ("owner", "setup"),
+                    ("names", cluster_name),
+                ],
+                None,
+            )
+            .await?;
+        ensure!(held.status == StatusCode::OK, "{held:?}");
+        ensure!(
+            operator
+                .update(
+                    cluster_name,
+                    "setup",
+                    "busy",
+                    Some(r#"{"kubeconfig":"apiVersion: v1"}"#)
+                )
+                .await?
+                .status
+                == StatusCode::OK
+        );
+        ensure!(operator.release(cluster_name, "free", "setup").await?.status == StatusCode::OK);
+    }
     let lease = |authorization: Option<&str>| {
         let http = http_client(authorization);
         let url = format!("http://{addr}/lease");
@@ -165,11 +199,12 @@ async fn pools_membership_and_claims_need_credentials() -> Result<()> {
         }
     };
     ensure!(lease(None).await? == StatusCode::UNAUTHORIZED);
+    ensure!(lease(Some("wrong-claimer-token")).await? == StatusCode::UNAUTHORIZED);
     for credential in ["claimer-only-token", TEST_STATIC_TOKEN] {
         let status = lease(Some(credential)).await?;
         ensure!(
-            status != StatusCode::UNAUTHORIZED,
-            "{credential} was refused: {status}"
+            status == StatusCode::OK,
+            "{credential} did not get a cluster: {status}"
         );
     }
 
@@ -181,10 +216,11 @@ async fn pools_membership_and_claims_need_credentials() -> Result<()> {
     };
     ensure!(members(None).await? == StatusCode::UNAUTHORIZED);
     ensure!(members(Some(&bearer(TEST_SHOP_TOKEN))).await? == StatusCode::FORBIDDEN);
+    // An operator passes the guard; removing a node that is no member is then a conflict.
     let by_operator = members(Some(&bearer(TEST_STATIC_TOKEN))).await?;
     ensure!(
-        by_operator != StatusCode::UNAUTHORIZED && by_operator != StatusCode::FORBIDDEN,
-        "an operator was refused: {by_operator}"
+        by_operator == StatusCode::CONFLICT,
+        "an operator removing non-member 99: {by_operator}"
     );
     for path in ["/healthz", "/readyz", "/metrics", "/cluster"] {
         let status = http_client(None)

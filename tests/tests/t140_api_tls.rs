@@ -100,7 +100,11 @@ async fn kubectl_works_over_tls_with_its_token() -> Result<()> {
         )
     })
     .await??;
-    ensure!(!refused.status.success(), "a wrong token listed leases over TLS");
+    let said = String::from_utf8_lossy(&refused.stderr);
+    ensure!(
+        !refused.status.success() && said.contains("Unauthorized"),
+        "a wrong token over TLS was not refused as unauthorized: {said}"
+    );
 
     // Plain HTTP to the TLS port is not served.
     let plain = reqwest::Client::builder()

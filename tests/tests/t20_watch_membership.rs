@@ -241,3 +241,69 @@ async fn a_new_member_catches_up_by_snapshot_becomes_voter_and_a_member_is_remov
     );
     cluster.shutdown().await
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_watch_lost_with_its_node_resumes_on_another_without_gaps() -> Result<()> {
+    let mut cluster = TestCluster::start(3).await?;
+    let leader = cluster.leader(ELECTION).await?;
+    let lost = cluster
+        .running_ids()
+        .into_iter()
+        .find(|id| *id != leader)
+        .unwrap_or(leader);
+    let other = cluster
+        .running_ids()
+        .into_iter()
+        .find(|id| *id != leader && *id != lost)
+        .unwrap_or(leader);
+    let writer = cluster.client(leader);
+    let first = writer.create("default", "r1", "a").await?;
+    ensure!(first.status == StatusCode::CREATED, "{first:?}");
+    let start = first.resource_version().unwrap_or_default();
+    let mut watch = cluster.client(lost).watch("default", &start).await?;
+    ensure!(watch.status() == StatusCode::OK);
+    ensure!(writer.create("default", "r2", "b").await?.status == StatusCode::CREATED);
+    let seen = read_events(&mut watch, 1, Duration::from_secs(15)).await?;
+    let last_seen = seen[0]["object"]["metadata"]["resourceVersion"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    // The watched node goes away; changes go on while no watch is open.
+    cluster.stop(lost).await?;
+    let mut ended = false;
+    for _ in 0..100 {
+        match tokio::time::timeout(Duration::from_secs(15), watch.chunk()).await {
+            Ok(Ok(Some(_))) => continue,
+            _ => {
+                ended = true;
+                break;
+            }
+        }
+    }
+    ensure!(ended, "the watch did not end with its node");
+    ensure!(writer.replace("default", "r1", "c", None).await?.status == StatusCode::OK);
+    ensure!(writer.create("default", "r3", "d").await?.status == StatusCode::CREATED);
+    // Reopened on another node from the last version seen: the missed changes, then new ones.
+    let mut resumed = cluster.client(other).watch("default", &last_seen).await?;
+    ensure!(resumed.status() == StatusCode::OK);
+    ensure!(writer.delete("default", "r2").await?.status == StatusCode::OK);
+    let events = read_events(&mut resumed, 3, Duration::from_secs(15)).await?;
+    let seen: Vec<(String, String)> = events
+        .iter()
+        .map(|e| {
+            (
+                e["type"].as_str().unwrap_or("").to_string(),
+                e["object"]["metadata"]["name"].as_str().unwrap_or("").to_string(),
+            )
+        })
+        .collect();
+    let expected = [("MODIFIED", "r1"), ("ADDED", "r3"), ("DELETED", "r2")];
+    ensure!(
+        seen.iter()
+            .map(|(t, n)| (t.as_str(), n.as_str()))
+            .collect::<Vec<_>>()
+            == expected,
+        "events after resuming: {seen:?}"
+    );
+    cluster.shutdown().await
+}

@@ -1,5 +1,11 @@
 //! Separate `drover` processes: the leader is killed with SIGKILL; every acknowledged write
 //! survives, the survivors keep serving, and the restarted node catches up.
+//!
+//! What this cannot show: a process killed with SIGKILL loses only what it had not yet handed
+//! to the kernel; its written-but-unsynced data stays in the page cache and reaches the disk
+//! anyway. A missing fsync passes this test. The deterministic simulation's disk drops unsynced
+//! writes when a host crashes, and `chaos/tests/simulation.rs` proves the checkers catch a
+//! planted missing fsync there (`drover-chaos --simulate --planted-no-fsync`).
 
 use std::time::Duration;
 

@@ -91,11 +91,20 @@ async fn two_hundred_clients_and_a_killed_leader_never_share_a_resource() -> Res
             }
         }));
     }
-    tokio::time::sleep(Duration::from_secs(7)).await;
+    // Phases end on progress, not on time: grants before the kill, through the failover, and
+    // after the old leader is back.
+    let grants = || history.lock().map(|h| h.len()).unwrap_or(0);
+    let progress = |after: usize, what: &'static str| {
+        eventually(Duration::from_secs(60), what, move || async move {
+            (grants() >= after + 100).then_some(())
+        })
+    };
+    progress(0, "100 grants before the leader is killed").await?;
     cluster.kill(leader)?;
-    tokio::time::sleep(Duration::from_secs(6)).await;
+    progress(grants(), "100 grants with the leader dead").await?;
     cluster.restart(leader)?;
-    tokio::time::sleep(Duration::from_secs(7)).await;
+    cluster.leader(Duration::from_secs(30)).await?;
+    progress(grants(), "100 grants after the old leader is back").await?;
     stop.store(true, Ordering::Relaxed);
     for task in tasks {
         task.await?;
@@ -230,7 +239,13 @@ async fn a_heartbeat_keeps_a_resource_across_two_leader_changes_and_silence_is_r
         cluster.kill(leader)?;
         cluster.leader(Duration::from_secs(30)).await?;
         cluster.restart(leader)?;
-        tokio::time::sleep(Duration::from_secs(2)).await;
+        let restarted = cluster.boskos(leader);
+        eventually(
+            Duration::from_secs(30),
+            "the restarted node to serve the pool",
+            || async { restarted.resources("t").await.ok().map(|_| ()) },
+        )
+        .await?;
     }
     let reaped_after = eventually(
         Duration::from_secs(40),

@@ -50,6 +50,21 @@ fn cli(servers: &str, extra: &[&str], command: &[&str]) -> Result<tokio::process
         .spawn()?)
 }
 
+/// Acquires every node has answered with `404` (nothing free), from their metrics.
+async fn refused_acquires(cluster: &TestCluster) -> Result<u64> {
+    let mut total = 0;
+    for id in 1..=3 {
+        let (_, text) = cluster.client(id).get_path("/metrics").await?;
+        total += text
+            .lines()
+            .filter(|line| line.starts_with("drover_http_requests_total{"))
+            .filter(|line| line.contains(r#"route="/acquire""#) && line.contains(r#"status="404""#))
+            .filter_map(|line| line.rsplit(' ').next()?.parse::<u64>().ok())
+            .sum::<u64>();
+    }
+    Ok(total)
+}
+
 async fn owner_is(cluster: &TestCluster, owner: &str) -> Result<Value> {
     eventually(
         Duration::from_secs(20),
@@ -122,7 +137,13 @@ async fn wait_queues_until_free_and_a_lost_lease_stops_the_command() -> Result<(
         &["--wait", "--poll", "200ms", "--heartbeat", "300ms"],
         &["sleep", "60"],
     )?;
-    tokio::time::sleep(Duration::from_millis(500)).await;
+    // Waiting means polling: the nodes answer several acquires with 404 while the CLI runs.
+    let before = refused_acquires(&cluster).await?;
+    eventually(Duration::from_secs(20), "the CLI to poll three times", || async {
+        let now = refused_acquires(&cluster).await.ok()?;
+        (now >= before + 3).then_some(())
+    })
+    .await?;
     ensure!(
         child.try_wait()?.is_none(),
         "the CLI waits while the pool is empty"

@@ -50,6 +50,10 @@ struct Cli {
     /// must find).
     #[arg(long, requires = "simulate")]
     planted_stale_read: bool,
+    /// With `--simulate`: acknowledge log appends before syncing them, so a crashed node loses
+    /// them (the planted missing fsync).
+    #[arg(long, requires = "simulate")]
+    planted_no_fsync: bool,
     /// Where to write the JSON reports (one array).
     #[arg(long, default_value = "chaos-report.json")]
     out: PathBuf,
@@ -89,6 +93,7 @@ fn simulate_all(cli: &Cli) -> Result<ExitCode> {
         keys: cli.keys as u64,
         duration: Duration::from_secs(cli.duration),
         planted_stale_read: cli.planted_stale_read,
+        planted_no_fsync: cli.planted_no_fsync,
         ..SimOptions::new(cli.seed)
     };
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
@@ -114,6 +119,7 @@ fn simulate_all(cli: &Cli) -> Result<ExitCode> {
 async fn run_all(cli: &Cli, faults: Vec<FaultKind>) -> Result<ExitCode> {
     let mut reports = Vec::new();
     let mut failed = false;
+    let mut broken = false;
     for seed in cli.seed..cli.seed + cli.runs {
         let config = RunConfig {
             seed,
@@ -134,12 +140,18 @@ async fn run_all(cli: &Cli, faults: Vec<FaultKind>) -> Result<ExitCode> {
         };
         report.print();
         failed |= !report.violations.is_empty();
+        broken |= !report.faults_skipped.is_empty();
         reports.push(report);
     }
     std::fs::write(&cli.out, serde_json::to_vec_pretty(&reports)?)?;
     println!("reports written to {}", cli.out.display());
+    // 1: a promise was broken; 2: a fault could not be injected, so the run proved less than
+    // it claims (run as root, with iptables).
     Ok(if failed {
         ExitCode::from(1)
+    } else if broken {
+        eprintln!("some faults could not be injected: the run is not valid");
+        ExitCode::from(2)
     } else {
         ExitCode::SUCCESS
     })

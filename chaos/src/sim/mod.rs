@@ -45,6 +45,10 @@ pub struct SimOptions {
     pub duration: Duration,
     /// Serve reads without the read barrier (the planted bug the checker must find).
     pub planted_stale_read: bool,
+    /// Acknowledge log appends before they are synced, so a crash loses them (the other planted
+    /// bug: a missing fsync, which killing real processes cannot show, since the kernel's page
+    /// cache keeps their unsynced writes).
+    pub planted_no_fsync: bool,
 }
 
 impl SimOptions {
@@ -57,6 +61,7 @@ impl SimOptions {
             keys: 3,
             duration: Duration::from_secs(15),
             planted_stale_read: false,
+            planted_no_fsync: false,
         }
     }
 }
@@ -223,6 +228,7 @@ pub fn simulate(options: &SimOptions) -> SimOutcome {
             members: members.clone(),
             config: config.clone(),
             planted_stale_read: options.planted_stale_read,
+            planted_no_fsync: options.planted_no_fsync,
         };
         let registry = registry.clone();
         sim.host(host_name(*id), move || {
@@ -440,8 +446,16 @@ fn check(history: &SimHistory, statuses: Option<&[NodeStatus]>, nodes: usize, ou
     }
     for (key, ops) in per_key {
         if let Err(violation) = linearizable::check(&ops) {
+            let how = if violation.gave_up {
+                format!(
+                    "no order found in {} search states",
+                    linearizable::MAX_SEARCH_STATES
+                )
+            } else {
+                "not linearizable".to_string()
+            };
             outcome.violations.push(format!(
-                "key {key} is not linearizable; stuck at {:?}",
+                "key {key}: {how}; stuck at {:?}",
                 violation.stuck_at.first()
             ));
         }

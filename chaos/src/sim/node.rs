@@ -44,10 +44,18 @@ pub struct NodeSetup {
     pub config: Arc<openraft::Config>,
     /// Serve reads from the local state without confirming leadership (the planted bug).
     pub planted_stale_read: bool,
+    /// Acknowledge appends without syncing them (the other planted bug): a crash loses them.
+    pub planted_no_fsync: bool,
 }
 
 /// Runs the node until the simulation ends or crashes it; `registry` learns its Raft instance.
 pub async fn run(setup: NodeSetup, registry: Arc<Mutex<BTreeMap<u64, SimRaft>>>) -> turmoil::Result {
+    {
+        // A (re)start after a crash finds only what was synced.
+        let mut disk = setup.disk.lock().unwrap_or_else(|p| p.into_inner());
+        disk.lose_unsynced();
+        disk.planted_no_fsync = setup.planted_no_fsync;
+    }
     let log = MemLog::new(setup.disk.clone());
     let state_machine = MemStateMachine::open(setup.disk.clone())?;
     let applied = state_machine.applied.clone();

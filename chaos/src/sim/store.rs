@@ -49,6 +49,31 @@ pub struct DiskContents {
     last_purged: Option<LogId>,
     log: BTreeMap<u64, Entry>,
     snapshot: Option<(SnapshotMeta, Vec<u8>)>,
+    /// THE PLANTED BUG "no fsync" (for the checkers to find): appends are acknowledged before
+    /// they are synced, so they sit in the page cache, and a crash loses them.
+    pub planted_no_fsync: bool,
+    /// Log indexes appended and acknowledged but never synced (only with `planted_no_fsync`).
+    unsynced: std::collections::BTreeSet<u64>,
+}
+
+impl DiskContents {
+    /// What a crash does to the disk: writes that were never synced are gone, from the first
+    /// of them on (and the committed index with them). Nothing, for an honest disk.
+    pub fn lose_unsynced(&mut self) {
+        let Some(&first) = self.unsynced.iter().next() else {
+            return;
+        };
+        self.log.split_off(&first);
+        self.unsynced.clear();
+        if self.committed.is_some_and(|c| c.index >= first) {
+            self.committed = self
+                .log
+                .values()
+                .next_back()
+                .map(|e| e.log_id)
+                .or(self.last_purged);
+        }
+    }
 }
 
 /// One node's disk, shared between the incarnations of its host.
@@ -131,15 +156,21 @@ impl RaftLogStorage<SimTypes> for MemLog {
         {
             let mut disk = lock(&self.disk);
             for entry in entries {
+                if disk.planted_no_fsync {
+                    disk.unsynced.insert(entry.log_id.index);
+                }
                 disk.log.insert(entry.log_id.index, entry);
             }
         }
+        // Honest: the entries are on the disk now. Planted: acknowledged all the same.
         callback.log_io_completed(Ok(()));
         Ok(())
     }
 
     async fn truncate(&mut self, log_id: LogId) -> Result<(), StorageError> {
-        lock(&self.disk).log.split_off(&log_id.index);
+        let mut disk = lock(&self.disk);
+        disk.log.split_off(&log_id.index);
+        disk.unsynced.split_off(&log_id.index);
         Ok(())
     }
 
@@ -148,6 +179,9 @@ impl RaftLogStorage<SimTypes> for MemLog {
         disk.last_purged = Some(log_id);
         let kept = disk.log.split_off(&(log_id.index + 1));
         disk.log = kept;
+        // Purged entries are behind a snapshot, which is synced.
+        let unsynced = disk.unsynced.split_off(&(log_id.index + 1));
+        disk.unsynced = unsynced;
         Ok(())
     }
 }
