@@ -222,14 +222,7 @@ fn check_linearizability(history: &History, report: &mut Report) {
                 .take(6)
                 .map(|op| format!("{op:?}"))
                 .collect();
-            let how = if violation.gave_up {
-                format!(
-                    "no order found in {} search states",
-                    linearizable::MAX_SEARCH_STATES
-                )
-            } else {
-                "not linearizable".to_string()
-            };
+            let how = violation.verdict();
             report
                 .violations
                 .push(format!("key {key}: {how}; stuck at {}", shown.join("; ")));

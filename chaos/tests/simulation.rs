@@ -94,8 +94,11 @@ fn a_planted_missing_fsync_is_found() {
     // the simulated disk drops unsynced appends when a host crashes. Seed 6 crashes hosts while
     // their acknowledged tail is unsynced; the simulation is deterministic, so this is the same
     // run every time (replay: `drover-chaos --simulate --planted-no-fsync --seed 6 --duration 12`).
+    // The options `drover-chaos --simulate` runs with by default: six clients, four keys.
     let template = SimOptions {
         duration: Duration::from_secs(12),
+        clients: 6,
+        keys: 4,
         planted_no_fsync: true,
         ..SimOptions::new(0)
     };

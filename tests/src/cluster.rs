@@ -51,6 +51,8 @@ pub struct ClusterOptions {
     pub credentials: bool,
     /// Serve the API over TLS with this configuration ([`crate::tls::self_signed`]).
     pub api_tls: Option<Arc<ServerConfig>>,
+    /// Largest request body (the test settings' 64 KiB when `None`).
+    pub max_body_bytes: Option<usize>,
 }
 
 impl ClusterOptions {
@@ -110,10 +112,14 @@ fn config_for(
         pools: options.pools.clone(),
         claimer: options.claimer.clone(),
         api_tls: options.api_tls.clone(),
-        platform: if options.credentials {
-            test_platform_settings(options.rate_limit.unwrap_or_default())
-        } else {
-            open_platform_settings()
+        platform: {
+            let mut settings = if options.credentials {
+                test_platform_settings(options.rate_limit.unwrap_or_default())
+            } else {
+                open_platform_settings()
+            };
+            settings.max_body_bytes = options.max_body_bytes.unwrap_or(settings.max_body_bytes);
+            settings
         },
     }
 }

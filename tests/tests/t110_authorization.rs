@@ -429,7 +429,7 @@ async fn a_user_adds_and_removes_a_second_identity_profile() -> Result<()> {
     ensure!(added.status == StatusCode::OK, "{added:?}");
     let info = elsewhere.get("/user/info").await?;
     ensure!(
-        info.status == StatusCode::OK && info.body["data"]["userid"] == uid.as_str(),
+        info.status == StatusCode::OK && info.body["data"]["uid"] == uid.as_str(),
         "the second identity is alice: {info:?}"
     );
     // A token that does not verify is refused and adds nothing.

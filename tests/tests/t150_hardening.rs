@@ -54,6 +54,17 @@ fn lease_body(name: &str, holder: &str) -> String {
 
 const JSON: (&str, &str) = ("Content-Type", "application/json");
 
+/// A Boskos client with the operators' static token, once a pool of `names` of `rtype` is free.
+async fn operator_with_pool(addr: &str, rtype: &str, names: &[&str]) -> Result<BoskosClient> {
+    let operator = BoskosClient::authorized(addr, Some(&bearer(TEST_STATIC_TOKEN)));
+    let configured = operator.set_config(&static_pool_yaml(rtype, names)).await?;
+    ensure!(configured.status == StatusCode::OK, "{configured:?}");
+    operator
+        .wait_for_free(rtype, names.len() as u64, ELECTION)
+        .await?;
+    Ok(operator)
+}
+
 fn leases(addr: &str, namespace: &str) -> String {
     format!("http://{addr}/apis/coordination.k8s.io/v1/namespaces/{namespace}/leases")
 }
@@ -67,7 +78,7 @@ async fn forged_peer_votes_are_refused_and_readiness_names_only_voters() -> Resu
     let secret = bearer(TEST_SECRET);
     let append = |term: u64, node: u64| {
         json!({
-            "vote": {"leader_id": {"term": term, "voted_for": node}, "committed": true},
+            "vote": {"leader_id": {"term": term, "node_id": node}, "committed": true},
             "prev_log_id": null, "entries": [], "leader_commit": null
         })
         .to_string()
@@ -88,7 +99,7 @@ async fn forged_peer_votes_are_refused_and_readiness_names_only_voters() -> Resu
         );
     }
     let vote = json!({
-        "vote": {"leader_id": {"term": u64::MAX, "voted_for": 2}, "committed": false},
+        "vote": {"leader_id": {"term": u64::MAX, "node_id": 2}, "committed": false},
         "last_log_id": null
     });
     let (status, _, text) = call(
@@ -389,7 +400,9 @@ async fn deep_yaml_is_refused_at_once_and_the_leader_keeps_leading() -> Result<(
     // Finding 7: 100,000 nested lists took 70 s to parse and cost the leader its leadership.
     let cluster = TestCluster::start(3).await?;
     let leader = cluster.leader(ELECTION).await?;
-    let deep = format!("resources: {}{}", "[".repeat(100_000), "]".repeat(100_000));
+    // 32,000 levels: what fits under the test cluster's 64 KiB body limit, a thousand times
+    // deeper than allowed.
+    let deep = format!("resources: {}{}", "[".repeat(32_000), "]".repeat(32_000));
     let started = Instant::now();
     let answer = cluster.boskos(leader).set_config(&deep).await?;
     ensure!(
@@ -412,15 +425,7 @@ async fn boskos_answers_as_its_clients_expect() -> Result<()> {
     let cluster = TestCluster::start_with_options(3, ClusterOptions::with_credentials()).await?;
     cluster.leader(ELECTION).await?;
     let addr = cluster.api_addr(1);
-    let operator = BoskosClient::authorized(&addr, Some(&bearer(TEST_STATIC_TOKEN)));
-    ensure!(
-        operator
-            .set_config(&static_pool_yaml("t", &["a", "b"]))
-            .await?
-            .status
-            == StatusCode::OK
-    );
-    operator.wait_for_free("t", 2, ELECTION).await?;
+    let operator = operator_with_pool(&addr, "t", &["a", "b"]).await?;
     let held = operator.acquire("t", "free", "busy", "first", None).await?;
     let name = held.json["name"].as_str().unwrap_or_default().to_string();
     let other = if name == "a" { "b" } else { "a" };
@@ -467,15 +472,7 @@ async fn pool_user_data_is_for_operators_only() -> Result<()> {
     let cluster = TestCluster::start_with_options(3, ClusterOptions::with_credentials()).await?;
     cluster.leader(ELECTION).await?;
     let addr = cluster.api_addr(1);
-    let operator = BoskosClient::authorized(&addr, Some(&bearer(TEST_STATIC_TOKEN)));
-    ensure!(
-        operator
-            .set_config(&static_pool_yaml("k8s-cluster", &["c1"]))
-            .await?
-            .status
-            == StatusCode::OK
-    );
-    operator.wait_for_free("k8s-cluster", 1, ELECTION).await?;
+    let operator = operator_with_pool(&addr, "k8s-cluster", &["c1"]).await?;
     operator
         .acquire("k8s-cluster", "free", "busy", "setup", None)
         .await?;
@@ -502,7 +499,12 @@ async fn pool_user_data_is_for_operators_only() -> Result<()> {
 
 #[tokio::test]
 async fn kubernetes_rules_for_names_labels_media_types_and_versions() -> Result<()> {
-    let cluster = TestCluster::start_with_options(3, ClusterOptions::with_credentials()).await?;
+    // Bodies up to the default 1 MiB, so that an object over its own limit can be sent.
+    let options = ClusterOptions {
+        max_body_bytes: Some(drover_api::MAX_BODY_BYTES),
+        ..ClusterOptions::with_credentials()
+    };
+    let cluster = TestCluster::start_with_options(3, options).await?;
     cluster.leader(ELECTION).await?;
     let addr = cluster.api_addr(2);
     let shop = bearer(TEST_SHOP_TOKEN);

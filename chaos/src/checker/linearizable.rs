@@ -145,6 +145,17 @@ pub struct Violation {
     pub gave_up: bool,
 }
 
+impl Violation {
+    /// What the checker could say: proven, or no order found within the search budget.
+    pub fn verdict(&self) -> String {
+        if self.gave_up {
+            format!("no order found in {MAX_SEARCH_STATES} search states")
+        } else {
+            "not linearizable".to_string()
+        }
+    }
+}
+
 /// Most search states [`check`] visits for one key before it gives up.
 pub const MAX_SEARCH_STATES: usize = 2_000_000;
 

@@ -446,14 +446,7 @@ fn check(history: &SimHistory, statuses: Option<&[NodeStatus]>, nodes: usize, ou
     }
     for (key, ops) in per_key {
         if let Err(violation) = linearizable::check(&ops) {
-            let how = if violation.gave_up {
-                format!(
-                    "no order found in {} search states",
-                    linearizable::MAX_SEARCH_STATES
-                )
-            } else {
-                "not linearizable".to_string()
-            };
+            let how = violation.verdict();
             outcome.violations.push(format!(
                 "key {key}: {how}; stuck at {:?}",
                 violation.stuck_at.first()
