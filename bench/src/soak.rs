@@ -39,8 +39,10 @@ struct Counts {
     replaced: AtomicU64,
     refused_large: AtomicU64,
     watches_opened: AtomicU64,
+    watches_cut: AtomicU64,
     unauthenticated: AtomicU64,
     sockets_opened: AtomicU64,
+    sockets_closed_by_server: AtomicU64,
     acquires: AtomicU64,
     releases: AtomicU64,
 }
@@ -77,20 +79,26 @@ async fn replacer(http: Client, node: String, counts: Arc<Counts>, until: Instan
 async fn silent_watcher(http: Client, node: String, counts: Arc<Counts>, until: Instant) {
     while Instant::now() < until {
         let url = format!("{}?watch=true&resourceVersion=1", leases(&node));
-        if let Ok(response) = http.get(url).send().await {
-            counts.watches_opened.fetch_add(1, Ordering::Relaxed);
-            // Hold the stream without reading until the server cuts it or time is up.
-            let held = tokio::time::timeout(until.saturating_duration_since(Instant::now()), async {
-                let mut response = response;
-                loop {
-                    tokio::time::sleep(Duration::from_secs(30)).await;
-                    // Read nothing; only notice when the server has closed the stream.
-                    if response.chunk().await.is_err() {
-                        break;
-                    }
+        let Ok(mut response) = http.get(url).send().await else {
+            continue;
+        };
+        counts.watches_opened.fetch_add(1, Ordering::Relaxed);
+        // Read nothing for a minute (or until time is up), then see whether the server cut the
+        // stream: a silent watcher must not make the node buffer without bound.
+        let hold = Duration::from_secs(60).min(until.saturating_duration_since(Instant::now()));
+        tokio::time::sleep(hold).await;
+        let cut = tokio::time::timeout(Duration::from_secs(5), async {
+            loop {
+                match response.chunk().await {
+                    Ok(Some(_)) => continue,
+                    _ => return true,
                 }
-            });
-            let _ = held.await;
+            }
+        })
+        .await
+        .unwrap_or(false);
+        if cut {
+            counts.watches_cut.fetch_add(1, Ordering::Relaxed);
         }
     }
 }
@@ -113,14 +121,12 @@ async fn unauthenticated(http: Client, node: String, counts: Arc<Counts>, until:
 async fn stale_sockets(node: String, half_sent: bool, sockets: usize, counts: Arc<Counts>, until: Instant) {
     let mut open: Vec<TcpStream> = Vec::new();
     while Instant::now() < until {
-        // Replace the sockets the server closed (a write to a closed one fails).
-        let mut kept = Vec::with_capacity(open.len());
-        for mut socket in open.drain(..) {
-            if socket.write_all(b"").await.is_ok() && socket.peer_addr().is_ok() {
-                kept.push(socket);
-            }
-        }
-        open = kept;
+        // Replace the sockets the server closed (end of stream, or an error answer).
+        let before = open.len();
+        open.retain(|socket| matches!(socket.try_read(&mut [0u8; 64]), Err(e) if e.kind() == std::io::ErrorKind::WouldBlock));
+        counts
+            .sockets_closed_by_server
+            .fetch_add((before - open.len()) as u64, Ordering::Relaxed);
         while open.len() < sockets {
             let Ok(mut socket) = TcpStream::connect(&node).await else {
                 break;
@@ -138,18 +144,19 @@ async fn stale_sockets(node: String, half_sent: bool, sockets: usize, counts: Ar
 }
 
 async fn boskos_words(http: Client, node: String, counts: Arc<Counts>, until: Instant) {
+    let owner = format!("soak-{node}");
     let mut turn = 0u64;
     while Instant::now() < until {
         turn += 1;
         let post = |path: String| http.post(format!("http://{node}{path}")).send();
         // A state nobody has: 404, and no queue may stay behind.
         let _ = post(format!(
-            "/acquire?type={POOL_TYPE}&state=nowhere-{turn}&dest=busy&owner=soak"
+            "/acquire?type={POOL_TYPE}&state=nowhere-{turn}&dest=busy&owner={owner}"
         ))
         .await;
         counts.acquires.fetch_add(1, Ordering::Relaxed);
         let Ok(held) = post(format!(
-            "/acquire?type={POOL_TYPE}&state=free&dest=busy&owner=soak"
+            "/acquire?type={POOL_TYPE}&state=free&dest=busy&owner={owner}"
         ))
         .await
         else {
@@ -162,12 +169,12 @@ async fn boskos_words(http: Client, node: String, counts: Arc<Counts>, until: In
             continue;
         };
         // Into a new destination each time, then back to free.
-        let _ = post(format!("/release?name={name}&dest=place-{turn}&owner=soak")).await;
+        let _ = post(format!("/release?name={name}&dest=place-{turn}&owner={owner}")).await;
         let _ = post(format!(
-            "/acquirebystate?state=place-{turn}&dest=busy&owner=soak&names={name}"
+            "/acquirebystate?state=place-{turn}&dest=busy&owner={owner}&names={name}"
         ))
         .await;
-        let _ = post(format!("/release?name={name}&dest=free&owner=soak")).await;
+        let _ = post(format!("/release?name={name}&dest=free&owner={owner}")).await;
         counts.releases.fetch_add(2, Ordering::Relaxed);
     }
 }
@@ -238,13 +245,15 @@ pub async fn run(args: SoakArgs) -> Result<()> {
             .map(|kib| format!("{} MiB", kib / 1024))
             .collect();
         println!(
-            "minute {minute}: RSS per node [{}]; replaced {} (refused as too large {}), watches opened {}, unauthenticated 1 MiB posts {}, stale sockets opened {}, acquires from new states {}, releases {}",
+            "minute {minute}: RSS per node [{}]; replaced {} (refused as too large {}), silent watches opened {} (cut by the server {}), unauthenticated 1 MiB posts {}, stale sockets opened {} (closed by the server {}), acquires from new states {}, releases {}",
             rss.join(", "),
             counts.replaced.load(Ordering::Relaxed),
             counts.refused_large.load(Ordering::Relaxed),
             counts.watches_opened.load(Ordering::Relaxed),
+            counts.watches_cut.load(Ordering::Relaxed),
             counts.unauthenticated.load(Ordering::Relaxed),
             counts.sockets_opened.load(Ordering::Relaxed),
+            counts.sockets_closed_by_server.load(Ordering::Relaxed),
             counts.acquires.load(Ordering::Relaxed),
             counts.releases.load(Ordering::Relaxed),
         );

@@ -18,6 +18,7 @@ use serde::Deserialize;
 use tokio_rustls::rustls::ServerConfig;
 
 use crate::error::NodeError;
+use crate::listen::ConnectionLimits;
 use crate::platform_config::{platform_settings, PlatformArgs, PlatformFile, PlatformSettings};
 use crate::tls::TlsArgs;
 
@@ -107,6 +108,16 @@ pub struct ServeArgs {
     /// only); the claimer endpoints are off without a token.
     #[arg(long, env = "DROVER_CLAIMER_AUTH_TOKEN_FILE")]
     pub claimer_auth_token_file: Option<PathBuf>,
+    /// A request's headers must arrive within this (Go duration), and a keep-alive connection
+    /// idle this long is closed; both listeners.
+    #[arg(long, env = "DROVER_HEADER_TIMEOUT")]
+    pub header_timeout: Option<String>,
+    /// Most open connections per listener.
+    #[arg(long, env = "DROVER_MAX_CONNECTIONS")]
+    pub max_connections: Option<usize>,
+    /// Most open connections from one client address, per listener.
+    #[arg(long, env = "DROVER_MAX_CONNECTIONS_PER_ADDRESS")]
+    pub max_connections_per_address: Option<usize>,
     /// Platform API settings.
     #[command(flatten)]
     pub platform: PlatformArgs,
@@ -144,6 +155,9 @@ struct FileConfig {
     claimer_type: Option<String>,
     claimer_auth_token: Option<String>,
     claimer_auth_token_file: Option<PathBuf>,
+    header_timeout: Option<String>,
+    max_connections: Option<usize>,
+    max_connections_per_address: Option<usize>,
     platform: Option<PlatformFile>,
     api_tls_cert_file: Option<PathBuf>,
     api_tls_key_file: Option<PathBuf>,
@@ -189,9 +203,37 @@ pub struct NodeConfig {
     pub platform: PlatformSettings,
     /// TLS of the API listener, when configured.
     pub api_tls: Option<Arc<ServerConfig>>,
+    /// Header deadline and connection caps of both listeners.
+    pub connections: ConnectionLimits,
 }
 
 const MIN_SECRET_LEN: usize = 16;
+
+fn connection_limits(args: &ServeArgs, file: &FileConfig) -> Result<ConnectionLimits, NodeError> {
+    let defaults = ConnectionLimits::default();
+    let limits = ConnectionLimits {
+        header_timeout: duration(
+            "header-timeout",
+            args.header_timeout.as_deref().or(file.header_timeout.as_deref()),
+            defaults.header_timeout,
+        )?,
+        max_connections: args
+            .max_connections
+            .or(file.max_connections)
+            .unwrap_or(defaults.max_connections),
+        max_per_address: args
+            .max_connections_per_address
+            .or(file.max_connections_per_address)
+            .unwrap_or(defaults.max_per_address),
+    };
+    if limits.header_timeout.is_zero() {
+        return Err(invalid("header-timeout", "must be greater than zero"));
+    }
+    if limits.max_connections == 0 || limits.max_per_address == 0 {
+        return Err(invalid("max-connections", "connection limits must be at least 1"));
+    }
+    Ok(limits)
+}
 
 /// A setting that is wrong, named.
 pub(crate) fn invalid(setting: &str, message: impl Into<String>) -> NodeError {
@@ -256,6 +298,7 @@ impl NodeConfig {
     }
 
     fn merge(args: &ServeArgs, file: FileConfig) -> Result<Self, NodeError> {
+        let connections = connection_limits(args, &file)?;
         let pools = pool_actors_config(args, &file)?;
         let claimer = claimer_options(args, &file)?;
         let platform = platform_settings(&args.platform, file.platform.clone().unwrap_or_default())?;
@@ -393,6 +436,7 @@ impl NodeConfig {
             }
         };
         Ok(Self {
+            connections,
             pools,
             claimer,
             platform,

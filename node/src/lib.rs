@@ -128,7 +128,8 @@ pub async fn start(
     let shutdown = CancellationToken::new();
     let peer_shutdown = CancellationToken::new();
     let peer_router = drover_raft::peer_router(raft.clone(), &config.cluster_secret);
-    let peer_server = tokio::spawn(serve(listeners.peer, peer_router, peer_shutdown.clone()));
+    let limits = config.connections;
+    let peer_server = tokio::spawn(serve(listeners.peer, peer_router, limits, peer_shutdown.clone()));
 
     tracing::info!("starting leadership gate");
     let mut children = children;
@@ -152,13 +153,13 @@ pub async fn start(
     )?;
     let router = drover_api::router(api_state);
     let api_server = match config.api_tls.clone() {
-        None => tokio::spawn(serve(listeners.api, router, shutdown.clone())),
+        None => tokio::spawn(serve(listeners.api, router, limits, shutdown.clone())),
         Some(tls) => {
             let listener = tls::TlsListener::new(listeners.api, tls).map_err(|source| NodeError::Listen {
                 addr: api_listen.to_string(),
                 source,
             })?;
-            tokio::spawn(serve_tls(listener, router, shutdown.clone()))
+            tokio::spawn(serve_tls(listener, router, limits, shutdown.clone()))
         }
     };
 
@@ -189,6 +190,7 @@ pub async fn start(
 async fn serve(
     listener: TcpListener,
     router: axum::Router,
+    limits: listen::ConnectionLimits,
     shutdown: CancellationToken,
 ) -> Result<(), NodeError> {
     // Small answers go out at once instead of waiting on Nagle's algorithm for an ACK.
@@ -197,16 +199,17 @@ async fn serve(
             tracing::debug!("cannot set TCP_NODELAY on a connection: {e}");
         }
     });
-    listen::serve(listener, router, listen::ConnectionLimits::default(), shutdown).await;
+    listen::serve(listener, router, limits, shutdown).await;
     Ok(())
 }
 
 async fn serve_tls(
     listener: tls::TlsListener,
     router: axum::Router,
+    limits: listen::ConnectionLimits,
     shutdown: CancellationToken,
 ) -> Result<(), NodeError> {
-    listen::serve(listener, router, listen::ConnectionLimits::default(), shutdown).await;
+    listen::serve(listener, router, limits, shutdown).await;
     Ok(())
 }
 

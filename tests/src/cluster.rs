@@ -53,6 +53,8 @@ pub struct ClusterOptions {
     pub api_tls: Option<Arc<ServerConfig>>,
     /// Largest request body (the test settings' 64 KiB when `None`).
     pub max_body_bytes: Option<usize>,
+    /// Header deadline and connection caps (the defaults when `None`).
+    pub connections: Option<drover_node::listen::ConnectionLimits>,
 }
 
 impl ClusterOptions {
@@ -112,6 +114,7 @@ fn config_for(
         pools: options.pools.clone(),
         claimer: options.claimer.clone(),
         api_tls: options.api_tls.clone(),
+        connections: options.connections.unwrap_or_default(),
         platform: {
             let mut settings = if options.credentials {
                 test_platform_settings(options.rate_limit.unwrap_or_default())

@@ -142,8 +142,9 @@ impl StateMachineStore {
         };
         let floor = applied.last_applied.as_ref().map_or(0, |id| id.index);
         let revision = applied.state.revision();
-        // A slow subscriber keeps at most this many changes alive; it catches up from the history.
-        let (changes, _) = broadcast::channel(1024);
+        // A slow subscriber keeps at most this many changes alive (at most 64 MiB of objects at
+        // their size limit); one that lags catches up from the history.
+        let (changes, _) = broadcast::channel(256);
         let shared = Arc::new(SharedState {
             applied: RwLock::new(applied),
             history: Mutex::new(ChangeHistory::new(revision, watch_history, WATCH_HISTORY_BYTES)),
