@@ -82,17 +82,9 @@ async fn lease(State(state): State<ApiState>, headers: HeaderMap, body: Body) ->
         Ok(options) => options.clone(),
         Err((status, message)) => return text(status, message),
     };
-    let body = match axum::body::to_bytes(body, state.max_body_bytes).await {
+    let body = match crate::read_body(body, state.max_body_bytes).await {
         Ok(body) => body,
-        Err(_) => {
-            return text(
-                StatusCode::PAYLOAD_TOO_LARGE,
-                format!(
-                    "the body is larger than {} bytes or was cut off",
-                    state.max_body_bytes
-                ),
-            )
-        }
+        Err(refused) => return refused,
     };
     let request: LeaseRequest = match serde_json::from_slice(&body) {
         Ok(request) => request,

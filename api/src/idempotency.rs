@@ -100,15 +100,9 @@ pub async fn scope(State(state): State<ApiState>, mut request: Request, next: Ne
         return next.run(request).await;
     };
     let (mut parts, body) = request.into_parts();
-    let body = match axum::body::to_bytes(body, state.max_body_bytes).await {
+    let body = match crate::read_body(body, state.max_body_bytes).await {
         Ok(body) => body,
-        Err(_) => {
-            let message = format!(
-                "the body is larger than {} bytes or was cut off",
-                state.max_body_bytes
-            );
-            return (StatusCode::PAYLOAD_TOO_LARGE, message).into_response();
-        }
+        Err(refused) => return refused,
     };
     let method = parts.method.as_str().to_string();
     let path = parts.uri.path().to_string();

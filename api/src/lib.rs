@@ -29,6 +29,19 @@ pub use state::{ApiOptions, ApiState};
 /// Largest request body accepted by the public API unless configured otherwise.
 pub const MAX_BODY_BYTES: usize = 1024 * 1024;
 
+/// Reads a request body of at most `limit` bytes, for handlers and layers that must check
+/// something (a credential) before they read it; a larger or cut-off body gets `413`.
+pub(crate) async fn read_body(
+    body: axum::body::Body,
+    limit: usize,
+) -> Result<bytes::Bytes, axum::response::Response> {
+    use axum::response::IntoResponse;
+    axum::body::to_bytes(body, limit).await.map_err(|_| {
+        let message = format!("the body is larger than {limit} bytes or was cut off");
+        (axum::http::StatusCode::PAYLOAD_TOO_LARGE, message).into_response()
+    })
+}
+
 /// The public router of one node.
 pub fn router(state: ApiState) -> Router {
     let limit = state.max_body_bytes;

@@ -6,11 +6,10 @@ use serde::{Deserialize, Serialize};
 
 use crate::command::{Command, CommandResult, Precondition, Proposal};
 use crate::error::DomainError;
-use crate::limits::MAX_OBJECT_BYTES;
-use crate::object::{LeaseSpec, ObjectKey, ObjectKind, ObjectMeta, StoredObject};
+use crate::object::{ObjectKey, ObjectKind, ObjectMeta, StoredObject};
 use crate::platform::{Platform, PlatformCommand, PlatformError, PlatformOp};
 use crate::pool::Pools;
-use crate::validation::{validate_metadata, validate_name, validate_namespace};
+use crate::validation::{validate_contents, validate_name, validate_namespace};
 
 /// How many idempotency keys the state remembers; the oldest is forgotten first.
 pub const IDEMPOTENCY_KEYS_KEPT: usize = 10_000;
@@ -64,7 +63,8 @@ pub struct State {
     /// The keys of `idempotency_records`, oldest first, so the oldest is forgotten first.
     #[serde(default)]
     idempotency_keys: VecDeque<String>,
-    /// Bytes of results the records hold.
+    /// Bytes of results the records hold: their sum, kept so that a keyed write does not add
+    /// up 10,000 records on every replica.
     #[serde(default)]
     idempotency_bytes: usize,
     /// Resource pools (Boskos and k8s-claimer).
@@ -96,11 +96,21 @@ impl State {
 
     /// Objects of one kind, optionally limited to one namespace, in key order.
     pub fn list(&self, kind: ObjectKind, namespace: Option<&str>) -> Vec<StoredObject> {
+        self.objects_of(kind, namespace).cloned().collect()
+    }
+
+    /// The objects [`Self::list`] returns, borrowed, reading only the key range of the kind (and
+    /// namespace): a caller that pages or filters clones only what it keeps.
+    pub fn objects_of<'a>(
+        &'a self,
+        kind: ObjectKind,
+        namespace: Option<&'a str>,
+    ) -> impl Iterator<Item = &'a StoredObject> + 'a {
+        let start = ObjectKey::new(kind, namespace.unwrap_or_default(), "");
         self.objects
-            .iter()
-            .filter(|(key, _)| key.kind == kind && namespace.is_none_or(|ns| key.namespace == ns))
-            .map(|(_, object)| object.clone())
-            .collect()
+            .range(start..)
+            .take_while(move |(key, _)| key.kind == kind && namespace.is_none_or(|ns| key.namespace == ns))
+            .map(|(_, object)| object)
     }
 
     /// The revision of the last applied proposal.
@@ -228,8 +238,7 @@ impl State {
             } => {
                 check_key(key)?;
                 check_spec_kind(key, spec.kind())?;
-                check_size(key, labels, annotations, spec)?;
-                validate_metadata(labels, annotations)?;
+                validate_contents(key, labels, annotations, spec)?;
                 if self.objects.contains_key(key) {
                     return Err(DomainError::AlreadyExists { key: key.clone() });
                 }
@@ -261,8 +270,7 @@ impl State {
                 precondition,
             } => {
                 check_spec_kind(key, spec.kind())?;
-                check_size(key, labels, annotations, spec)?;
-                validate_metadata(labels, annotations)?;
+                validate_contents(key, labels, annotations, spec)?;
                 let existing = self
                     .objects
                     .get_mut(key)
@@ -314,7 +322,9 @@ impl State {
         let PlatformOp::CreateTenant { tenant, .. } = &command.op else {
             return Ok(());
         };
-        let in_use = self.objects.keys().any(|key| &key.namespace == tenant);
+        let in_use = ObjectKind::ALL
+            .iter()
+            .any(|kind| self.objects_of(*kind, Some(tenant)).next().is_some());
         let operator = self
             .platform
             .user_of(&command.caller)
@@ -359,24 +369,6 @@ fn check_key(key: &ObjectKey) -> Result<(), DomainError> {
     validate_name(key.kind, &key.name)
 }
 
-fn check_size(
-    key: &ObjectKey,
-    labels: &BTreeMap<String, String>,
-    annotations: &BTreeMap<String, String>,
-    spec: &LeaseSpec,
-) -> Result<(), DomainError> {
-    let bytes = crate::object::approx_object_bytes(key, labels, annotations, spec);
-    if bytes > MAX_OBJECT_BYTES {
-        return Err(DomainError::Invalid {
-            field: "metadata".to_string(),
-            message: format!(
-                "the object holds {bytes} bytes of names, labels, annotations and spec; at most {MAX_OBJECT_BYTES} are allowed"
-            ),
-        });
-    }
-    Ok(())
-}
-
 fn check_spec_kind(key: &ObjectKey, spec_kind: ObjectKind) -> Result<(), DomainError> {
     if key.kind == spec_kind {
         Ok(())
@@ -418,6 +410,7 @@ fn check_precondition(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::limits::MAX_OBJECT_BYTES;
     use crate::object::{AkkaLeaseSpec, CoordinationLeaseSpec, LeaseSpec};
 
     fn key(name: &str) -> ObjectKey {

@@ -1,6 +1,7 @@
 //! Name rules shared by the API (to answer early) and the state machine (to stay safe).
 
 use crate::error::DomainError;
+use crate::limits::MAX_OBJECT_BYTES;
 use crate::object::ObjectKind;
 
 /// Longest DNS-1123 label (namespaces, Akka lease names).
@@ -15,44 +16,37 @@ fn invalid(field: &str, message: String) -> DomainError {
     }
 }
 
-pub(crate) fn is_label(value: &str) -> bool {
+/// Whether `value` is non-empty, made of bytes `allowed` accepts, and starts and ends with an
+/// ASCII letter or digit: the shape shared by DNS labels and Kubernetes name parts.
+fn is_shaped(value: &str, allowed: impl Fn(u8) -> bool) -> bool {
     let bytes = value.as_bytes();
-    !bytes.is_empty()
-        && bytes.len() <= MAX_LABEL_LEN
-        && bytes
-            .iter()
-            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || *b == b'-')
+    bytes.iter().all(|b| allowed(*b))
         && bytes.first().is_some_and(u8::is_ascii_alphanumeric)
         && bytes.last().is_some_and(u8::is_ascii_alphanumeric)
+}
+
+fn is_dns_byte(b: u8) -> bool {
+    b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-'
+}
+
+pub(crate) fn is_label(value: &str) -> bool {
+    value.len() <= MAX_LABEL_LEN && is_shaped(value, is_dns_byte)
 }
 
 /// A DNS-1123 subdomain as Kubernetes checks it: at most 253 characters of dot-separated parts,
 /// each of lower-case letters, digits and '-', starting and ending with a letter or digit. Unlike
 /// a label, one part may be longer than 63 characters (Kubernetes accepts such object names).
 pub(crate) fn is_subdomain(value: &str) -> bool {
-    let part = |part: &str| {
-        let bytes = part.as_bytes();
-        !bytes.is_empty()
-            && bytes
-                .iter()
-                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || *b == b'-')
-            && bytes.first().is_some_and(u8::is_ascii_alphanumeric)
-            && bytes.last().is_some_and(u8::is_ascii_alphanumeric)
-    };
-    value.len() <= MAX_SUBDOMAIN_LEN && value.split('.').all(part)
+    value.len() <= MAX_SUBDOMAIN_LEN && value.split('.').all(|part| is_shaped(part, is_dns_byte))
 }
 
 /// Whether `value` is a Kubernetes qualified name part: at most 63 letters, digits, '-', '_' or
 /// '.', starting and ending with a letter or digit.
 fn is_qualified_part(value: &str) -> bool {
-    let bytes = value.as_bytes();
-    !bytes.is_empty()
-        && bytes.len() <= MAX_LABEL_LEN
-        && bytes
-            .iter()
-            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'))
-        && bytes.first().is_some_and(u8::is_ascii_alphanumeric)
-        && bytes.last().is_some_and(u8::is_ascii_alphanumeric)
+    value.len() <= MAX_LABEL_LEN
+        && is_shaped(value, |b| {
+            b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.')
+        })
 }
 
 /// A label or annotation key: `[prefix/]name`, the prefix a DNS subdomain, the name a qualified
@@ -62,6 +56,27 @@ fn is_qualified_key(key: &str) -> bool {
         Some((prefix, name)) => is_subdomain(prefix) && is_qualified_part(name),
         None => is_qualified_part(key),
     }
+}
+
+/// Checks what an object holds besides its name: its size ([`MAX_OBJECT_BYTES`]) and its labels
+/// and annotations ([`validate_metadata`]). The API runs it before proposing, the state machine
+/// again when applying.
+pub fn validate_contents(
+    key: &crate::object::ObjectKey,
+    labels: &std::collections::BTreeMap<String, String>,
+    annotations: &std::collections::BTreeMap<String, String>,
+    spec: &crate::object::LeaseSpec,
+) -> Result<(), DomainError> {
+    let bytes = crate::object::approx_object_bytes(key, labels, annotations, spec);
+    if bytes > MAX_OBJECT_BYTES {
+        return Err(invalid(
+            "metadata",
+            format!(
+                "the object holds {bytes} bytes of names, labels, annotations and spec; at most {MAX_OBJECT_BYTES} are allowed"
+            ),
+        ));
+    }
+    validate_metadata(labels, annotations)
 }
 
 /// Checks label keys and values and annotation keys as Kubernetes does: keys are qualified

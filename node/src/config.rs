@@ -226,9 +226,6 @@ fn connection_limits(args: &ServeArgs, file: &FileConfig) -> Result<ConnectionLi
             .or(file.max_connections_per_address)
             .unwrap_or(defaults.max_per_address),
     };
-    if limits.header_timeout.is_zero() {
-        return Err(invalid("header-timeout", "must be greater than zero"));
-    }
     if limits.max_connections == 0 || limits.max_per_address == 0 {
         return Err(invalid("max-connections", "connection limits must be at least 1"));
     }

@@ -18,7 +18,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::{Json, Router};
 use base64::Engine;
-use drover_model::validation::{validate_name, validate_namespace};
+use drover_model::validation::{validate_contents, validate_name, validate_namespace};
 use drover_model::{Command, CommandResult, ObjectKey, ObjectKind, Precondition, Proposal, StoredObject};
 use drover_raft::Consistency;
 use serde_json::json;
@@ -134,12 +134,39 @@ fn check_json_body(headers: &HeaderMap) -> Result<(), KubeError> {
 pub(super) fn check_names(kind: ObjectKind, namespace: &str, name: &str) -> Result<(), KubeError> {
     validate_namespace(namespace)
         .and_then(|()| validate_name(kind, name))
-        .map_err(|error| match error {
-            drover_model::DomainError::Invalid { field, message } => {
-                KubeError::invalid(kind, name, &field, &message)
-            }
-            other => KubeError::from_domain(other),
-        })
+        .map_err(|error| invalid_object(kind, name, error))
+}
+
+/// Checks a create or replace as the state machine will (size, labels, annotations), so that a
+/// bad one is answered before it is proposed.
+pub(super) fn check_contents(command: &Command) -> Result<(), KubeError> {
+    match command {
+        Command::Create {
+            key,
+            spec,
+            labels,
+            annotations,
+            ..
+        }
+        | Command::Replace {
+            key,
+            spec,
+            labels,
+            annotations,
+            ..
+        } => validate_contents(key, labels, annotations, spec)
+            .map_err(|error| invalid_object(key.kind, &key.name, error)),
+        _ => Ok(()),
+    }
+}
+
+fn invalid_object(kind: ObjectKind, name: &str, error: drover_model::DomainError) -> KubeError {
+    match error {
+        drover_model::DomainError::Invalid { field, message } => {
+            KubeError::invalid(kind, name, &field, &message)
+        }
+        other => KubeError::from_domain(other),
+    }
 }
 
 /// Wall-clock time in Kubernetes' `metav1.Time` form.
@@ -211,22 +238,22 @@ async fn list_or_watch_in(
     let (mut items, revision) = state
         .raft
         .read(consistency, |s| {
-            s.list(kind, namespace.as_deref())
-                .into_iter()
+            s.objects_of(kind, namespace.as_deref())
                 .filter(|object| {
                     page.after
                         .as_ref()
-                        .is_none_or(|after| object_position(object) > *after)
+                        .is_none_or(|(ns, name)| position(object) > (ns.as_str(), name.as_str()))
                 })
                 .filter(|object| selector.matches(object))
                 .take(page.limit.map_or(usize::MAX, |limit| limit.saturating_add(1)))
+                .cloned()
                 .collect::<Vec<_>>()
         })
         .await?;
     let next = match page.limit {
         Some(limit) if items.len() > limit => {
             items.truncate(limit);
-            items.last().map(|last| continue_token(&object_position(last)))
+            items.last().map(|last| continue_token(position(last)))
         }
         _ => None,
     };
@@ -262,11 +289,12 @@ impl Page {
     }
 }
 
-fn object_position(object: &StoredObject) -> (String, String) {
-    (object.key.namespace.clone(), object.key.name.clone())
+/// Where an object stands in list order (after its kind): namespace, then name.
+fn position(object: &StoredObject) -> (&str, &str) {
+    (&object.key.namespace, &object.key.name)
 }
 
-fn continue_token((namespace, name): &(String, String)) -> String {
+fn continue_token((namespace, name): (&str, &str)) -> String {
     base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(format!("{namespace}/{name}"))
 }
 
@@ -327,6 +355,7 @@ async fn create(
         uid: uuid::Uuid::new_v4().to_string(),
         created_at: now_rfc3339(),
     };
+    check_contents(&command)?;
     let proposal = Proposal::new(command).with_idempotency(idempotency_key(&headers)?);
     let object = stored(commit(&state, proposal).await?)?;
     Ok((StatusCode::CREATED, Json(kube_object(&object))).into_response())
@@ -360,6 +389,7 @@ async fn replace(
             uid: incoming.uid,
         },
     };
+    check_contents(&command)?;
     let proposal = Proposal::new(command).with_idempotency(idempotency_key(&headers)?);
     let object = stored(commit(&state, proposal).await?)?;
     Ok(Json(kube_object(&object)).into_response())
@@ -408,6 +438,7 @@ async fn remove(
             uid: preconditions.uid,
         },
     };
+    check_contents(&command)?;
     let proposal = Proposal::new(command).with_idempotency(idempotency_key(&headers)?);
     let object = stored(commit(&state, proposal).await?)?;
     Ok(Json(json!({

@@ -14,7 +14,7 @@ use serde_json::Value;
 
 use super::status::KubeError;
 use super::wire::{kube_object, object_json, parse_incoming, FieldValidation};
-use super::{check_names, commit, idempotency_key, resolve, stored};
+use super::{check_contents, check_names, commit, idempotency_key, resolve, stored};
 use crate::state::ApiState;
 
 /// How often a patch without a `resourceVersion` is retried after losing a race.
@@ -103,6 +103,7 @@ pub async fn patch(
                 uid: Some(current.meta.uid.clone()),
             },
         };
+        check_contents(&command)?;
         let proposal = Proposal::new(command).with_idempotency(idempotency.clone());
         match commit(&state, proposal).await? {
             CommandResult::Refused(DomainError::Conflict { .. }) if !explicit_version => continue,

@@ -186,7 +186,7 @@ async fn stream_changes(
                     }
                 }
                 Err(gone) => {
-                    let _ = sender.try_send(Ok(expired_line(&gone)));
+                    send_line(&sender, expired_line(&gone)).await;
                     return;
                 }
             }

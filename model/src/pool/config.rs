@@ -82,15 +82,19 @@ impl TypeConfig {
 /// Parses a Go duration (`1h30m`, `45s`, `500ms`) or an integer number of nanoseconds.
 pub fn parse_duration_ms(text: &str) -> Result<u64, String> {
     let text = text.trim();
+    let too_long = || {
+        format!(
+            "{text:?} is longer than the longest duration allowed ({}h)",
+            crate::limits::MAX_DURATION_MS / 3_600_000
+        )
+    };
     if let Ok(nanos) = text.parse::<u64>() {
         let ms = nanos / 1_000_000;
-        if ms > crate::limits::MAX_DURATION_MS {
-            return Err(format!(
-                "{text:?} nanoseconds is longer than the longest duration allowed ({}h)",
-                crate::limits::MAX_DURATION_MS / 3_600_000
-            ));
-        }
-        return Ok(ms);
+        return if ms > crate::limits::MAX_DURATION_MS {
+            Err(too_long())
+        } else {
+            Ok(ms)
+        };
     }
     let mut total_ms: f64 = 0.0;
     let mut rest = text;
@@ -128,10 +132,7 @@ pub fn parse_duration_ms(text: &str) -> Result<u64, String> {
         rest = &rest[unit_len..];
     }
     if !total_ms.is_finite() || total_ms > crate::limits::MAX_DURATION_MS as f64 {
-        return Err(format!(
-            "{text:?} is longer than the longest duration allowed ({}h)",
-            crate::limits::MAX_DURATION_MS / 3_600_000
-        ));
+        return Err(too_long());
     }
     Ok(total_ms as u64)
 }
