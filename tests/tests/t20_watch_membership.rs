@@ -37,6 +37,19 @@ async fn read_events(
     Ok(events)
 }
 
+/// Each event's type and object name, in order.
+fn types_and_names(events: &[Value]) -> Vec<(String, String)> {
+    events
+        .iter()
+        .map(|e| {
+            (
+                e["type"].as_str().unwrap_or("").to_string(),
+                e["object"]["metadata"]["name"].as_str().unwrap_or("").to_string(),
+            )
+        })
+        .collect()
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_watch_on_a_follower_sees_every_change_once_in_order_across_a_leader_change() -> Result<()> {
     let mut cluster = TestCluster::start(3).await?;
@@ -70,15 +83,7 @@ async fn a_watch_on_a_follower_sees_every_change_once_in_order_across_a_leader_c
     ensure!(deleted.status == StatusCode::OK, "{deleted:?}");
 
     let events = read_events(&mut watch, 4, Duration::from_secs(15)).await?;
-    let seen: Vec<(String, String)> = events
-        .iter()
-        .map(|e| {
-            (
-                e["type"].as_str().unwrap_or("").to_string(),
-                e["object"]["metadata"]["name"].as_str().unwrap_or("").to_string(),
-            )
-        })
-        .collect();
+    let seen = types_and_names(&events);
     let expected = [
         ("MODIFIED", "w1"),
         ("ADDED", "w2"),
@@ -288,15 +293,7 @@ async fn a_watch_lost_with_its_node_resumes_on_another_without_gaps() -> Result<
     ensure!(resumed.status() == StatusCode::OK);
     ensure!(writer.delete("default", "r2").await?.status == StatusCode::OK);
     let events = read_events(&mut resumed, 3, Duration::from_secs(15)).await?;
-    let seen: Vec<(String, String)> = events
-        .iter()
-        .map(|e| {
-            (
-                e["type"].as_str().unwrap_or("").to_string(),
-                e["object"]["metadata"]["name"].as_str().unwrap_or("").to_string(),
-            )
-        })
-        .collect();
+    let seen = types_and_names(&events);
     let expected = [("MODIFIED", "r1"), ("ADDED", "r3"), ("DELETED", "r2")];
     ensure!(
         seen.iter()
