@@ -4,6 +4,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+use crate::cluster::ClusterCommand;
 use crate::error::DomainError;
 use crate::object::{LeaseSpec, ObjectKey, StoredObject};
 use crate::platform::{PlatformCommand, PlatformResult};
@@ -62,6 +63,8 @@ pub enum Command {
     Pool(PoolCommand),
     /// A change of the multi-tenant platform (users, tenants, accounts, resources).
     Platform(PlatformCommand),
+    /// A change of workload clusters (by a user, or observed by a cluster actor).
+    Cluster(ClusterCommand),
     /// Changes nothing; used to probe the write path.
     Noop,
     /// Several proposals applied one after another in one log entry. The leader groups the

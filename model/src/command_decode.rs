@@ -18,6 +18,7 @@ use serde::de::{self, IgnoredAny, MapAccess, Visitor};
 use serde::{Deserialize, Deserializer};
 use serde_json::{Map, Value};
 
+use crate::cluster::ClusterCommand;
 use crate::command::{Command, Precondition, Proposal};
 use crate::object::{LeaseSpec, ObjectKey};
 use crate::platform::PlatformCommand;
@@ -32,6 +33,7 @@ enum Op {
     Delete,
     Pool,
     Platform,
+    Cluster,
     Noop,
     Batch,
 }
@@ -103,6 +105,7 @@ impl Op {
             }
             Op::Pool => Command::Pool(PoolCommand::deserialize(fields)?),
             Op::Platform => Command::Platform(PlatformCommand::deserialize(fields)?),
+            Op::Cluster => Command::Cluster(ClusterCommand::deserialize(fields)?),
             Op::Noop => {
                 IgnoredAny::deserialize(fields)?;
                 Command::Noop
@@ -236,6 +239,32 @@ mod tests {
             Command::Pool(PoolCommand::SetConfig {
                 config: PoolConfig::default(),
             }),
+            Command::Cluster(crate::cluster::ClusterCommand::User {
+                caller: crate::platform::Identity {
+                    issuer: "https://idp".into(),
+                    subject: "alice".into(),
+                },
+                change: crate::cluster::ClusterOp::Drain {
+                    cluster: crate::cluster::ClusterRef {
+                        tenant: "acme".into(),
+                        name: "edge".into(),
+                    },
+                    draining: true,
+                },
+            }),
+            Command::Cluster(crate::cluster::ClusterCommand::Observe(
+                crate::cluster::ClusterObservation {
+                    cluster: crate::cluster::ClusterRef {
+                        tenant: "acme".into(),
+                        name: "edge".into(),
+                    },
+                    uid: "c-1".into(),
+                    state: crate::cluster::ClusterState::NotReady,
+                    reason: "drained".into(),
+                    facts: None,
+                    instances: Some(Default::default()),
+                },
+            )),
             Command::Noop,
             Command::Batch {
                 proposals: vec![keyed, Proposal::new(release), Proposal::new(Command::Noop)],

@@ -224,6 +224,10 @@ impl State {
                 let result = self.platform.apply(platform_command)?;
                 Ok((CommandResult::Platform(result), Vec::new()))
             }
+            Command::Cluster(cluster_command) => {
+                self.platform.apply_cluster(now_ms, cluster_command)?;
+                Ok((CommandResult::Done, Vec::new()))
+            }
             Command::Pool(pool_command) => {
                 let result = self.pools.apply(index, now_ms, pool_command)?;
                 Ok((CommandResult::Pool(result), Vec::new()))

@@ -151,6 +151,7 @@ impl Platform {
                             members: BTreeMap::new(),
                             accounts: BTreeMap::new(),
                             resources: BTreeMap::new(),
+                            clusters: BTreeMap::new(),
                         });
                     tenant.members.insert(
                         new_uid.clone(),
@@ -256,6 +257,7 @@ impl Platform {
                         members,
                         accounts: BTreeMap::new(),
                         resources: BTreeMap::new(),
+                        clusters: BTreeMap::new(),
                     },
                 );
                 Ok(PlatformResult::Done)

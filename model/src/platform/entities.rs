@@ -307,6 +307,9 @@ pub struct Tenant {
     pub accounts: BTreeMap<String, Account>,
     /// Resources by kind and name.
     pub resources: BTreeMap<ResourceKind, BTreeMap<String, ResourceSpec>>,
+    /// Workload clusters by name.
+    #[serde(default)]
+    pub clusters: BTreeMap<String, crate::cluster::Cluster>,
 }
 
 impl Tenant {

@@ -8,6 +8,7 @@
 
 mod apply;
 pub mod authz;
+mod clusters;
 pub mod entities;
 pub mod marks;
 pub mod resource;
@@ -23,6 +24,7 @@ use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
 pub use authz::{Grant, PlatformRead, Requirement};
+pub use clusters::{validate_endpoint, validate_join_token, validate_set};
 pub use entities::{
     Account, AccountMeta, AccountSpec, EnvironmentPatch, EnvironmentSpec, Identity, Member, Registry, Role,
     Rule, Tenant, TenantAccount, TenantRules, TenantSpec, User, UserProfile,

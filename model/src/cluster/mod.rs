@@ -1,0 +1,16 @@
+//! Workload clusters: the replicated cluster objects the control plane keeps, the changes users
+//! and cluster actors make to them, and the wire protocol ([`agent_api`]) the control plane
+//! speaks with the `drover agent` behind each cluster.
+
+pub mod agent_api;
+mod command;
+mod object;
+#[cfg(test)]
+mod tests;
+pub mod views;
+
+pub use command::{ClusterCommand, ClusterObservation, ClusterOp};
+pub use object::{
+    Cluster, ClusterEvent, ClusterFacts, ClusterPatch, ClusterRef, ClusterRegistration, ClusterState,
+    ClusterStatus, InstanceCounts, SetSpec, StoredSet, EVENTS_KEPT, MAX_JOIN_TOKEN_LEN,
+};

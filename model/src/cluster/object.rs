@@ -1,0 +1,262 @@
+//! A workload cluster as the control plane stores it: where its agent listens, the secret it
+//! joins with, its labels, the desired sets pinned to it, and what its cluster actor last
+//! observed (state, capacity, instance counts, the recent transitions).
+//!
+//! Clusters belong to a tenant. Platform-wide clusters belong to the operator tenant and are
+//! registered by operators; a tenant's admins register the tenant's own.
+
+use std::collections::{BTreeMap, VecDeque};
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
+
+use super::agent_api::{ExecSpec, InstanceId, Resources, SetName, MAX_SET_INSTANCES};
+
+/// How many transitions a cluster keeps on its object.
+pub const EVENTS_KEPT: usize = 32;
+
+/// Longest join token.
+pub const MAX_JOIN_TOKEN_LEN: usize = 4096;
+
+/// The typed id of a cluster: its tenant and its name.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, ToSchema)]
+pub struct ClusterRef {
+    /// Owning tenant (`operator` for platform-wide clusters).
+    pub tenant: String,
+    /// Name within the tenant.
+    pub name: String,
+}
+
+impl fmt::Display for ClusterRef {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}/{}", self.tenant, self.name)
+    }
+}
+
+/// Krake's cluster states, as far as an agent-backed cluster has them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+pub enum ClusterState {
+    /// Registered; its actor has not reached the agent yet.
+    Pending,
+    /// The agent answers and reports no pressure.
+    Online,
+    /// The agent missed probes, within the backoff budget.
+    Degraded,
+    /// The agent missed probes beyond the budget.
+    Offline,
+    /// The agent answers again after being offline; one more good probe makes it online.
+    Connecting,
+    /// The agent reports pressure (memory, disk).
+    Unhealthy,
+    /// An operator drains it: nothing new is placed there.
+    #[serde(rename = "NOTREADY")]
+    NotReady,
+}
+
+impl ClusterState {
+    /// Every state, for metrics.
+    pub const ALL: [ClusterState; 7] = [
+        ClusterState::Pending,
+        ClusterState::Online,
+        ClusterState::Degraded,
+        ClusterState::Offline,
+        ClusterState::Connecting,
+        ClusterState::Unhealthy,
+        ClusterState::NotReady,
+    ];
+
+    /// The name as the API spells it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ClusterState::Pending => "PENDING",
+            ClusterState::Online => "ONLINE",
+            ClusterState::Degraded => "DEGRADED",
+            ClusterState::Offline => "OFFLINE",
+            ClusterState::Connecting => "CONNECTING",
+            ClusterState::Unhealthy => "UNHEALTHY",
+            ClusterState::NotReady => "NOTREADY",
+        }
+    }
+}
+
+/// One committed transition.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct ClusterEvent {
+    /// Leader time of the commit, ms since the epoch.
+    pub at_ms: u64,
+    /// State before.
+    pub from: ClusterState,
+    /// State after.
+    pub to: ClusterState,
+    /// Why.
+    pub reason: String,
+}
+
+/// Instances on the cluster by state, as its agent last reported them.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct InstanceCounts {
+    /// Starting (or waiting to restart).
+    pub starting: u32,
+    /// Running.
+    pub running: u32,
+    /// Ended with exit code 0.
+    pub exited: u32,
+    /// Failed, to be restarted.
+    pub failed: u32,
+    /// Restarts of all instances, summed.
+    pub restarts: u64,
+}
+
+/// What the cluster actor observed, as the cluster object shows it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct ClusterStatus {
+    /// Current state.
+    pub state: ClusterState,
+    /// Why it is in that state.
+    pub reason: String,
+    /// When it entered that state (leader time, ms since the epoch).
+    pub since_ms: u64,
+    /// The agent's facts when it last answered.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub facts: Option<ClusterFacts>,
+    /// Instances by state.
+    #[serde(default)]
+    pub instances: InstanceCounts,
+}
+
+/// The part of an agent's facts that is replicated (changes rarely).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct ClusterFacts {
+    /// Machines behind the agent.
+    pub nodes: u32,
+    /// What instances may request in all.
+    pub capacity: Resources,
+    /// Capacity less the requests of every desired instance.
+    pub free: Resources,
+    /// The agent's executor (`exec`, `sim`).
+    pub executor: String,
+    /// The agent's version.
+    pub version: String,
+}
+
+/// `POST …/cluster/{name}`: register a cluster.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ClusterRegistration {
+    /// The agent's cluster API, `http://host:port`.
+    pub endpoint: String,
+    /// The agent's join token (a secret: never returned).
+    pub join_token: String,
+    /// Labels that environments select clusters by.
+    #[serde(default)]
+    pub labels: BTreeMap<String, String>,
+}
+
+/// `PATCH …/cluster/{name}`: what changes (anything left out stays).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ClusterPatch {
+    /// New labels (replace the old ones).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub labels: Option<BTreeMap<String, String>>,
+    /// New agent endpoint.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub endpoint: Option<String>,
+    /// New join token.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub join_token: Option<String>,
+}
+
+/// `PUT …/cluster/{name}/set/{set}`: instances pinned to one cluster, the way a Nomad job
+/// constrained to one node is. Instance ids are `{set}.main.r{revision}.{ordinal}`; the
+/// revision rises when what runs changes (program, resources, env), not when the count does.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SetSpec {
+    /// How many instances.
+    pub count: u32,
+    /// What each runs.
+    pub exec: ExecSpec,
+    /// What each needs.
+    #[serde(default)]
+    pub resources: Resources,
+    /// Environment of each.
+    #[serde(default)]
+    pub env: BTreeMap<String, String>,
+}
+
+impl SetSpec {
+    /// Whether `other` runs the same thing (only the count may differ).
+    pub fn same_workload(&self, other: &SetSpec) -> bool {
+        self.exec == other.exec && self.resources == other.resources && self.env == other.env
+    }
+}
+
+/// A set as stored.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct StoredSet {
+    /// The spec.
+    pub spec: SetSpec,
+    /// Rises when the workload changes.
+    pub revision: u64,
+}
+
+impl StoredSet {
+    /// The ids of its instances, in ordinal order.
+    pub fn instance_ids(&self, set: &SetName) -> Vec<InstanceId> {
+        (0..self.spec.count.min(MAX_SET_INSTANCES as u32))
+            .filter_map(|ordinal| InstanceId::derive(set.as_str(), self.revision, "main", ordinal).ok())
+            .collect()
+    }
+}
+
+/// A stored cluster.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Cluster {
+    /// Generated at registration; a cluster registered again under the same name is another.
+    pub uid: String,
+    /// The agent's cluster API.
+    pub endpoint: String,
+    /// The agent's join token.
+    pub join_token: String,
+    /// Labels.
+    pub labels: BTreeMap<String, String>,
+    /// Being drained (`NOTREADY`).
+    pub draining: bool,
+    /// When it was registered (leader time, ms).
+    pub registered_ms: u64,
+    /// What its actor last observed.
+    pub status: ClusterStatus,
+    /// Recent transitions, oldest first.
+    pub events: VecDeque<ClusterEvent>,
+    /// Desired sets pinned to it.
+    pub sets: BTreeMap<SetName, StoredSet>,
+}
+
+impl Cluster {
+    /// Records a transition (keeping the last [`EVENTS_KEPT`]).
+    pub fn transition(&mut self, to: ClusterState, reason: String, at_ms: u64) {
+        let from = self.status.state;
+        self.status.state = to;
+        self.status.since_ms = at_ms;
+        self.status.reason = reason.clone();
+        self.events.push_back(ClusterEvent {
+            at_ms,
+            from,
+            to,
+            reason,
+        });
+        while self.events.len() > EVENTS_KEPT {
+            self.events.pop_front();
+        }
+    }
+
+    /// Requests of every pinned instance, summed.
+    pub fn requested(&self) -> Resources {
+        self.sets.values().fold(Resources::default(), |sum, set| {
+            sum.plus(set.spec.resources.times(set.spec.count))
+        })
+    }
+}

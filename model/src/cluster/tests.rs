@@ -1,0 +1,401 @@
+//! Cluster changes applied as the replicated state machine applies them: who may register,
+//! what is refused without a change, how observations become transitions, set revisions.
+
+use std::collections::BTreeMap;
+
+use super::agent_api::{ExecSpec, InstanceId, Resources, SetName};
+use super::*;
+use crate::platform::{
+    Identity, Platform, PlatformCommand, PlatformError, PlatformOp, Role, TenantSpec, UserProfile,
+};
+
+fn who(subject: &str) -> Identity {
+    Identity {
+        issuer: "https://idp.test".to_string(),
+        subject: subject.to_string(),
+    }
+}
+
+fn at(tenant: &str, name: &str) -> ClusterRef {
+    ClusterRef {
+        tenant: tenant.to_string(),
+        name: name.to_string(),
+    }
+}
+
+fn platform_op(platform: &mut Platform, caller: &str, op: PlatformOp) {
+    platform
+        .apply(&PlatformCommand {
+            caller: who(caller),
+            op,
+        })
+        .unwrap_or_else(|e| panic!("{caller}: {e}"));
+}
+
+/// alice owns acme, bob is a plain member of it, carol an admin; dave is an operator.
+fn world() -> Platform {
+    let mut platform = Platform::default();
+    for name in ["alice", "bob", "carol", "dave"] {
+        let op = PlatformOp::RegisterUser {
+            uid: format!("u-{name}"),
+            profile: UserProfile {
+                name: name.to_string(),
+                ..UserProfile::default()
+            },
+            operator: name == "dave",
+        };
+        platform_op(&mut platform, name, op);
+    }
+    let create = PlatformOp::CreateTenant {
+        tenant: "acme".into(),
+        spec: TenantSpec::default(),
+    };
+    platform_op(&mut platform, "alice", create);
+    for (user, role) in [("bob", Role::Plain), ("carol", Role::Admin)] {
+        let invite = PlatformOp::Invite {
+            tenant: "acme".into(),
+            user: format!("u-{user}"),
+            role,
+        };
+        platform_op(&mut platform, "alice", invite);
+        platform_op(
+            &mut platform,
+            user,
+            PlatformOp::Confirm {
+                tenant: "acme".into(),
+                role,
+            },
+        );
+    }
+    platform
+}
+
+fn register(cluster: ClusterRef) -> ClusterOp {
+    ClusterOp::Register {
+        cluster,
+        uid: "c-1".into(),
+        registration: ClusterRegistration {
+            endpoint: "http://127.0.0.1:7700".into(),
+            join_token: "a-join-token-of-some-length".into(),
+            labels: BTreeMap::from([("zone".into(), "a".into())]),
+        },
+    }
+}
+
+fn run(platform: &mut Platform, caller: &str, change: ClusterOp) -> Result<(), PlatformError> {
+    platform.apply_cluster(
+        1_000,
+        &ClusterCommand::User {
+            caller: who(caller),
+            change,
+        },
+    )
+}
+
+fn refused(platform: &mut Platform, caller: &str, change: ClusterOp) -> PlatformError {
+    let before = platform.clone();
+    let error = run(platform, caller, change).expect_err("refused");
+    assert_eq!(*platform, before, "a refused change changed the state");
+    error
+}
+
+#[test]
+fn admins_register_in_their_tenant_plain_members_and_strangers_cannot() {
+    let mut platform = world();
+    assert!(matches!(
+        refused(&mut platform, "bob", register(at("acme", "edge"))),
+        PlatformError::Forbidden(_)
+    ));
+    assert!(matches!(
+        refused(&mut platform, "dave", register(at("nowhere", "edge"))),
+        PlatformError::NotFound(_)
+    ));
+    run(&mut platform, "carol", register(at("acme", "edge"))).unwrap();
+    assert!(matches!(
+        refused(&mut platform, "alice", register(at("acme", "edge"))),
+        PlatformError::Conflict(_)
+    ));
+    // Operators register platform-wide clusters (in the operator tenant) and any tenant's.
+    run(&mut platform, "dave", register(at("operator", "shared"))).unwrap();
+    run(&mut platform, "dave", register(at("acme", "second"))).unwrap();
+    assert!(matches!(
+        refused(&mut platform, "carol", register(at("operator", "mine"))),
+        PlatformError::NotFound(_)
+    ));
+    let names: Vec<String> = platform
+        .cluster_list("acme")
+        .unwrap()
+        .into_iter()
+        .map(|c| c.name)
+        .collect();
+    assert_eq!(names, ["edge", "second"]);
+    assert_eq!(platform.all_clusters().len(), 3);
+    let stored = platform.cluster(&at("acme", "edge")).unwrap();
+    assert_eq!(stored.status.state, ClusterState::Pending);
+    assert_eq!(stored.events.len(), 1);
+}
+
+#[test]
+fn bad_registrations_name_the_field_and_change_nothing() {
+    let mut platform = world();
+    let with = |endpoint: &str, token: &str, label: &str| ClusterOp::Register {
+        cluster: at("acme", "edge"),
+        uid: "c-1".into(),
+        registration: ClusterRegistration {
+            endpoint: endpoint.into(),
+            join_token: token.into(),
+            labels: BTreeMap::from([(label.into(), "v".into())]),
+        },
+    };
+    let good = "a-join-token-of-some-length";
+    for (op, field) in [
+        (with("ftp://x:1", good, "k"), "endpoint"),
+        (with("http://x", good, "k"), "endpoint"),
+        (with("http://x:1/path", good, "k"), "endpoint"),
+        (with("http://u@x:1", good, "k"), "endpoint"),
+        (with("http://x:1", "short", "k"), "join_token"),
+        (with("http://x:1", "has a space in it ok", "k"), "join_token"),
+        (with("http://x:1", good, "bad key!"), "labels"),
+    ] {
+        match refused(&mut platform, "alice", op) {
+            PlatformError::Invalid { field: got, .. } => assert_eq!(got, field),
+            other => panic!("{field}: {other:?}"),
+        }
+    }
+    let name = ClusterOp::Register {
+        cluster: at("acme", "Edge_1"),
+        uid: "c".into(),
+        registration: ClusterRegistration {
+            endpoint: "http://x:1".into(),
+            join_token: good.into(),
+            labels: BTreeMap::new(),
+        },
+    };
+    assert!(matches!(
+        refused(&mut platform, "alice", name),
+        PlatformError::Invalid { .. }
+    ));
+}
+
+fn observe(state: ClusterState, reason: &str, uid: &str) -> ClusterCommand {
+    ClusterCommand::Observe(ClusterObservation {
+        cluster: at("acme", "edge"),
+        uid: uid.into(),
+        state,
+        reason: reason.into(),
+        facts: None,
+        instances: Some(InstanceCounts {
+            running: 3,
+            ..InstanceCounts::default()
+        }),
+    })
+}
+
+#[test]
+fn observations_record_transitions_only_for_the_same_registration() {
+    let mut platform = world();
+    run(&mut platform, "alice", register(at("acme", "edge"))).unwrap();
+    platform
+        .apply_cluster(2_000, &observe(ClusterState::Online, "agent answered", "c-1"))
+        .unwrap();
+    // The same state again is no transition.
+    platform
+        .apply_cluster(3_000, &observe(ClusterState::Online, "agent answered", "c-1"))
+        .unwrap();
+    platform
+        .apply_cluster(4_000, &observe(ClusterState::Degraded, "probe failed", "c-1"))
+        .unwrap();
+    // A predecessor's actor (another uid) changes nothing.
+    let before = platform.clone();
+    platform
+        .apply_cluster(5_000, &observe(ClusterState::Offline, "late", "c-0"))
+        .unwrap();
+    assert_eq!(platform, before);
+    let stored = platform.cluster(&at("acme", "edge")).unwrap();
+    let path: Vec<(ClusterState, ClusterState, &str, u64)> = stored
+        .events
+        .iter()
+        .map(|e| (e.from, e.to, e.reason.as_str(), e.at_ms))
+        .collect();
+    assert_eq!(
+        path,
+        [
+            (ClusterState::Pending, ClusterState::Pending, "registered", 1_000),
+            (
+                ClusterState::Pending,
+                ClusterState::Online,
+                "agent answered",
+                2_000
+            ),
+            (
+                ClusterState::Online,
+                ClusterState::Degraded,
+                "probe failed",
+                4_000
+            ),
+        ]
+    );
+    assert_eq!(stored.status.since_ms, 4_000);
+    assert_eq!(stored.status.instances.running, 3);
+    for i in 0..(2 * EVENTS_KEPT as u64) {
+        let state = if i % 2 == 0 {
+            ClusterState::Online
+        } else {
+            ClusterState::Degraded
+        };
+        platform
+            .apply_cluster(10_000 + i, &observe(state, "flap", "c-1"))
+            .unwrap();
+    }
+    assert_eq!(
+        platform.cluster(&at("acme", "edge")).unwrap().events.len(),
+        EVENTS_KEPT
+    );
+}
+
+fn set_spec(count: u32, program: &str) -> SetSpec {
+    SetSpec {
+        count,
+        exec: ExecSpec {
+            argv: vec![program.into(), "1000".into()],
+            probe: None,
+        },
+        resources: Resources {
+            cpu_millis: 100,
+            memory_mib: 64,
+        },
+        env: BTreeMap::new(),
+    }
+}
+
+#[test]
+fn a_set_keeps_its_revision_when_only_its_count_changes() {
+    let mut platform = world();
+    run(&mut platform, "alice", register(at("acme", "edge"))).unwrap();
+    let set = SetName::parse("web").unwrap();
+    let put = |count, program: &str| ClusterOp::PutSet {
+        cluster: at("acme", "edge"),
+        set: set.clone(),
+        spec: set_spec(count, program),
+    };
+    run(&mut platform, "alice", put(3, "sleep")).unwrap();
+    run(&mut platform, "alice", put(5, "sleep")).unwrap();
+    let stored = &platform.cluster(&at("acme", "edge")).unwrap().sets[&set];
+    assert_eq!(stored.revision, 1);
+    assert_eq!(
+        stored.instance_ids(&set)[4],
+        InstanceId::parse("web.main.r1.4").unwrap()
+    );
+    run(&mut platform, "alice", put(5, "/bin/sleep")).unwrap();
+    assert_eq!(
+        platform.cluster(&at("acme", "edge")).unwrap().sets[&set].revision,
+        2
+    );
+    let cluster = platform.cluster(&at("acme", "edge")).unwrap();
+    assert_eq!(
+        cluster.requested(),
+        Resources {
+            cpu_millis: 500,
+            memory_mib: 320
+        }
+    );
+    assert!(matches!(
+        refused(&mut platform, "bob", put(1, "sleep")),
+        PlatformError::Forbidden(_)
+    ));
+    let empty = ClusterOp::PutSet {
+        cluster: at("acme", "edge"),
+        set: set.clone(),
+        spec: SetSpec {
+            exec: ExecSpec {
+                argv: vec![],
+                probe: None,
+            },
+            ..set_spec(1, "x")
+        },
+    };
+    match refused(&mut platform, "alice", empty) {
+        PlatformError::Invalid { field, .. } => assert_eq!(field, "exec.argv"),
+        other => panic!("{other:?}"),
+    }
+    run(
+        &mut platform,
+        "alice",
+        ClusterOp::DeleteSet {
+            cluster: at("acme", "edge"),
+            set: set.clone(),
+        },
+    )
+    .unwrap();
+    assert!(matches!(
+        refused(
+            &mut platform,
+            "alice",
+            ClusterOp::DeleteSet {
+                cluster: at("acme", "edge"),
+                set
+            }
+        ),
+        PlatformError::NotFound(_)
+    ));
+}
+
+#[test]
+fn the_join_token_is_never_in_a_view() {
+    let mut platform = world();
+    run(&mut platform, "alice", register(at("acme", "edge"))).unwrap();
+    let shown = serde_json::to_string(&platform.cluster_list("acme").unwrap()).unwrap();
+    assert!(shown.contains("\"endpoint\""));
+    assert!(!shown.contains("a-join-token-of-some-length"));
+}
+
+#[test]
+fn drain_patch_and_deregister() {
+    let mut platform = world();
+    run(&mut platform, "alice", register(at("acme", "edge"))).unwrap();
+    run(
+        &mut platform,
+        "carol",
+        ClusterOp::Drain {
+            cluster: at("acme", "edge"),
+            draining: true,
+        },
+    )
+    .unwrap();
+    let patch = ClusterPatch {
+        labels: Some(BTreeMap::from([("zone".into(), "b".into())])),
+        ..ClusterPatch::default()
+    };
+    run(
+        &mut platform,
+        "carol",
+        ClusterOp::Patch {
+            cluster: at("acme", "edge"),
+            patch,
+        },
+    )
+    .unwrap();
+    let stored = platform.cluster(&at("acme", "edge")).unwrap();
+    assert!(stored.draining);
+    assert_eq!(stored.labels["zone"], "b");
+    assert_eq!(stored.endpoint, "http://127.0.0.1:7700");
+    run(
+        &mut platform,
+        "alice",
+        ClusterOp::Deregister {
+            cluster: at("acme", "edge"),
+        },
+    )
+    .unwrap();
+    assert!(platform.cluster(&at("acme", "edge")).is_none());
+    assert!(matches!(
+        refused(
+            &mut platform,
+            "alice",
+            ClusterOp::Deregister {
+                cluster: at("acme", "edge")
+            }
+        ),
+        PlatformError::NotFound(_)
+    ));
+}

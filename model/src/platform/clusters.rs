@@ -1,0 +1,284 @@
+//! The pure apply of cluster changes: users' changes are authorized against the cluster's
+//! tenant (admins register and change clusters; operators act as owners everywhere), checked
+//! completely, then made; observations from the leader's cluster actors update status and
+//! record each state transition as an event.
+
+use std::collections::{BTreeMap, VecDeque};
+
+use super::entities::Role;
+use super::{Platform, PlatformError, Requirement};
+use crate::cluster::agent_api::{SetName, MAX_ID_LEN, MAX_SET_INSTANCES};
+use crate::cluster::{
+    Cluster, ClusterCommand, ClusterObservation, ClusterOp, ClusterRef, ClusterState, ClusterStatus, SetSpec,
+    StoredSet, MAX_JOIN_TOKEN_LEN,
+};
+use crate::validation::validate_metadata;
+
+/// Most bytes of argv and env in one set.
+const MAX_SET_SPEC_BYTES: usize = 64 * 1024;
+
+/// Checks an agent endpoint: `http://host:port` or `https://host:port`, nothing else.
+pub fn validate_endpoint(endpoint: &str) -> Result<(), PlatformError> {
+    let rest = endpoint
+        .strip_prefix("http://")
+        .or_else(|| endpoint.strip_prefix("https://"))
+        .ok_or_else(|| PlatformError::invalid("endpoint", "must start with http:// or https://"))?;
+    let authority = rest.strip_suffix('/').unwrap_or(rest);
+    let port = authority.rsplit_once(':').map(|(_, port)| port);
+    let fine = endpoint.len() <= 255
+        && !authority.is_empty()
+        && authority
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"-.:[]".contains(&b))
+        && port.is_some_and(|p| p.parse::<u16>().is_ok_and(|p| p > 0));
+    if fine {
+        Ok(())
+    } else {
+        Err(PlatformError::invalid(
+            "endpoint",
+            format!("{endpoint:?} must be http://host:port (no path, user or query), at most 255 characters"),
+        ))
+    }
+}
+
+/// Checks a join token: 16 to 4096 visible ASCII characters.
+pub fn validate_join_token(token: &str) -> Result<(), PlatformError> {
+    if (16..=MAX_JOIN_TOKEN_LEN).contains(&token.len()) && token.bytes().all(|b| b.is_ascii_graphic()) {
+        Ok(())
+    } else {
+        Err(PlatformError::invalid(
+            "join_token",
+            format!(
+                "must be 16 to {MAX_JOIN_TOKEN_LEN} visible ASCII characters (the agent's --join-token-file)"
+            ),
+        ))
+    }
+}
+
+/// Checks a desired set: its name leaves room for instance ids, its count is bounded, its
+/// program is named and its environment is well formed.
+pub fn validate_set(set: &SetName, spec: &SetSpec) -> Result<(), PlatformError> {
+    // `{set}.main.r{revision}.{ordinal}` must stay a valid id.
+    if set.as_str().len() > MAX_ID_LEN - 40 {
+        return Err(PlatformError::invalid(
+            "set",
+            format!("at most {} characters", MAX_ID_LEN - 40),
+        ));
+    }
+    if spec.count as usize > MAX_SET_INSTANCES {
+        return Err(PlatformError::invalid(
+            "count",
+            format!("at most {MAX_SET_INSTANCES} instances"),
+        ));
+    }
+    if spec.exec.argv.first().is_none_or(|program| program.is_empty()) {
+        return Err(PlatformError::invalid(
+            "exec.argv",
+            "name the program to run first",
+        ));
+    }
+    if spec.exec.argv.iter().any(|arg| arg.contains('\0')) {
+        return Err(PlatformError::invalid("exec.argv", "arguments cannot hold NUL"));
+    }
+    if let Some(key) = spec
+        .env
+        .iter()
+        .find(|(key, value)| key.is_empty() || key.contains(['=', '\0']) || value.contains('\0'))
+        .map(|(key, _)| key)
+    {
+        return Err(PlatformError::invalid(
+            format!("env.{key}"),
+            "names must be non-empty without '=' or NUL; values without NUL",
+        ));
+    }
+    let bytes: usize = spec.exec.argv.iter().map(String::len).sum::<usize>()
+        + spec.env.iter().map(|(k, v)| k.len() + v.len()).sum::<usize>();
+    if bytes > MAX_SET_SPEC_BYTES {
+        return Err(PlatformError::invalid(
+            "exec",
+            format!("argv and env hold {bytes} bytes; at most {MAX_SET_SPEC_BYTES}"),
+        ));
+    }
+    Ok(())
+}
+
+fn labels_checked(labels: &BTreeMap<String, String>) -> Result<(), PlatformError> {
+    validate_metadata(labels, &BTreeMap::new()).map_err(|e| PlatformError::invalid("labels", e.to_string()))
+}
+
+fn cluster_not_found(cluster: &ClusterRef) -> PlatformError {
+    PlatformError::NotFound(format!(
+        "cluster {:?} of tenant {:?} not found",
+        cluster.name, cluster.tenant
+    ))
+}
+
+impl Platform {
+    /// Applies one cluster command. Pure: the outcome depends on `self`, `now_ms` and `command`.
+    pub fn apply_cluster(&mut self, now_ms: u64, command: &ClusterCommand) -> Result<(), PlatformError> {
+        match command {
+            ClusterCommand::User { caller, change } => {
+                let tenant = change.cluster().tenant.as_str();
+                self.authorize(
+                    caller,
+                    Requirement::Tenant {
+                        tenant,
+                        role: Role::Admin,
+                    },
+                )?;
+                self.change_cluster(now_ms, change)
+            }
+            ClusterCommand::Observe(observation) => {
+                self.observe_cluster(now_ms, observation);
+                Ok(())
+            }
+        }
+    }
+
+    fn cluster_mut(&mut self, cluster: &ClusterRef) -> Result<&mut Cluster, PlatformError> {
+        self.tenants
+            .get_mut(&cluster.tenant)
+            .and_then(|tenant| tenant.clusters.get_mut(&cluster.name))
+            .ok_or_else(|| cluster_not_found(cluster))
+    }
+
+    fn change_cluster(&mut self, now_ms: u64, change: &ClusterOp) -> Result<(), PlatformError> {
+        match change {
+            ClusterOp::Register {
+                cluster,
+                uid,
+                registration,
+            } => {
+                super::apply::validate_object_name("name", &cluster.name)?;
+                validate_endpoint(&registration.endpoint)?;
+                validate_join_token(&registration.join_token)?;
+                labels_checked(&registration.labels)?;
+                let tenant = self.tenants.get_mut(&cluster.tenant).ok_or_else(|| {
+                    PlatformError::NotFound(format!("tenant {:?} not found", cluster.tenant))
+                })?;
+                if tenant.clusters.contains_key(&cluster.name) {
+                    return Err(PlatformError::Conflict(format!(
+                        "tenant {:?} already has a cluster {:?}; PATCH it or deregister it first",
+                        cluster.tenant, cluster.name
+                    )));
+                }
+                let mut stored = Cluster {
+                    uid: uid.clone(),
+                    endpoint: registration.endpoint.clone(),
+                    join_token: registration.join_token.clone(),
+                    labels: registration.labels.clone(),
+                    draining: false,
+                    registered_ms: now_ms,
+                    status: ClusterStatus {
+                        state: ClusterState::Pending,
+                        reason: String::new(),
+                        since_ms: now_ms,
+                        facts: None,
+                        instances: Default::default(),
+                    },
+                    events: VecDeque::new(),
+                    sets: BTreeMap::new(),
+                };
+                stored.transition(ClusterState::Pending, "registered".to_string(), now_ms);
+                tenant.clusters.insert(cluster.name.clone(), stored);
+                Ok(())
+            }
+            ClusterOp::Patch { cluster, patch } => {
+                if let Some(endpoint) = &patch.endpoint {
+                    validate_endpoint(endpoint)?;
+                }
+                if let Some(token) = &patch.join_token {
+                    validate_join_token(token)?;
+                }
+                if let Some(labels) = &patch.labels {
+                    labels_checked(labels)?;
+                }
+                let stored = self.cluster_mut(cluster)?;
+                if let Some(endpoint) = &patch.endpoint {
+                    stored.endpoint = endpoint.clone();
+                }
+                if let Some(token) = &patch.join_token {
+                    stored.join_token = token.clone();
+                }
+                if let Some(labels) = &patch.labels {
+                    stored.labels = labels.clone();
+                }
+                Ok(())
+            }
+            ClusterOp::Drain { cluster, draining } => {
+                let stored = self.cluster_mut(cluster)?;
+                stored.draining = *draining;
+                Ok(())
+            }
+            ClusterOp::Deregister { cluster } => {
+                self.cluster_mut(cluster)?;
+                if let Some(tenant) = self.tenants.get_mut(&cluster.tenant) {
+                    tenant.clusters.remove(&cluster.name);
+                }
+                Ok(())
+            }
+            ClusterOp::PutSet { cluster, set, spec } => {
+                validate_set(set, spec)?;
+                let stored = self.cluster_mut(cluster)?;
+                let revision = match stored.sets.get(set) {
+                    Some(old) if old.spec.same_workload(spec) => old.revision,
+                    Some(old) => old.revision.saturating_add(1),
+                    None => 1,
+                };
+                stored.sets.insert(
+                    set.clone(),
+                    StoredSet {
+                        spec: spec.clone(),
+                        revision,
+                    },
+                );
+                Ok(())
+            }
+            ClusterOp::DeleteSet { cluster, set } => {
+                let stored = self.cluster_mut(cluster)?;
+                stored.sets.remove(set).map(|_| ()).ok_or_else(|| {
+                    PlatformError::NotFound(format!("set {set} of cluster {cluster} not found"))
+                })
+            }
+        }
+    }
+
+    /// Applies an observation to the cluster it names, if that cluster still has its uid.
+    fn observe_cluster(&mut self, now_ms: u64, observation: &ClusterObservation) {
+        let Ok(stored) = self.cluster_mut(&observation.cluster) else {
+            return;
+        };
+        if stored.uid != observation.uid {
+            return;
+        }
+        if stored.status.state != observation.state {
+            stored.transition(observation.state, observation.reason.clone(), now_ms);
+        }
+        if let Some(facts) = &observation.facts {
+            stored.status.facts = Some(facts.clone());
+        }
+        if let Some(instances) = observation.instances {
+            stored.status.instances = instances;
+        }
+    }
+
+    /// Every cluster of every tenant.
+    pub fn clusters(&self) -> impl Iterator<Item = (ClusterRef, &Cluster)> {
+        self.tenants.iter().flat_map(|(tenant, t)| {
+            t.clusters.iter().map(move |(name, cluster)| {
+                (
+                    ClusterRef {
+                        tenant: tenant.clone(),
+                        name: name.clone(),
+                    },
+                    cluster,
+                )
+            })
+        })
+    }
+
+    /// One cluster.
+    pub fn cluster(&self, cluster: &ClusterRef) -> Option<&Cluster> {
+        self.tenants.get(&cluster.tenant)?.clusters.get(&cluster.name)
+    }
+}
