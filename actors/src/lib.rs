@@ -5,14 +5,17 @@
 //!     │ becomes leader → barrier (applied everything committed before its term)
 //!     ▼
 //!  RootSupervisor (leader only) ── restart policy per child: backoff, cap per window
-//!     └── PoolsSupervisor (config file → committed config; one TypeActor per type)
-//!           └── TypeActor: claim expiry, reaper, dynamic lifecycle, cleaner, janitor
+//!     ├── PoolsSupervisor (config file → committed config; one TypeActor per type)
+//!     │     └── TypeActor: claim expiry, reaper, dynamic lifecycle, cleaner, janitor
+//!     └── ClustersSupervisor (one ClusterActor per registered cluster)
+//!           └── ClusterActor: probe the agent, send desired sets fenced by term, commit states
 //! ```
 //!
 //! The gate starts the root only on the leader, after the read barrier, and stops it as soon as
 //! leadership is lost or the term changes. Children carry the term in their context, so effects
 //! they have on the outside world can be fenced.
 
+pub mod clusters;
 mod gate;
 mod metrics;
 pub mod pools;

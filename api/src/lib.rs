@@ -7,6 +7,7 @@
 //! Handlers turn requests into [`drover_model::Command`]s and reads through
 //! [`drover_raft::RaftHandle`]; the handle forwards to the leader, so any node answers.
 
+pub mod agents;
 pub mod axebow;
 pub mod boskos;
 pub mod claimer;

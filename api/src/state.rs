@@ -6,6 +6,7 @@ use drover_raft::RaftHandle;
 use prometheus::Registry;
 use tokio_util::sync::CancellationToken;
 
+use crate::agents::AgentReads;
 use crate::axebow::auth::Verifier;
 use crate::axebow::{AxebowContext, PlatformOptions};
 use crate::boskos::AcquireClock;
@@ -25,6 +26,15 @@ pub struct ApiOptions {
     pub platform: PlatformOptions,
     /// Largest request body accepted.
     pub max_body_bytes: usize,
+    /// Live reads of clusters' agents; the cluster inventory and log routes answer `503`
+    /// without.
+    pub agents: Option<Arc<dyn AgentReads>>,
+}
+
+impl std::fmt::Debug for dyn AgentReads {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("AgentReads")
+    }
 }
 
 impl Default for ApiOptions {
@@ -34,6 +44,7 @@ impl Default for ApiOptions {
             verifier: Verifier::default(),
             platform: PlatformOptions::default(),
             max_body_bytes: crate::MAX_BODY_BYTES,
+            agents: None,
         }
     }
 }
@@ -74,6 +85,8 @@ pub struct ApiShared {
     pub axebow: Arc<AxebowContext>,
     /// Permits for concurrent watches ([`crate::kube::watch::MAX_WATCHES`]).
     pub watches: Arc<tokio::sync::Semaphore>,
+    /// Live reads of clusters' agents.
+    pub agents: Option<Arc<dyn AgentReads>>,
 }
 
 impl ApiState {
@@ -91,6 +104,7 @@ impl ApiState {
             verifier,
             platform,
             max_body_bytes,
+            agents,
         } = options;
         Ok(Self(Arc::new(ApiShared {
             axebow: Arc::new(AxebowContext::new(verifier, platform)),
@@ -103,6 +117,7 @@ impl ApiState {
             pool_metrics,
             acquire_clock: AcquireClock::default(),
             watches: Arc::new(tokio::sync::Semaphore::new(crate::kube::watch::MAX_WATCHES)),
+            agents,
         })))
     }
 }

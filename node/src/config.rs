@@ -9,6 +9,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use clap::Args;
+use drover_actors::clusters::ClusterActorsConfig;
 use drover_actors::pools::PoolActorsConfig;
 use drover_api::claimer::ClaimerOptions;
 use drover_api::ApiOptions;
@@ -118,6 +119,13 @@ pub struct ServeArgs {
     /// Most open connections from one client address, per listener.
     #[arg(long, env = "DROVER_MAX_CONNECTIONS_PER_ADDRESS")]
     pub max_connections_per_address: Option<usize>,
+    /// Time between the end of one probe of a cluster's agent and the next (Go duration).
+    #[arg(long, env = "DROVER_CLUSTER_PROBE_INTERVAL")]
+    pub cluster_probe_interval: Option<String>,
+    /// A cluster whose agent has not answered for this long is OFFLINE; DEGRADED before (Go
+    /// duration).
+    #[arg(long, env = "DROVER_CLUSTER_OFFLINE_AFTER")]
+    pub cluster_offline_after: Option<String>,
     /// Platform API settings.
     #[command(flatten)]
     pub platform: PlatformArgs,
@@ -158,6 +166,8 @@ struct FileConfig {
     header_timeout: Option<String>,
     max_connections: Option<usize>,
     max_connections_per_address: Option<usize>,
+    cluster_probe_interval: Option<String>,
+    cluster_offline_after: Option<String>,
     platform: Option<PlatformFile>,
     api_tls_cert_file: Option<PathBuf>,
     api_tls_key_file: Option<PathBuf>,
@@ -197,6 +207,8 @@ pub struct NodeConfig {
     pub log_format: LogFormat,
     /// The leader's pool actors.
     pub pools: PoolActorsConfig,
+    /// The leader's cluster actors.
+    pub clusters: ClusterActorsConfig,
     /// The k8s-claimer endpoints, when enabled.
     pub claimer: Option<ClaimerOptions>,
     /// The platform API's verifier, options and limits.
@@ -208,6 +220,37 @@ pub struct NodeConfig {
 }
 
 const MIN_SECRET_LEN: usize = 16;
+
+fn cluster_actors_config(args: &ServeArgs, file: &FileConfig) -> Result<ClusterActorsConfig, NodeError> {
+    let defaults = ClusterActorsConfig::default();
+    let probe_interval = duration(
+        "cluster-probe-interval",
+        args.cluster_probe_interval
+            .as_deref()
+            .or(file.cluster_probe_interval.as_deref()),
+        defaults.probe_interval,
+    )?;
+    let offline_after = duration(
+        "cluster-offline-after",
+        args.cluster_offline_after
+            .as_deref()
+            .or(file.cluster_offline_after.as_deref()),
+        defaults.offline_after,
+    )?;
+    if probe_interval.is_zero() || offline_after < probe_interval {
+        return Err(invalid(
+            "cluster-offline-after",
+            "the probe interval must be positive and the offline budget at least one interval",
+        ));
+    }
+    Ok(ClusterActorsConfig {
+        probe_interval,
+        // A probe must give up before the next one is due, and never wait past the budget.
+        probe_timeout: probe_interval.max(std::time::Duration::from_millis(500)).min(offline_after),
+        offline_after,
+        ..defaults
+    })
+}
 
 fn connection_limits(args: &ServeArgs, file: &FileConfig) -> Result<ConnectionLimits, NodeError> {
     let defaults = ConnectionLimits::default();
@@ -297,6 +340,7 @@ impl NodeConfig {
     fn merge(args: &ServeArgs, file: FileConfig) -> Result<Self, NodeError> {
         let connections = connection_limits(args, &file)?;
         let pools = pool_actors_config(args, &file)?;
+        let clusters = cluster_actors_config(args, &file)?;
         let claimer = claimer_options(args, &file)?;
         let platform = platform_settings(&args.platform, file.platform.clone().unwrap_or_default())?;
         let api_tls = crate::tls::load(
@@ -435,6 +479,7 @@ impl NodeConfig {
         Ok(Self {
             connections,
             pools,
+            clusters,
             claimer,
             platform,
             api_tls,
@@ -460,6 +505,7 @@ impl NodeConfig {
             verifier: self.platform.verifier.clone(),
             platform: self.platform.options.clone(),
             max_body_bytes: self.platform.max_body_bytes,
+            agents: Some(crate::agent_reads::agent_reads()),
         }
     }
 }

@@ -5,6 +5,7 @@
 //! listener → leadership gate → public API. Shutdown runs the other way: the API stops taking
 //! requests and drains, the actor tree stops, Raft stops, the peer listener closes.
 
+pub mod agent_reads;
 pub mod cli;
 pub mod config;
 pub mod error;
@@ -16,6 +17,7 @@ pub mod tls;
 use std::sync::Arc;
 
 use axum::serve::ListenerExt;
+use drover_actors::clusters::ClustersChild;
 use drover_actors::pools::PoolsChild;
 use drover_actors::{ChildSpec, GateState, LeaderGate, RestartPolicyConfig};
 use drover_api::ApiState;
@@ -134,6 +136,7 @@ pub async fn start(
     tracing::info!("starting leadership gate");
     let mut children = children;
     children.insert(0, Arc::new(PoolsChild::new(config.pools.clone(), &registry)?));
+    children.insert(1, Arc::new(ClustersChild::new(config.clusters.clone(), &registry)?));
     let actors_shutdown = CancellationToken::new();
     let gate = LeaderGate::start(
         raft.clone(),

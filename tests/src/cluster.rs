@@ -55,6 +55,8 @@ pub struct ClusterOptions {
     pub max_body_bytes: Option<usize>,
     /// Header deadline and connection caps (the defaults when `None`).
     pub connections: Option<drover_node::listen::ConnectionLimits>,
+    /// The leader's cluster actors (the defaults when `None`).
+    pub clusters: Option<drover_actors::clusters::ClusterActorsConfig>,
 }
 
 impl ClusterOptions {
@@ -112,6 +114,7 @@ fn config_for(
         raft,
         log_format: LogFormat::Text,
         pools: options.pools.clone(),
+        clusters: options.clusters.clone().unwrap_or_default(),
         claimer: options.claimer.clone(),
         api_tls: options.api_tls.clone(),
         connections: options.connections.unwrap_or_default(),

@@ -5,6 +5,7 @@
 
 pub mod accounts;
 pub mod auth;
+pub mod clusters;
 pub mod context;
 pub mod openapi;
 pub mod platform_info;
@@ -63,6 +64,18 @@ pub fn documented_routes() -> OpenApiRouter<ApiState> {
             accounts::get_environment,
             accounts::delete_environment
         ))
+        .routes(routes!(clusters::list_all))
+        .routes(routes!(clusters::list))
+        .routes(routes!(
+            clusters::register,
+            clusters::patch,
+            clusters::get,
+            clusters::deregister
+        ))
+        .routes(routes!(clusters::drain))
+        .routes(routes!(clusters::put_set, clusters::delete_set))
+        .routes(routes!(clusters::inventory))
+        .routes(routes!(clusters::logs))
         .routes(routes!(resources::list))
         .routes(routes!(
             resources::register,

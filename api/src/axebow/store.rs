@@ -6,6 +6,7 @@ use axum::http::HeaderMap;
 use drover_model::platform::{
     Grant, Identity, Platform, PlatformCommand, PlatformError, PlatformOp, PlatformRead, PlatformResult,
 };
+use drover_model::cluster::{ClusterCommand, ClusterOp};
 use drover_model::{Command, CommandResult, Proposal};
 use drover_raft::Consistency;
 
@@ -45,4 +46,19 @@ pub async fn read<R>(
         })
         .await?;
     Ok(result?)
+}
+
+/// Commits one cluster change made by `caller` (authorized where it is applied).
+pub async fn write_cluster(
+    state: &ApiState,
+    caller: Identity,
+    change: ClusterOp,
+    headers: &HeaderMap,
+) -> Result<(), AxebowError> {
+    let key = idempotency_key(headers).map_err(|message| AxebowError::invalid("Idempotency-Key", message))?;
+    let proposal = Proposal::new(Command::Cluster(ClusterCommand::User { caller, change })).with_idempotency(key);
+    match state.raft.write(proposal).await?.result {
+        CommandResult::Refused(error) => Err(error.into()),
+        _ => Ok(()),
+    }
 }

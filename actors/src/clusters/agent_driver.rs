@@ -1,0 +1,132 @@
+//! The [`Driver`] of a `drover agent`: its cluster API over HTTP, with the join token as a
+//! bearer token (marked sensitive, so it is never logged) and a timeout on every call.
+
+use std::time::Duration;
+
+use async_trait::async_trait;
+use drover_model::cluster::agent_api::{
+    AgentError, DesiredSet, Fence, Fenced, InstanceId, InstanceSpec, Inventory, NodeFacts, SetName,
+};
+use reqwest::{header, Client, RequestBuilder, StatusCode};
+use serde::de::DeserializeOwned;
+
+use super::driver::{Driver, DriverError};
+
+/// A client of one agent.
+#[derive(Clone)]
+pub struct AgentDriver {
+    http: Client,
+    endpoint: String,
+}
+
+impl AgentDriver {
+    /// A client of the agent at `endpoint` (`http://host:port`) that authenticates with `token`
+    /// and gives up on a call after `timeout`.
+    pub fn new(endpoint: &str, token: &str, timeout: Duration) -> Result<Self, DriverError> {
+        let mut value = header::HeaderValue::from_str(&format!("Bearer {token}"))
+            .map_err(|_| DriverError::Decode("the join token must be visible ASCII".into()))?;
+        value.set_sensitive(true);
+        let http = Client::builder()
+            .timeout(timeout)
+            .connect_timeout(timeout)
+            .default_headers(header::HeaderMap::from_iter([(header::AUTHORIZATION, value)]))
+            .build()
+            .map_err(|e| DriverError::Unreachable(e.to_string()))?;
+        Ok(Self {
+            http,
+            endpoint: endpoint.trim_end_matches('/').to_string(),
+        })
+    }
+
+    fn url(&self, path: &str) -> String {
+        format!("{}{path}", self.endpoint)
+    }
+
+    async fn send(&self, request: RequestBuilder) -> Result<reqwest::Response, DriverError> {
+        let response = request
+            .send()
+            .await
+            .map_err(|e| DriverError::Unreachable(without_url(&e)))?;
+        let status = response.status();
+        if status.is_success() {
+            return Ok(response);
+        }
+        let text = response.text().await.unwrap_or_default();
+        let message = serde_json::from_str::<AgentError>(&text)
+            .map(|e| e.error)
+            .unwrap_or(text);
+        Err(match status {
+            StatusCode::SERVICE_UNAVAILABLE | StatusCode::BAD_GATEWAY | StatusCode::GATEWAY_TIMEOUT => {
+                DriverError::Unreachable(message)
+            }
+            StatusCode::CONFLICT if message.starts_with("fenced") => DriverError::Fenced(message),
+            StatusCode::NOT_FOUND => DriverError::NotFound(message),
+            _ => DriverError::Refused {
+                status: status.as_u16(),
+                message,
+            },
+        })
+    }
+
+    async fn json<T: DeserializeOwned>(&self, request: RequestBuilder) -> Result<T, DriverError> {
+        let response = self.send(request).await?;
+        response
+            .json::<T>()
+            .await
+            .map_err(|e| DriverError::Decode(without_url(&e)))
+    }
+}
+
+/// reqwest's errors name the URL; ours name the cluster elsewhere and keep the text short.
+fn without_url(error: &reqwest::Error) -> String {
+    let mut text = error.to_string();
+    if let Some(url) = error.url() {
+        text = text.replace(&format!(" for url ({url})"), "");
+    }
+    if error.is_timeout() {
+        format!("timed out: {text}")
+    } else {
+        text
+    }
+}
+
+#[async_trait]
+impl Driver for AgentDriver {
+    async fn facts(&self) -> Result<NodeFacts, DriverError> {
+        self.json(self.http.get(self.url("/v1/facts"))).await
+    }
+
+    async fn inventory(&self) -> Result<Inventory, DriverError> {
+        self.json(self.http.get(self.url("/v1/inventory"))).await
+    }
+
+    async fn apply_set(&self, fence: Fence, set: &SetName, instances: Vec<InstanceSpec>) -> Result<(), DriverError> {
+        let body = DesiredSet { fence, instances };
+        let request = self.http.put(self.url(&format!("/v1/sets/{set}"))).json(&body);
+        self.send(request).await.map(|_| ())
+    }
+
+    async fn restart(&self, fence: Fence, id: &InstanceId) -> Result<(), DriverError> {
+        let request = self
+            .http
+            .post(self.url(&format!("/v1/instances/{id}/restart")))
+            .json(&Fenced { fence });
+        self.send(request).await.map(|_| ())
+    }
+
+    async fn logs(&self, id: &InstanceId, tail: Option<u32>, since: Option<&str>) -> Result<String, DriverError> {
+        let mut query: Vec<(&str, String)> = Vec::new();
+        if let Some(tail) = tail {
+            query.push(("tail", tail.to_string()));
+        }
+        if let Some(since) = since {
+            query.push(("since", since.to_string()));
+        }
+        let request = self.http.get(self.url(&format!("/v1/instances/{id}/logs"))).query(&query);
+        self.send(request)
+            .await?
+            .text()
+            .await
+            .map_err(|e| DriverError::Decode(without_url(&e)))
+    }
+}

@@ -1,0 +1,274 @@
+//! One cluster's actor: probes its agent, sends the committed desired sets (fenced by the term
+//! and this leader's id), and commits what it observed (state transitions, facts, instance
+//! counts) through Raft, only when something changed.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use std::collections::BTreeMap;
+
+use drover_model::cluster::agent_api::{Fence, InstanceSpec, InstanceState, Inventory, NodeFacts, SetName};
+use drover_model::cluster::{
+    ClusterCommand, ClusterFacts, ClusterObservation, ClusterRef, ClusterState, InstanceCounts,
+};
+use drover_model::{Command, CommandResult, Proposal};
+use ractor::{Actor, ActorProcessingErr, ActorRef};
+
+use super::driver::{Driver, DriverError};
+use super::lifecycle::{next_state, ProbeOutcome};
+use super::plan::{desired_sets, plan_sets};
+use super::{ClusterActorMetrics, ClusterActorsConfig, DriverFactory};
+use crate::root::LeaderContext;
+
+/// Messages of a cluster actor.
+#[derive(Debug)]
+pub enum ClusterMsg {
+    /// Probe, push, observe.
+    Tick,
+}
+
+/// Arguments of a cluster actor.
+pub struct ClusterArgs {
+    pub(crate) cluster: ClusterRef,
+    pub(crate) uid: String,
+    pub(crate) context: LeaderContext,
+    pub(crate) config: Arc<ClusterActorsConfig>,
+    pub(crate) metrics: ClusterActorMetrics,
+    pub(crate) drivers: DriverFactory,
+}
+
+/// State of a cluster actor.
+pub struct ClusterActorState {
+    args: ClusterArgs,
+    /// The driver and the endpoint and token it was built for.
+    driver: Option<(String, String, Arc<dyn Driver>)>,
+    /// When probes started failing.
+    failing_since: Option<Instant>,
+    /// Whether every committed set was sent in this term.
+    sent_all: bool,
+}
+
+/// What the actor reads of its committed cluster.
+struct Committed {
+    endpoint: String,
+    token: String,
+    draining: bool,
+    state: ClusterState,
+    facts: Option<ClusterFacts>,
+    instances: InstanceCounts,
+    desired: BTreeMap<SetName, Vec<InstanceSpec>>,
+}
+
+/// The cluster actor.
+pub struct ClusterActor;
+
+fn counts(inventory: &Inventory) -> InstanceCounts {
+    let mut counts = InstanceCounts::default();
+    for instance in &inventory.instances {
+        match instance.state {
+            InstanceState::Starting => counts.starting += 1,
+            InstanceState::Running => counts.running += 1,
+            InstanceState::Exited => counts.exited += 1,
+            InstanceState::Failed => counts.failed += 1,
+        }
+        counts.restarts += u64::from(instance.restarts);
+    }
+    counts
+}
+
+fn replicated_facts(facts: &NodeFacts) -> ClusterFacts {
+    ClusterFacts {
+        nodes: facts.nodes,
+        capacity: facts.capacity,
+        free: facts.free,
+        executor: facts.executor.clone(),
+        version: facts.version.clone(),
+    }
+}
+
+impl ClusterActor {
+    fn committed(state: &ClusterActorState) -> Option<Committed> {
+        let args = &state.args;
+        args.context.raft.local_read(|s| {
+            let cluster = s.platform().cluster(&args.cluster).filter(|c| c.uid == args.uid)?;
+            Some(Committed {
+                endpoint: cluster.endpoint.clone(),
+                token: cluster.join_token.clone(),
+                draining: cluster.draining,
+                state: cluster.status.state,
+                facts: cluster.status.facts.clone(),
+                instances: cluster.status.instances,
+                desired: desired_sets(cluster),
+            })
+        })
+    }
+
+    fn driver(state: &mut ClusterActorState, committed: &Committed) -> Result<Arc<dyn Driver>, DriverError> {
+        if let Some((endpoint, token, driver)) = &state.driver {
+            if *endpoint == committed.endpoint && *token == committed.token {
+                return Ok(driver.clone());
+            }
+        }
+        let driver = (state.args.drivers)(&committed.endpoint, &committed.token)?;
+        state.driver = Some((committed.endpoint.clone(), committed.token.clone(), driver.clone()));
+        Ok(driver)
+    }
+
+    async fn probe(driver: &dyn Driver) -> Result<(NodeFacts, Inventory), DriverError> {
+        let facts = driver.facts().await?;
+        let inventory = driver.inventory().await?;
+        Ok((facts, inventory))
+    }
+
+    /// Sends the sets that differ (all of them on the term's first pass).
+    async fn push(state: &mut ClusterActorState, driver: &dyn Driver, committed: &Committed, inventory: &Inventory) -> bool {
+        let args = &state.args;
+        let fence = Fence {
+            term: args.context.term,
+            leader: args.context.raft.id(),
+        };
+        let pushes = plan_sets(&committed.desired, inventory, !state.sent_all);
+        let changed = !pushes.is_empty();
+        let mut all_sent = true;
+        for push in pushes {
+            let started = Instant::now();
+            let result = driver.apply_set(fence, &push.set, push.instances).await;
+            args.metrics.driver_calls.with_label_values(&["apply_set", outcome(&result)]).inc();
+            if let Err(error) = result {
+                all_sent = false;
+                tracing::warn!(cluster = %args.cluster, set = %push.set, %error, elapsed = ?started.elapsed(), "desired set not applied");
+                if matches!(error, DriverError::Fenced(_)) {
+                    // A newer leader reached the agent: this tree is about to be stopped.
+                    break;
+                }
+            }
+        }
+        if all_sent {
+            state.sent_all = true;
+        }
+        changed
+    }
+
+    async fn tick(state: &mut ClusterActorState) -> Result<bool, ActorProcessingErr> {
+        let Some(committed) = Self::committed(state) else {
+            return Ok(false);
+        };
+        let started = Instant::now();
+        let probed = match Self::driver(state, &committed) {
+            Ok(driver) => match Self::probe(driver.as_ref()).await {
+                Ok((facts, mut inventory)) => {
+                    if Self::push(state, driver.as_ref(), &committed, &inventory).await {
+                        if let Ok(after) = driver.inventory().await {
+                            inventory = after;
+                        }
+                    }
+                    Ok((facts, inventory))
+                }
+                Err(error) => Err(error),
+            },
+            Err(error) => Err(error),
+        };
+        state.args.metrics.probe_seconds.observe(started.elapsed().as_secs_f64());
+        let (outcome, facts, instances) = match &probed {
+            Ok((facts, inventory)) => {
+                state.failing_since = None;
+                let outcome = ProbeOutcome::Answered {
+                    pressure: facts.pressure.clone(),
+                };
+                (outcome, Some(replicated_facts(facts)), Some(counts(inventory)))
+            }
+            Err(error) => {
+                state.failing_since.get_or_insert_with(Instant::now);
+                (ProbeOutcome::Failed { error: error.to_string() }, None, None)
+            }
+        };
+        let failing_for = state.failing_since.map_or(Duration::ZERO, |since| since.elapsed());
+        let (next, reason) = next_state(
+            committed.state,
+            committed.draining,
+            &outcome,
+            failing_for,
+            state.args.config.offline_after,
+        );
+        let unchanged = next == committed.state
+            && facts.as_ref().is_none_or(|f| committed.facts.as_ref() == Some(f))
+            && instances.is_none_or(|i| i == committed.instances);
+        if unchanged {
+            return Ok(true);
+        }
+        let observation = ClusterObservation {
+            cluster: state.args.cluster.clone(),
+            uid: state.args.uid.clone(),
+            state: next,
+            reason: reason.clone(),
+            facts,
+            instances,
+        };
+        let proposal = Proposal::new(Command::Cluster(ClusterCommand::Observe(observation)));
+        match state.args.context.raft.write(proposal).await {
+            Ok(written) if !matches!(written.result, CommandResult::Refused(_)) => {
+                if next != committed.state {
+                    state
+                        .args
+                        .metrics
+                        .transitions
+                        .with_label_values(&[committed.state.as_str(), next.as_str()])
+                        .inc();
+                    tracing::info!(cluster = %state.args.cluster, from = committed.state.as_str(), to = next.as_str(), %reason, "cluster state changed");
+                }
+            }
+            Ok(written) => tracing::warn!(cluster = %state.args.cluster, result = ?written.result, "observation refused"),
+            Err(error) => tracing::warn!(cluster = %state.args.cluster, %error, "observation not committed"),
+        }
+        Ok(true)
+    }
+}
+
+fn outcome<T>(result: &Result<T, DriverError>) -> &'static str {
+    match result {
+        Ok(_) => "ok",
+        Err(DriverError::Fenced(_)) => "fenced",
+        Err(DriverError::Unreachable(_)) => "unreachable",
+        Err(_) => "error",
+    }
+}
+
+impl Actor for ClusterActor {
+    type Msg = ClusterMsg;
+    type State = ClusterActorState;
+    type Arguments = ClusterArgs;
+
+    async fn pre_start(
+        &self,
+        myself: ActorRef<ClusterMsg>,
+        args: ClusterArgs,
+    ) -> Result<ClusterActorState, ActorProcessingErr> {
+        myself.send_message(ClusterMsg::Tick)?;
+        Ok(ClusterActorState {
+            args,
+            driver: None,
+            failing_since: None,
+            sent_all: false,
+        })
+    }
+
+    async fn handle(
+        &self,
+        myself: ActorRef<ClusterMsg>,
+        message: ClusterMsg,
+        state: &mut ClusterActorState,
+    ) -> Result<(), ActorProcessingErr> {
+        match message {
+            ClusterMsg::Tick => {
+                if Self::tick(state).await? {
+                    // The next probe is timed from the end of this one, so a slow agent never
+                    // piles up ticks.
+                    myself.send_after(state.args.config.probe_interval, || ClusterMsg::Tick);
+                } else {
+                    myself.stop(Some("cluster deregistered".into()));
+                }
+                Ok(())
+            }
+        }
+    }
+}

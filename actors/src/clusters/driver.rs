@@ -1,0 +1,48 @@
+//! The one way the control plane talks to a cluster: a [`Driver`] takes whole desired sets and
+//! reports the observed inventory. The `drover agent` client ([`super::AgentDriver`]) is the
+//! first implementation; a Kubernetes driver (server-side apply through a kubeconfig) fits the
+//! same trait.
+
+use async_trait::async_trait;
+use drover_model::cluster::agent_api::{Fence, InstanceId, InstanceSpec, Inventory, NodeFacts, SetName};
+use thiserror::Error;
+
+/// Why a driver call failed.
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+pub enum DriverError {
+    /// The cluster could not be reached (connection refused, timeout, 503).
+    #[error("cluster unreachable: {0}")]
+    Unreachable(String),
+    /// The cluster has accepted a newer fence: this leader is deposed.
+    #[error("fenced: {0}")]
+    Fenced(String),
+    /// The cluster does not know the instance or set.
+    #[error("not found: {0}")]
+    NotFound(String),
+    /// The cluster refused the call (bad request, no room, wrong token).
+    #[error("refused ({status}): {message}")]
+    Refused {
+        /// HTTP status.
+        status: u16,
+        /// The cluster's message.
+        message: String,
+    },
+    /// The cluster's answer was not understood.
+    #[error("cannot read the cluster's answer: {0}")]
+    Decode(String),
+}
+
+/// Desired sets in, observed inventory out.
+#[async_trait]
+pub trait Driver: Send + Sync {
+    /// The cluster's machines, capacity and pressure.
+    async fn facts(&self) -> Result<NodeFacts, DriverError>;
+    /// Everything the cluster runs.
+    async fn inventory(&self) -> Result<Inventory, DriverError>;
+    /// Makes `instances` the whole desired set `set` (empty: remove it), under `fence`.
+    async fn apply_set(&self, fence: Fence, set: &SetName, instances: Vec<InstanceSpec>) -> Result<(), DriverError>;
+    /// Stops and starts one instance again, under `fence`.
+    async fn restart(&self, fence: Fence, id: &InstanceId) -> Result<(), DriverError>;
+    /// The last `tail` lines an instance wrote (after `since`, an RFC 3339 time, when given).
+    async fn logs(&self, id: &InstanceId, tail: Option<u32>, since: Option<&str>) -> Result<String, DriverError>;
+}

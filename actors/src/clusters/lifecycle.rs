@@ -1,0 +1,139 @@
+//! Krake's cluster states as a pure function of the last state, whether the cluster is being
+//! drained, what the last probe saw and for how long probes have been failing.
+//!
+//! A probe that fails starts the budget: the cluster is `DEGRADED` while failures last less than
+//! the budget and `OFFLINE` after it (a cluster never reached stays `PENDING` until then). An
+//! `OFFLINE` cluster that answers again is `CONNECTING` for one probe, then `ONLINE`. An agent
+//! that reports pressure is `UNHEALTHY`; a drained cluster that answers is `NOTREADY`.
+
+use std::time::Duration;
+
+use drover_model::cluster::ClusterState;
+
+/// What one probe of the agent saw.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ProbeOutcome {
+    /// The agent answered; `pressure` says why it is under pressure, if it is.
+    Answered {
+        /// The agent's pressure report.
+        pressure: Option<String>,
+    },
+    /// The agent did not answer.
+    Failed {
+        /// Why.
+        error: String,
+    },
+}
+
+/// The next state and its reason. `failing_for` is how long probes have been failing (zero for
+/// the first failure, ignored when the probe answered).
+pub fn next_state(
+    current: ClusterState,
+    draining: bool,
+    outcome: &ProbeOutcome,
+    failing_for: Duration,
+    budget: Duration,
+) -> (ClusterState, String) {
+    use ClusterState::*;
+    match outcome {
+        ProbeOutcome::Answered { pressure } => {
+            if current == Offline {
+                (Connecting, "the agent answers again".to_string())
+            } else if draining {
+                (NotReady, "draining: nothing new is placed here".to_string())
+            } else if let Some(pressure) = pressure {
+                (Unhealthy, format!("the agent reports pressure: {pressure}"))
+            } else if current == Online {
+                (Online, String::new())
+            } else {
+                (Online, "the agent answers".to_string())
+            }
+        }
+        ProbeOutcome::Failed { error } => {
+            if failing_for >= budget {
+                (
+                    Offline,
+                    format!(
+                        "no answer for {}s (budget {}s): {error}",
+                        failing_for.as_secs(),
+                        budget.as_secs()
+                    ),
+                )
+            } else if matches!(current, Pending | Offline) {
+                (current, format!("not reached yet: {error}"))
+            } else {
+                (Degraded, format!("probe failed: {error}"))
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ClusterState::*;
+
+    fn answered() -> ProbeOutcome {
+        ProbeOutcome::Answered { pressure: None }
+    }
+
+    fn failed() -> ProbeOutcome {
+        ProbeOutcome::Failed {
+            error: "connection refused".into(),
+        }
+    }
+
+    #[test]
+    fn every_transition() {
+        let budget = Duration::from_secs(10);
+        let short = Duration::from_secs(3);
+        let long = Duration::from_secs(10);
+        let pressure = ProbeOutcome::Answered {
+            pressure: Some("memory".into()),
+        };
+        let table = [
+            // (current, draining, outcome, failing_for, expected)
+            (Pending, false, answered(), short, Online),
+            (Pending, false, failed(), short, Pending),
+            (Pending, false, failed(), long, Offline),
+            (Online, false, answered(), short, Online),
+            (Online, false, failed(), Duration::ZERO, Degraded),
+            (Online, false, failed(), short, Degraded),
+            (Degraded, false, failed(), short, Degraded),
+            (Degraded, false, failed(), long, Offline),
+            (Degraded, false, answered(), short, Online),
+            (Offline, false, failed(), long, Offline),
+            (Offline, false, answered(), short, Connecting),
+            (Offline, true, answered(), short, Connecting),
+            (Connecting, false, answered(), short, Online),
+            (Connecting, false, failed(), short, Degraded),
+            (Online, false, pressure.clone(), short, Unhealthy),
+            (Unhealthy, false, answered(), short, Online),
+            (Unhealthy, false, failed(), short, Degraded),
+            (Online, true, answered(), short, NotReady),
+            (NotReady, true, pressure.clone(), short, NotReady),
+            (NotReady, false, answered(), short, Online),
+            (NotReady, true, failed(), short, Degraded),
+            (Connecting, true, answered(), short, NotReady),
+        ];
+        for (current, draining, outcome, failing_for, expected) in table {
+            let (got, reason) = next_state(current, draining, &outcome, failing_for, budget);
+            assert_eq!(got, expected, "{current:?} draining={draining} {outcome:?} {failing_for:?}");
+            if got != current {
+                assert!(!reason.is_empty(), "a transition has a reason");
+            }
+        }
+    }
+
+    #[test]
+    fn the_reasons_say_why() {
+        let budget = Duration::from_secs(10);
+        let (_, reason) = next_state(Degraded, false, &failed(), Duration::from_secs(12), budget);
+        assert_eq!(reason, "no answer for 12s (budget 10s): connection refused");
+        let pressure = ProbeOutcome::Answered {
+            pressure: Some("memory: MemAvailable below 5%".into()),
+        };
+        let (_, reason) = next_state(Online, false, &pressure, Duration::ZERO, budget);
+        assert!(reason.ends_with("memory: MemAvailable below 5%"));
+    }
+}

@@ -1,0 +1,153 @@
+//! The leader's cluster actors: one [`ClustersSupervisor`] under the root keeps one
+//! [`ClusterActor`](cluster_actor::ClusterActor) per registered cluster. A cluster actor is the
+//! only path through which the control plane changes what a cluster runs: it probes the agent
+//! through a [`Driver`], moves the cluster through Krake's states ([`lifecycle`]), sends the
+//! committed desired sets ([`plan`]) fenced by (term, leader id), and commits what it observed.
+
+mod agent_driver;
+mod cluster_actor;
+mod driver;
+pub mod lifecycle;
+pub mod plan;
+mod supervisor;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use prometheus::{Histogram, HistogramOpts, IntCounter, IntCounterVec, IntGauge, IntGaugeVec, Opts, Registry};
+use ractor::{Actor, ActorCell};
+
+pub use agent_driver::AgentDriver;
+pub use driver::{Driver, DriverError};
+pub use supervisor::ClustersSupervisor;
+
+use crate::root::{ChildSpec, LeaderContext, StartFuture};
+use crate::ActorsError;
+
+/// Builds the driver of a cluster from its committed endpoint and join token.
+pub type DriverFactory = Arc<dyn Fn(&str, &str) -> Result<Arc<dyn Driver>, DriverError> + Send + Sync>;
+
+/// Settings of the cluster actors.
+#[derive(Debug, Clone)]
+pub struct ClusterActorsConfig {
+    /// Time between the end of one probe of an agent and the start of the next.
+    pub probe_interval: Duration,
+    /// A probe (each call to the agent) gives up after this long.
+    pub probe_timeout: Duration,
+    /// A cluster whose probes have failed for this long is `OFFLINE` (`DEGRADED` before).
+    pub offline_after: Duration,
+    /// How often the supervisor compares its actors with the committed clusters.
+    pub sync_interval: Duration,
+}
+
+impl Default for ClusterActorsConfig {
+    fn default() -> Self {
+        Self {
+            probe_interval: Duration::from_secs(1),
+            probe_timeout: Duration::from_secs(2),
+            offline_after: Duration::from_secs(10),
+            sync_interval: Duration::from_millis(500),
+        }
+    }
+}
+
+/// Metrics of the cluster actors.
+#[derive(Clone)]
+pub struct ClusterActorMetrics {
+    pub(crate) actors: IntGauge,
+    pub(crate) restarts: IntCounter,
+    pub(crate) clusters: IntGaugeVec,
+    pub(crate) transitions: IntCounterVec,
+    pub(crate) probe_seconds: Histogram,
+    pub(crate) driver_calls: IntCounterVec,
+}
+
+impl ClusterActorMetrics {
+    /// Creates and registers the metrics.
+    pub fn register(registry: &Registry) -> Result<Self, ActorsError> {
+        let actors = IntGauge::new("drover_cluster_actors", "Cluster actors running on this node (the leader)")?;
+        let restarts = IntCounter::new(
+            "drover_cluster_actor_restarts_total",
+            "Cluster actors started again after they failed",
+        )?;
+        let clusters = IntGaugeVec::new(
+            Opts::new("drover_clusters", "Registered clusters by committed state (leader only)"),
+            &["state"],
+        )?;
+        let transitions = IntCounterVec::new(
+            Opts::new("drover_cluster_transitions_total", "Cluster state changes this node committed"),
+            &["from", "to"],
+        )?;
+        let probe_seconds = Histogram::with_opts(
+            HistogramOpts::new(
+                "drover_cluster_probe_seconds",
+                "Time of one probe of an agent (facts, inventory and any desired sets sent)",
+            )
+            .buckets(vec![0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1.0, 2.5, 5.0]),
+        )?;
+        let driver_calls = IntCounterVec::new(
+            Opts::new("drover_cluster_driver_calls_total", "Mutating calls to clusters by call and outcome"),
+            &["call", "outcome"],
+        )?;
+        registry.register(Box::new(actors.clone()))?;
+        registry.register(Box::new(restarts.clone()))?;
+        registry.register(Box::new(clusters.clone()))?;
+        registry.register(Box::new(transitions.clone()))?;
+        registry.register(Box::new(probe_seconds.clone()))?;
+        registry.register(Box::new(driver_calls.clone()))?;
+        Ok(Self {
+            actors,
+            restarts,
+            clusters,
+            transitions,
+            probe_seconds,
+            driver_calls,
+        })
+    }
+}
+
+/// The root's child that runs the cluster actors.
+pub struct ClustersChild {
+    config: Arc<ClusterActorsConfig>,
+    metrics: ClusterActorMetrics,
+    drivers: DriverFactory,
+}
+
+impl ClustersChild {
+    /// A child spec whose cluster actors talk to `drover agent`s, with its metrics registered.
+    pub fn new(config: ClusterActorsConfig, registry: &Registry) -> Result<Self, ActorsError> {
+        let timeout = config.probe_timeout;
+        let drivers: DriverFactory = Arc::new(move |endpoint: &str, token: &str| {
+            Ok(Arc::new(AgentDriver::new(endpoint, token, timeout)?) as Arc<dyn Driver>)
+        });
+        Ok(Self {
+            config: Arc::new(config),
+            metrics: ClusterActorMetrics::register(registry)?,
+            drivers,
+        })
+    }
+}
+
+impl ChildSpec for ClustersChild {
+    fn name(&self) -> String {
+        "clusters".into()
+    }
+
+    fn start(&self, supervisor: ActorCell, context: LeaderContext) -> StartFuture {
+        let args = supervisor::ClustersArgs {
+            context,
+            config: self.config.clone(),
+            metrics: self.metrics.clone(),
+            drivers: self.drivers.clone(),
+        };
+        Box::pin(async move {
+            let (actor, _) = Actor::spawn_linked(None, ClustersSupervisor, args, supervisor)
+                .await
+                .map_err(|e| ActorsError::Spawn {
+                    name: "clusters".into(),
+                    message: e.to_string(),
+                })?;
+            Ok(actor.get_cell())
+        })
+    }
+}

@@ -1,0 +1,166 @@
+//! Which desired sets a cluster actor sends: a pure function of the sets committed for the
+//! cluster and the inventory its agent reported.
+//!
+//! At the start of a term every committed set is sent once (which also raises the agent's fence
+//! to the new term, so the deposed leader's late calls are refused); afterwards only sets whose
+//! instance ids differ from what the agent reports, and sets the agent runs that are no longer
+//! committed (sent empty, so their instances stop).
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use drover_model::cluster::agent_api::{InstanceId, InstanceSpec, Inventory, SetName};
+use drover_model::cluster::Cluster;
+
+/// The desired sets of a committed cluster, each instance with its deterministic id.
+pub fn desired_sets(cluster: &Cluster) -> BTreeMap<SetName, Vec<InstanceSpec>> {
+    cluster
+        .sets
+        .iter()
+        .map(|(name, stored)| {
+            let instances = stored
+                .instance_ids(name)
+                .into_iter()
+                .map(|id| InstanceSpec {
+                    id,
+                    exec: stored.spec.exec.clone(),
+                    resources: stored.spec.resources,
+                    env: stored.spec.env.clone(),
+                })
+                .collect();
+            (name.clone(), instances)
+        })
+        .collect()
+}
+
+/// One call to make.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SetPush {
+    /// The set.
+    pub set: SetName,
+    /// Its whole desired content (empty: remove it).
+    pub instances: Vec<InstanceSpec>,
+}
+
+/// The pushes that make the agent's inventory match `desired`. `full` sends every desired set,
+/// changed or not (the first pass of a term).
+pub fn plan_sets(desired: &BTreeMap<SetName, Vec<InstanceSpec>>, observed: &Inventory, full: bool) -> Vec<SetPush> {
+    let mut running: BTreeMap<&SetName, BTreeSet<&InstanceId>> = BTreeMap::new();
+    for instance in &observed.instances {
+        running.entry(&instance.set).or_default().insert(&instance.id);
+    }
+    let mut pushes: Vec<SetPush> = desired
+        .iter()
+        .filter(|(set, instances)| {
+            let wanted: BTreeSet<&InstanceId> = instances.iter().map(|i| &i.id).collect();
+            full || running.get(set).map_or(!wanted.is_empty(), |have| *have != wanted)
+        })
+        .map(|(set, instances)| SetPush {
+            set: set.clone(),
+            instances: instances.clone(),
+        })
+        .collect();
+    pushes.extend(
+        running
+            .keys()
+            .filter(|set| !desired.contains_key(**set))
+            .map(|set| SetPush {
+                set: (*set).clone(),
+                instances: Vec::new(),
+            }),
+    );
+    pushes
+}
+
+#[cfg(test)]
+mod tests {
+    use drover_model::cluster::agent_api::{
+        ExecSpec, Fence, Health, InstanceState, InstanceStatus, Resources,
+    };
+
+    use super::*;
+
+    fn spec(id: &str) -> InstanceSpec {
+        InstanceSpec {
+            id: InstanceId::parse(id).unwrap(),
+            exec: ExecSpec {
+                argv: vec!["sleep".into(), "100".into()],
+                probe: None,
+            },
+            resources: Resources::default(),
+            env: BTreeMap::new(),
+        }
+    }
+
+    fn status(set: &str, id: &str) -> InstanceStatus {
+        InstanceStatus {
+            id: InstanceId::parse(id).unwrap(),
+            set: SetName::parse(set).unwrap(),
+            state: InstanceState::Running,
+            exit_code: None,
+            restarts: 0,
+            started_at: None,
+            health: Health::Unknown,
+            pid: None,
+            resources: Resources::default(),
+        }
+    }
+
+    fn inventory(instances: Vec<InstanceStatus>) -> Inventory {
+        Inventory {
+            agent: "a".into(),
+            fence: Fence::default(),
+            instances,
+        }
+    }
+
+    fn set(name: &str) -> SetName {
+        SetName::parse(name).unwrap()
+    }
+
+    fn names(pushes: &[SetPush]) -> Vec<(String, usize)> {
+        pushes.iter().map(|p| (p.set.to_string(), p.instances.len())).collect()
+    }
+
+    #[test]
+    fn only_differences_are_sent_unless_the_pass_is_full() {
+        let desired = BTreeMap::from([
+            (set("web"), vec![spec("web.main.r1.0"), spec("web.main.r1.1")]),
+            (set("db"), vec![spec("db.main.r1.0")]),
+            (set("new"), vec![spec("new.main.r1.0")]),
+            (set("none"), vec![]),
+        ]);
+        let observed = inventory(vec![
+            status("web", "web.main.r1.0"),
+            status("web", "web.main.r1.1"),
+            status("db", "db.main.r1.0"),
+            status("db", "db.main.r1.1"),
+            status("gone", "gone.main.r1.0"),
+        ]);
+        // web matches; db has one too many; new is missing; none is empty everywhere; gone is
+        // no longer desired.
+        assert_eq!(
+            names(&plan_sets(&desired, &observed, false)),
+            [("db".into(), 1), ("new".into(), 1), ("gone".into(), 0)]
+        );
+        assert_eq!(
+            names(&plan_sets(&desired, &observed, true)),
+            [
+                ("db".into(), 1),
+                ("new".into(), 1),
+                ("none".into(), 0),
+                ("web".into(), 2),
+                ("gone".into(), 0)
+            ]
+        );
+    }
+
+    #[test]
+    fn a_converged_cluster_needs_nothing() {
+        let desired = BTreeMap::from([(set("web"), vec![spec("web.main.r2.0")])]);
+        let observed = inventory(vec![status("web", "web.main.r2.0")]);
+        assert!(plan_sets(&desired, &observed, false).is_empty());
+        // A new revision replaces every id.
+        let observed = inventory(vec![status("web", "web.main.r1.0")]);
+        assert_eq!(names(&plan_sets(&desired, &observed, false)), [("web".into(), 1)]);
+    }
+}

@@ -1,0 +1,42 @@
+//! Live reads of a cluster's agent (its inventory, an instance's logs) for the platform API.
+//! Any node serves them by calling the agent directly: they change nothing, so they need no
+//! fence and need not pass through the leader's cluster actor, which alone makes changes. The
+//! node supplies the client (`drover-actors`' agent driver) so this crate stays beside
+//! `actors` rather than above it.
+
+use std::future::Future;
+use std::pin::Pin;
+
+use drover_model::cluster::agent_api::{InstanceId, Inventory};
+
+/// A boxed future of a read.
+pub type ReadFuture<T> = Pin<Box<dyn Future<Output = Result<T, AgentReadError>> + Send>>;
+
+/// Why a live read failed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum AgentReadError {
+    /// The agent could not be reached.
+    #[error("the cluster's agent cannot be reached: {0}")]
+    Unreachable(String),
+    /// The agent does not know the instance.
+    #[error("{0}")]
+    NotFound(String),
+    /// The agent refused the read (a bad query, or it no longer accepts the join token).
+    #[error("the cluster's agent refused: {0}")]
+    Refused(String),
+}
+
+/// Reads from agents, given the committed endpoint and join token.
+pub trait AgentReads: Send + Sync {
+    /// Everything the agent runs.
+    fn inventory(&self, endpoint: &str, token: &str) -> ReadFuture<Inventory>;
+    /// The last `tail` lines an instance wrote, after `since` when given.
+    fn logs(
+        &self,
+        endpoint: &str,
+        token: &str,
+        id: &InstanceId,
+        tail: Option<u32>,
+        since: Option<String>,
+    ) -> ReadFuture<String>;
+}
