@@ -42,12 +42,7 @@ impl AgentReads for DriverReads {
     ) -> ReadFuture<String> {
         let driver = driver(endpoint, token);
         let id = id.clone();
-        Box::pin(async move {
-            driver?
-                .logs(&id, tail, since.as_deref())
-                .await
-                .map_err(failed)
-        })
+        Box::pin(async move { driver?.logs(&id, tail, since.as_deref()).await.map_err(failed) })
     }
 }
 

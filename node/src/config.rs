@@ -246,7 +246,9 @@ fn cluster_actors_config(args: &ServeArgs, file: &FileConfig) -> Result<ClusterA
     Ok(ClusterActorsConfig {
         probe_interval,
         // A probe must give up before the next one is due, and never wait past the budget.
-        probe_timeout: probe_interval.max(std::time::Duration::from_millis(500)).min(offline_after),
+        probe_timeout: probe_interval
+            .max(std::time::Duration::from_millis(500))
+            .min(offline_after),
         offline_after,
         ..defaults
     })

@@ -136,7 +136,10 @@ pub async fn start(
     tracing::info!("starting leadership gate");
     let mut children = children;
     children.insert(0, Arc::new(PoolsChild::new(config.pools.clone(), &registry)?));
-    children.insert(1, Arc::new(ClustersChild::new(config.clusters.clone(), &registry)?));
+    children.insert(
+        1,
+        Arc::new(ClustersChild::new(config.clusters.clone(), &registry)?),
+    );
     let actors_shutdown = CancellationToken::new();
     let gate = LeaderGate::start(
         raft.clone(),

@@ -31,6 +31,9 @@ enum Command {
     Lease(LeaseCommand),
     /// Mint a development bearer token for the platform API.
     Token(TokenArgs),
+    /// Run the worker-machine agent: serve the cluster API and run the instances the control
+    /// plane wants on this machine. On SIGTERM it exits and leaves them running.
+    Agent(drover_agent::AgentArgs),
 }
 
 #[tokio::main]
@@ -51,6 +54,16 @@ async fn main() -> anyhow::Result<ExitCode> {
                 return Ok(ExitCode::from(2));
             }
         },
+        Command::Agent(args) => {
+            if let Err(e) = drover_agent::run(args).await {
+                eprintln!("drover agent: {e}");
+                let code = match e {
+                    drover_agent::AgentError::Config { .. } | drover_agent::AgentError::Corrupt { .. } => 2,
+                    _ => 1,
+                };
+                return Ok(ExitCode::from(code));
+            }
+        }
         Command::Serve(args) => {
             let config = match NodeConfig::load(&args) {
                 Ok(config) => config,

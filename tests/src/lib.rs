@@ -2,6 +2,7 @@
 //! directories, in-process ([`cluster::TestCluster`]) or as separate `drover` processes that can
 //! be killed with SIGKILL ([`process::ProcessCluster`]), and waits on conditions with deadlines.
 
+pub mod agent;
 pub mod boskos;
 pub mod client;
 pub mod cluster;

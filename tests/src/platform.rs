@@ -102,6 +102,29 @@ pub fn open_platform_settings() -> PlatformSettings {
     }
 }
 
+/// `drover serve` flags that trust the test issuer and make [`OPERATOR_SUBJECT`] an operator,
+/// for clusters of separate processes; the HMAC secret is written to an owner-only file in
+/// `dir`.
+pub fn process_platform_args(dir: &std::path::Path) -> Result<Vec<String>> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let key = dir.join("jwt-secret");
+    let mut file = std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(0o600)
+        .open(&key)
+        .context("writing the test issuer's key")?;
+    std::io::Write::write_all(&mut file, TEST_JWT_SECRET.as_bytes())?;
+    Ok(vec![
+        format!("--jwt-issuer={TEST_ISSUER}"),
+        format!("--jwt-audience={TEST_AUDIENCE}"),
+        "--jwt-algorithm=HS256".to_string(),
+        format!("--jwt-key-file={}", key.display()),
+        format!("--operators={TEST_ISSUER}={OPERATOR_SUBJECT}"),
+    ])
+}
+
 /// A valid token for `subject`.
 pub fn token(subject: &str) -> String {
     mint_hs256(

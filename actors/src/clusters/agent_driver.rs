@@ -100,7 +100,12 @@ impl Driver for AgentDriver {
         self.json(self.http.get(self.url("/v1/inventory"))).await
     }
 
-    async fn apply_set(&self, fence: Fence, set: &SetName, instances: Vec<InstanceSpec>) -> Result<(), DriverError> {
+    async fn apply_set(
+        &self,
+        fence: Fence,
+        set: &SetName,
+        instances: Vec<InstanceSpec>,
+    ) -> Result<(), DriverError> {
         let body = DesiredSet { fence, instances };
         let request = self.http.put(self.url(&format!("/v1/sets/{set}"))).json(&body);
         self.send(request).await.map(|_| ())
@@ -114,7 +119,12 @@ impl Driver for AgentDriver {
         self.send(request).await.map(|_| ())
     }
 
-    async fn logs(&self, id: &InstanceId, tail: Option<u32>, since: Option<&str>) -> Result<String, DriverError> {
+    async fn logs(
+        &self,
+        id: &InstanceId,
+        tail: Option<u32>,
+        since: Option<&str>,
+    ) -> Result<String, DriverError> {
         let mut query: Vec<(&str, String)> = Vec::new();
         if let Some(tail) = tail {
             query.push(("tail", tail.to_string()));
@@ -122,7 +132,10 @@ impl Driver for AgentDriver {
         if let Some(since) = since {
             query.push(("since", since.to_string()));
         }
-        let request = self.http.get(self.url(&format!("/v1/instances/{id}/logs"))).query(&query);
+        let request = self
+            .http
+            .get(self.url(&format!("/v1/instances/{id}/logs")))
+            .query(&query);
         self.send(request)
             .await?
             .text()

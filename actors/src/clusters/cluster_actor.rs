@@ -90,7 +90,10 @@ impl ClusterActor {
     fn committed(state: &ClusterActorState) -> Option<Committed> {
         let args = &state.args;
         args.context.raft.local_read(|s| {
-            let cluster = s.platform().cluster(&args.cluster).filter(|c| c.uid == args.uid)?;
+            let cluster = s
+                .platform()
+                .cluster(&args.cluster)
+                .filter(|c| c.uid == args.uid)?;
             Some(Committed {
                 endpoint: cluster.endpoint.clone(),
                 token: cluster.join_token.clone(),
@@ -110,7 +113,11 @@ impl ClusterActor {
             }
         }
         let driver = (state.args.drivers)(&committed.endpoint, &committed.token)?;
-        state.driver = Some((committed.endpoint.clone(), committed.token.clone(), driver.clone()));
+        state.driver = Some((
+            committed.endpoint.clone(),
+            committed.token.clone(),
+            driver.clone(),
+        ));
         Ok(driver)
     }
 
@@ -121,7 +128,12 @@ impl ClusterActor {
     }
 
     /// Sends the sets that differ (all of them on the term's first pass).
-    async fn push(state: &mut ClusterActorState, driver: &dyn Driver, committed: &Committed, inventory: &Inventory) -> bool {
+    async fn push(
+        state: &mut ClusterActorState,
+        driver: &dyn Driver,
+        committed: &Committed,
+        inventory: &Inventory,
+    ) -> bool {
         let args = &state.args;
         let fence = Fence {
             term: args.context.term,
@@ -133,7 +145,10 @@ impl ClusterActor {
         for push in pushes {
             let started = Instant::now();
             let result = driver.apply_set(fence, &push.set, push.instances).await;
-            args.metrics.driver_calls.with_label_values(&["apply_set", outcome(&result)]).inc();
+            args.metrics
+                .driver_calls
+                .with_label_values(&["apply_set", outcome(&result)])
+                .inc();
             if let Err(error) = result {
                 all_sent = false;
                 tracing::warn!(cluster = %args.cluster, set = %push.set, %error, elapsed = ?started.elapsed(), "desired set not applied");
@@ -168,7 +183,11 @@ impl ClusterActor {
             },
             Err(error) => Err(error),
         };
-        state.args.metrics.probe_seconds.observe(started.elapsed().as_secs_f64());
+        state
+            .args
+            .metrics
+            .probe_seconds
+            .observe(started.elapsed().as_secs_f64());
         let (outcome, facts, instances) = match &probed {
             Ok((facts, inventory)) => {
                 state.failing_since = None;
@@ -179,10 +198,18 @@ impl ClusterActor {
             }
             Err(error) => {
                 state.failing_since.get_or_insert_with(Instant::now);
-                (ProbeOutcome::Failed { error: error.to_string() }, None, None)
+                (
+                    ProbeOutcome::Failed {
+                        error: error.to_string(),
+                    },
+                    None,
+                    None,
+                )
             }
         };
-        let failing_for = state.failing_since.map_or(Duration::ZERO, |since| since.elapsed());
+        let failing_for = state
+            .failing_since
+            .map_or(Duration::ZERO, |since| since.elapsed());
         let (next, reason) = next_state(
             committed.state,
             committed.draining,
@@ -217,7 +244,9 @@ impl ClusterActor {
                     tracing::info!(cluster = %state.args.cluster, from = committed.state.as_str(), to = next.as_str(), %reason, "cluster state changed");
                 }
             }
-            Ok(written) => tracing::warn!(cluster = %state.args.cluster, result = ?written.result, "observation refused"),
+            Ok(written) => {
+                tracing::warn!(cluster = %state.args.cluster, result = ?written.result, "observation refused")
+            }
             Err(error) => tracing::warn!(cluster = %state.args.cluster, %error, "observation not committed"),
         }
         Ok(true)

@@ -40,9 +40,19 @@ pub trait Driver: Send + Sync {
     /// Everything the cluster runs.
     async fn inventory(&self) -> Result<Inventory, DriverError>;
     /// Makes `instances` the whole desired set `set` (empty: remove it), under `fence`.
-    async fn apply_set(&self, fence: Fence, set: &SetName, instances: Vec<InstanceSpec>) -> Result<(), DriverError>;
+    async fn apply_set(
+        &self,
+        fence: Fence,
+        set: &SetName,
+        instances: Vec<InstanceSpec>,
+    ) -> Result<(), DriverError>;
     /// Stops and starts one instance again, under `fence`.
     async fn restart(&self, fence: Fence, id: &InstanceId) -> Result<(), DriverError>;
     /// The last `tail` lines an instance wrote (after `since`, an RFC 3339 time, when given).
-    async fn logs(&self, id: &InstanceId, tail: Option<u32>, since: Option<&str>) -> Result<String, DriverError>;
+    async fn logs(
+        &self,
+        id: &InstanceId,
+        tail: Option<u32>,
+        since: Option<&str>,
+    ) -> Result<String, DriverError>;
 }

@@ -118,7 +118,10 @@ mod tests {
         ];
         for (current, draining, outcome, failing_for, expected) in table {
             let (got, reason) = next_state(current, draining, &outcome, failing_for, budget);
-            assert_eq!(got, expected, "{current:?} draining={draining} {outcome:?} {failing_for:?}");
+            assert_eq!(
+                got, expected,
+                "{current:?} draining={draining} {outcome:?} {failing_for:?}"
+            );
             if got != current {
                 assert!(!reason.is_empty(), "a transition has a reason");
             }

@@ -14,7 +14,9 @@ mod supervisor;
 use std::sync::Arc;
 use std::time::Duration;
 
-use prometheus::{Histogram, HistogramOpts, IntCounter, IntCounterVec, IntGauge, IntGaugeVec, Opts, Registry};
+use prometheus::{
+    Histogram, HistogramOpts, IntCounter, IntCounterVec, IntGauge, IntGaugeVec, Opts, Registry,
+};
 use ractor::{Actor, ActorCell};
 
 pub use agent_driver::AgentDriver;
@@ -65,17 +67,26 @@ pub struct ClusterActorMetrics {
 impl ClusterActorMetrics {
     /// Creates and registers the metrics.
     pub fn register(registry: &Registry) -> Result<Self, ActorsError> {
-        let actors = IntGauge::new("drover_cluster_actors", "Cluster actors running on this node (the leader)")?;
+        let actors = IntGauge::new(
+            "drover_cluster_actors",
+            "Cluster actors running on this node (the leader)",
+        )?;
         let restarts = IntCounter::new(
             "drover_cluster_actor_restarts_total",
             "Cluster actors started again after they failed",
         )?;
         let clusters = IntGaugeVec::new(
-            Opts::new("drover_clusters", "Registered clusters by committed state (leader only)"),
+            Opts::new(
+                "drover_clusters",
+                "Registered clusters by committed state (leader only)",
+            ),
             &["state"],
         )?;
         let transitions = IntCounterVec::new(
-            Opts::new("drover_cluster_transitions_total", "Cluster state changes this node committed"),
+            Opts::new(
+                "drover_cluster_transitions_total",
+                "Cluster state changes this node committed",
+            ),
             &["from", "to"],
         )?;
         let probe_seconds = Histogram::with_opts(
@@ -86,7 +97,10 @@ impl ClusterActorMetrics {
             .buckets(vec![0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1.0, 2.5, 5.0]),
         )?;
         let driver_calls = IntCounterVec::new(
-            Opts::new("drover_cluster_driver_calls_total", "Mutating calls to clusters by call and outcome"),
+            Opts::new(
+                "drover_cluster_driver_calls_total",
+                "Mutating calls to clusters by call and outcome",
+            ),
             &["call", "outcome"],
         )?;
         registry.register(Box::new(actors.clone()))?;

@@ -43,7 +43,11 @@ pub struct SetPush {
 
 /// The pushes that make the agent's inventory match `desired`. `full` sends every desired set,
 /// changed or not (the first pass of a term).
-pub fn plan_sets(desired: &BTreeMap<SetName, Vec<InstanceSpec>>, observed: &Inventory, full: bool) -> Vec<SetPush> {
+pub fn plan_sets(
+    desired: &BTreeMap<SetName, Vec<InstanceSpec>>,
+    observed: &Inventory,
+    full: bool,
+) -> Vec<SetPush> {
     let mut running: BTreeMap<&SetName, BTreeSet<&InstanceId>> = BTreeMap::new();
     for instance in &observed.instances {
         running.entry(&instance.set).or_default().insert(&instance.id);
@@ -52,7 +56,9 @@ pub fn plan_sets(desired: &BTreeMap<SetName, Vec<InstanceSpec>>, observed: &Inve
         .iter()
         .filter(|(set, instances)| {
             let wanted: BTreeSet<&InstanceId> = instances.iter().map(|i| &i.id).collect();
-            full || running.get(set).map_or(!wanted.is_empty(), |have| *have != wanted)
+            full || running
+                .get(set)
+                .map_or(!wanted.is_empty(), |have| *have != wanted)
         })
         .map(|(set, instances)| SetPush {
             set: set.clone(),
@@ -118,7 +124,10 @@ mod tests {
     }
 
     fn names(pushes: &[SetPush]) -> Vec<(String, usize)> {
-        pushes.iter().map(|p| (p.set.to_string(), p.instances.len())).collect()
+        pushes
+            .iter()
+            .map(|p| (p.set.to_string(), p.instances.len()))
+            .collect()
     }
 
     #[test]

@@ -47,7 +47,10 @@ pub struct ClustersState {
 pub struct ClustersSupervisor;
 
 impl ClustersSupervisor {
-    async fn sync(myself: &ActorRef<ClustersMsg>, state: &mut ClustersState) -> Result<(), ActorProcessingErr> {
+    async fn sync(
+        myself: &ActorRef<ClustersMsg>,
+        state: &mut ClustersState,
+    ) -> Result<(), ActorProcessingErr> {
         let committed: Vec<(ClusterRef, String, ClusterState)> = state.args.context.raft.local_read(|s| {
             s.platform()
                 .clusters()
@@ -60,11 +63,18 @@ impl ClustersSupervisor {
         }
         for cluster_state in ClusterState::ALL {
             let count = by_state.get(&cluster_state).copied().unwrap_or(0);
-            state.args.metrics.clusters.with_label_values(&[cluster_state.as_str()]).set(count);
+            state
+                .args
+                .metrics
+                .clusters
+                .with_label_values(&[cluster_state.as_str()])
+                .set(count);
         }
         // Stop the actors of clusters that are gone or registered again (another uid).
         state.clusters.retain(|cluster, running| {
-            let keep = committed.iter().any(|(c, uid, _)| c == cluster && *uid == running.uid);
+            let keep = committed
+                .iter()
+                .any(|(c, uid, _)| c == cluster && *uid == running.uid);
             if !keep {
                 if let Some(actor) = running.actor.take() {
                     actor.stop(Some("cluster deregistered".into()));
@@ -103,7 +113,11 @@ impl ClustersSupervisor {
             running.actor = Some(actor);
         }
         let live = state.clusters.values().filter(|r| r.actor.is_some()).count();
-        state.args.metrics.actors.set(i64::try_from(live).unwrap_or(i64::MAX));
+        state
+            .args
+            .metrics
+            .actors
+            .set(i64::try_from(live).unwrap_or(i64::MAX));
         Ok(())
     }
 }
@@ -163,7 +177,11 @@ impl Actor for ClustersSupervisor {
             _ => return Ok(()),
         };
         for (cluster, running) in state.clusters.iter_mut() {
-            if running.actor.as_ref().is_some_and(|a| a.get_id() == cell.get_id()) {
+            if running
+                .actor
+                .as_ref()
+                .is_some_and(|a| a.get_id() == cell.get_id())
+            {
                 running.actor = None;
                 if let Some(reason) = reason {
                     // Failed: start it again after the policy's backoff.

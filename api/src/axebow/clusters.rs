@@ -150,9 +150,11 @@ pub async fn list(
     Caller(caller): Caller,
     Path(tenant): Path<String>,
 ) -> Result<Envelope<Vec<ClusterView>>, AxebowError> {
-    store::read(&state, &caller, PlatformRead::Tenant(&tenant), |p, _| p.cluster_list(&tenant))
-        .await
-        .map(ok)
+    store::read(&state, &caller, PlatformRead::Tenant(&tenant), |p, _| {
+        p.cluster_list(&tenant)
+    })
+    .await
+    .map(ok)
 }
 
 /// Every cluster of every tenant (operators).
@@ -216,10 +218,16 @@ pub async fn delete_set(
 }
 
 /// The committed endpoint and token of a cluster the caller may read.
-async fn agent_of(state: &ApiState, caller: &Caller, cluster: &ClusterRef) -> Result<(String, String), AxebowError> {
+async fn agent_of(
+    state: &ApiState,
+    caller: &Caller,
+    cluster: &ClusterRef,
+) -> Result<(String, String), AxebowError> {
     store::read(state, &caller.0, PlatformRead::Tenant(&cluster.tenant), |p, _| {
         p.cluster_view(cluster)?;
-        let stored = p.cluster(cluster).map(|c| (c.endpoint.clone(), c.join_token.clone()));
+        let stored = p
+            .cluster(cluster)
+            .map(|c| (c.endpoint.clone(), c.join_token.clone()));
         Ok(stored.unwrap_or_default())
     })
     .await
@@ -227,11 +235,15 @@ async fn agent_of(state: &ApiState, caller: &Caller, cluster: &ClusterRef) -> Re
 
 fn read_failed(error: AgentReadError) -> AxebowError {
     match error {
-        AgentReadError::Unreachable(_) => {
-            AxebowError::new(StatusCode::SERVICE_UNAVAILABLE, codes::UNAVAILABLE, error.to_string())
-        }
+        AgentReadError::Unreachable(_) => AxebowError::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            codes::UNAVAILABLE,
+            error.to_string(),
+        ),
         AgentReadError::NotFound(message) => AxebowError::not_found(message),
-        AgentReadError::Refused(_) => AxebowError::new(StatusCode::BAD_GATEWAY, codes::UNAVAILABLE, error.to_string()),
+        AgentReadError::Refused(_) => {
+            AxebowError::new(StatusCode::BAD_GATEWAY, codes::UNAVAILABLE, error.to_string())
+        }
     }
 }
 
@@ -255,7 +267,10 @@ pub async fn inventory(
     Path((tenant, name)): Path<(String, String)>,
 ) -> Result<Envelope<Inventory>, AxebowError> {
     let (endpoint, token) = agent_of(&state, &caller, &at(tenant, name)).await?;
-    let inventory = agents(&state)?.inventory(&endpoint, &token).await.map_err(read_failed)?;
+    let inventory = agents(&state)?
+        .inventory(&endpoint, &token)
+        .await
+        .map_err(read_failed)?;
     Ok(ok(inventory))
 }
 
@@ -273,7 +288,10 @@ pub async fn logs(
     let id = InstanceId::parse(&instance).map_err(|e| AxebowError::invalid("instance", e.to_string()))?;
     if let Some(since) = &params.since {
         if since.is_empty() || since.len() > 64 {
-            return Err(AxebowError::invalid("since", "an RFC 3339 time such as 2026-11-23T10:00:00Z"));
+            return Err(AxebowError::invalid(
+                "since",
+                "an RFC 3339 time such as 2026-11-23T10:00:00Z",
+            ));
         }
     }
     let (endpoint, token) = agent_of(&state, &caller, &at(tenant, name)).await?;

@@ -3,10 +3,10 @@
 //! caller against the same rules on the state it reads.
 
 use axum::http::HeaderMap;
+use drover_model::cluster::{ClusterCommand, ClusterOp};
 use drover_model::platform::{
     Grant, Identity, Platform, PlatformCommand, PlatformError, PlatformOp, PlatformRead, PlatformResult,
 };
-use drover_model::cluster::{ClusterCommand, ClusterOp};
 use drover_model::{Command, CommandResult, Proposal};
 use drover_raft::Consistency;
 
@@ -56,7 +56,8 @@ pub async fn write_cluster(
     headers: &HeaderMap,
 ) -> Result<(), AxebowError> {
     let key = idempotency_key(headers).map_err(|message| AxebowError::invalid("Idempotency-Key", message))?;
-    let proposal = Proposal::new(Command::Cluster(ClusterCommand::User { caller, change })).with_idempotency(key);
+    let proposal =
+        Proposal::new(Command::Cluster(ClusterCommand::User { caller, change })).with_idempotency(key);
     match state.raft.write(proposal).await?.result {
         CommandResult::Refused(error) => Err(error.into()),
         _ => Ok(()),

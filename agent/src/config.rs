@@ -1,0 +1,269 @@
+//! Configuration: the `drover agent` flags ([`AgentArgs`], each with a `DROVER_AGENT_*`
+//! environment twin) and the checked settings they resolve to ([`AgentConfig`]). The join token
+//! comes from `--join-token-file` (an owner-only file) or `$DROVER_JOIN_TOKEN`, never a flag.
+
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use drover_model::cluster::agent_api::Resources;
+
+use crate::error::AgentError;
+use crate::secret::JoinToken;
+
+/// The environment variable that may hold the join token.
+pub const TOKEN_ENV: &str = "DROVER_JOIN_TOKEN";
+
+/// Which executor runs instances.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum ExecutorKind {
+    /// Real child processes.
+    Exec,
+    /// Simulated machines and instances, for tests and benchmarks of the control plane.
+    Sim,
+}
+
+/// How the agent writes its own logs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum LogFormat {
+    /// Human-readable lines.
+    Text,
+    /// One JSON object a line.
+    Json,
+}
+
+/// `drover agent`: run the worker-machine agent. It serves the cluster API that the control
+/// plane calls and runs the instances the control plane wants here. On SIGTERM or Ctrl-C the
+/// agent exits and leaves its instances running; started again, it adopts them.
+#[derive(Debug, Clone, clap::Args)]
+pub struct AgentArgs {
+    /// Address of the cluster API.
+    #[arg(long, env = "DROVER_AGENT_LISTEN", default_value = "127.0.0.1:7700")]
+    pub listen: SocketAddr,
+    /// Directory for the agent's state, the instances' working directories and their logs
+    /// (created with mode 0700).
+    #[arg(long, env = "DROVER_AGENT_DATA_DIR")]
+    pub data_dir: PathBuf,
+    /// The agent's name (default: the host name).
+    #[arg(long, env = "DROVER_AGENT_NAME")]
+    pub name: Option<String>,
+    /// What runs instances.
+    #[arg(long, env = "DROVER_AGENT_EXECUTOR", value_enum, default_value = "exec")]
+    pub executor: ExecutorKind,
+    /// File holding the join token (readable by its owner only); otherwise the token is read
+    /// from $DROVER_JOIN_TOKEN.
+    #[arg(long, env = "DROVER_AGENT_JOIN_TOKEN_FILE")]
+    pub join_token_file: Option<PathBuf>,
+    /// A label reported in the facts, `key=value`; repeatable (comma-separated in the
+    /// environment).
+    #[arg(long = "label", env = "DROVER_AGENT_LABELS", value_delimiter = ',')]
+    pub labels: Vec<String>,
+    /// CPU capacity offered to instances, in thousandths of a CPU (default: the machine's).
+    #[arg(long, env = "DROVER_AGENT_CAPACITY_CPU_MILLIS")]
+    pub capacity_cpu_millis: Option<u64>,
+    /// Memory capacity offered to instances, in MiB (default: the machine's).
+    #[arg(long, env = "DROVER_AGENT_CAPACITY_MEMORY_MIB")]
+    pub capacity_memory_mib: Option<u64>,
+    /// How long a stopped instance may take to exit after SIGTERM before its process group is
+    /// killed (`500ms`, `5s`, `1m`).
+    #[arg(long, env = "DROVER_AGENT_STOP_GRACE", default_value = "5s", value_parser = parse_duration)]
+    pub stop_grace: Duration,
+    /// First delay before a failed instance is started again; it doubles up to 30s and resets
+    /// after 10s of running.
+    #[arg(long, env = "DROVER_AGENT_RESTART_BACKOFF", default_value = "500ms", value_parser = parse_duration)]
+    pub restart_backoff: Duration,
+    /// Size at which an instance's log is rotated (one rotated file is kept).
+    #[arg(long, env = "DROVER_AGENT_LOG_MAX_BYTES", default_value_t = 10 * 1024 * 1024)]
+    pub log_max_bytes: u64,
+    /// Simulated machines (sim executor).
+    #[arg(long, env = "DROVER_AGENT_SIM_NODES", default_value_t = 1)]
+    pub sim_nodes: u32,
+    /// CPU of each simulated machine, in thousandths of a CPU.
+    #[arg(long, env = "DROVER_AGENT_SIM_NODE_CPU_MILLIS", default_value_t = 4000)]
+    pub sim_node_cpu_millis: u64,
+    /// Memory of each simulated machine, in MiB.
+    #[arg(long, env = "DROVER_AGENT_SIM_NODE_MEMORY_MIB", default_value_t = 8192)]
+    pub sim_node_memory_mib: u64,
+    /// How long a simulated instance takes from `starting` to `running`, in milliseconds.
+    #[arg(long, env = "DROVER_AGENT_SIM_START_LATENCY_MS", default_value_t = 50)]
+    pub sim_start_latency_ms: u64,
+    /// Format of the agent's own logs.
+    #[arg(long, env = "DROVER_AGENT_LOG_FORMAT", value_enum, default_value = "text")]
+    pub log_format: LogFormat,
+}
+
+/// Parses `250ms`, `5s` or `2m`.
+pub fn parse_duration(text: &str) -> Result<Duration, String> {
+    let text = text.trim();
+    let (number, unit) = text
+        .find(|c: char| !c.is_ascii_digit())
+        .map(|at| text.split_at(at))
+        .ok_or_else(|| format!("{text:?} has no unit: write e.g. 500ms, 5s or 1m"))?;
+    let value: u64 = number
+        .parse()
+        .map_err(|_| format!("{text:?} does not start with a whole number"))?;
+    match unit {
+        "ms" => Ok(Duration::from_millis(value)),
+        "s" => Ok(Duration::from_secs(value)),
+        "m" => value
+            .checked_mul(60)
+            .map(Duration::from_secs)
+            .ok_or_else(|| format!("{text:?} is too long")),
+        _ => Err(format!("{text:?}: the unit must be ms, s or m")),
+    }
+}
+
+/// The simulated machines.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SimConfig {
+    /// How many.
+    pub nodes: u32,
+    /// Each one's capacity.
+    pub node: Resources,
+    /// From `starting` to `running`.
+    pub start_latency: Duration,
+}
+
+impl Default for SimConfig {
+    fn default() -> Self {
+        Self {
+            nodes: 1,
+            node: Resources {
+                cpu_millis: 4000,
+                memory_mib: 8192,
+            },
+            start_latency: Duration::from_millis(50),
+        }
+    }
+}
+
+/// The agent's checked settings.
+#[derive(Debug, Clone)]
+pub struct AgentConfig {
+    /// The agent's name.
+    pub name: String,
+    /// The data directory.
+    pub data_dir: PathBuf,
+    /// `exec`, or `sim` with its machines.
+    pub executor: ExecutorKind,
+    /// The simulated machines (used by `sim` only).
+    pub sim: SimConfig,
+    /// The bearer token of every `/v1` call.
+    pub join_token: JoinToken,
+    /// Labels reported in the facts.
+    pub labels: BTreeMap<String, String>,
+    /// CPU capacity, if not the machine's.
+    pub capacity_cpu_millis: Option<u64>,
+    /// Memory capacity, if not the machine's.
+    pub capacity_memory_mib: Option<u64>,
+    /// SIGTERM to SIGKILL.
+    pub stop_grace: Duration,
+    /// First restart delay.
+    pub restart_backoff: Duration,
+    /// Log rotation size.
+    pub log_max_bytes: u64,
+}
+
+impl AgentConfig {
+    /// Defaults for an agent on `data_dir` with `executor` (for tests and embedding).
+    pub fn new(data_dir: impl Into<PathBuf>, executor: ExecutorKind, join_token: JoinToken) -> Self {
+        Self {
+            name: "agent".to_string(),
+            data_dir: data_dir.into(),
+            executor,
+            sim: SimConfig::default(),
+            join_token,
+            labels: BTreeMap::new(),
+            capacity_cpu_millis: None,
+            capacity_memory_mib: None,
+            stop_grace: Duration::from_secs(5),
+            restart_backoff: Duration::from_millis(500),
+            log_max_bytes: 10 * 1024 * 1024,
+        }
+    }
+
+    /// Checks the flags and reads the join token.
+    pub fn from_args(args: &AgentArgs) -> Result<Self, AgentError> {
+        let join_token = match &args.join_token_file {
+            Some(path) => JoinToken::from_file(path, "--join-token-file")?,
+            None => match std::env::var(TOKEN_ENV).ok().filter(|t| !t.is_empty()) {
+                Some(text) => JoinToken::new(&text, TOKEN_ENV)?,
+                None => {
+                    return Err(AgentError::config(
+                        "--join-token-file",
+                        format!("no join token: pass --join-token-file PATH or set ${TOKEN_ENV}"),
+                    ))
+                }
+            },
+        };
+        let mut labels = BTreeMap::new();
+        for label in &args.labels {
+            let (key, value) = label
+                .split_once('=')
+                .filter(|(k, _)| !k.trim().is_empty())
+                .ok_or_else(|| AgentError::config("--label", format!("{label:?} is not key=value")))?;
+            labels.insert(key.trim().to_string(), value.trim().to_string());
+        }
+        let name = match &args.name {
+            Some(name) if !name.trim().is_empty() => name.trim().to_string(),
+            Some(_) => return Err(AgentError::config("--name", "must not be empty")),
+            None => host_name().unwrap_or_else(|| "agent".to_string()),
+        };
+        if args.sim_nodes == 0 {
+            return Err(AgentError::config("--sim-nodes", "must be at least 1"));
+        }
+        if args.stop_grace > Duration::from_secs(600) {
+            return Err(AgentError::config("--stop-grace", "must be at most 10m"));
+        }
+        if args.restart_backoff.is_zero() {
+            return Err(AgentError::config("--restart-backoff", "must be more than 0"));
+        }
+        if args.log_max_bytes < 1024 {
+            return Err(AgentError::config("--log-max-bytes", "must be at least 1024"));
+        }
+        Ok(Self {
+            name,
+            data_dir: args.data_dir.clone(),
+            executor: args.executor,
+            sim: SimConfig {
+                nodes: args.sim_nodes,
+                node: Resources {
+                    cpu_millis: args.sim_node_cpu_millis,
+                    memory_mib: args.sim_node_memory_mib,
+                },
+                start_latency: Duration::from_millis(args.sim_start_latency_ms),
+            },
+            join_token,
+            labels,
+            capacity_cpu_millis: args.capacity_cpu_millis,
+            capacity_memory_mib: args.capacity_memory_mib,
+            stop_grace: args.stop_grace,
+            restart_backoff: args.restart_backoff,
+            log_max_bytes: args.log_max_bytes,
+        })
+    }
+}
+
+/// The kernel's host name.
+fn host_name() -> Option<String> {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .ok()
+        .map(|name| name.trim().to_string())
+        .filter(|name| !name.is_empty())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations_need_a_unit() {
+        assert_eq!(parse_duration("500ms"), Ok(Duration::from_millis(500)));
+        assert_eq!(parse_duration("5s"), Ok(Duration::from_secs(5)));
+        assert_eq!(parse_duration("2m"), Ok(Duration::from_secs(120)));
+        assert!(parse_duration("5").is_err());
+        assert!(parse_duration("5h").is_err());
+        assert!(parse_duration("ms").is_err());
+    }
+}

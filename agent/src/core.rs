@@ -1,0 +1,407 @@
+//! The agent's operations, shared by every executor and called by the HTTP handlers: apply a
+//! desired set, restart an instance, report inventory and facts, set sim faults.
+//!
+//! Every mutation goes through one async lock, in this order: validate, check the fence,
+//! write the new state to disk, update memory, then stop and start instances. A refused call
+//! changes nothing, in memory or on disk.
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use drover_model::cluster::agent_api::{
+    DesiredSet, Fence, InstanceId, InstanceState, InstanceStatus, Inventory, NodeFacts, Resources, SetName,
+    SimFaults,
+};
+
+use crate::config::AgentConfig;
+use crate::error::AgentError;
+use crate::executor::{Executor, Launch};
+use crate::fence::{self, Accepted};
+use crate::memory::{Plan, Run};
+use crate::shared::Shared;
+use crate::validate;
+
+/// One agent: its settings, state and executor.
+pub struct Agent {
+    name: String,
+    labels: BTreeMap<String, String>,
+    capacity: Resources,
+    shared: Arc<Shared>,
+    executor: Arc<dyn Executor>,
+    mutations: tokio::sync::Mutex<()>,
+    faults: Mutex<SimFaults>,
+}
+
+impl std::fmt::Debug for Agent {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Agent")
+            .field("name", &self.name)
+            .field("executor", &self.executor.kind())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Agent {
+    /// An agent over `shared` with `executor`; capacity is the machine's unless configured.
+    pub fn new(config: &AgentConfig, shared: Arc<Shared>, executor: Arc<dyn Executor>) -> Self {
+        let machine = executor.machine();
+        let capacity = Resources {
+            cpu_millis: config.capacity_cpu_millis.unwrap_or(machine.capacity.cpu_millis),
+            memory_mib: config.capacity_memory_mib.unwrap_or(machine.capacity.memory_mib),
+        };
+        Self {
+            name: config.name.clone(),
+            labels: config.labels.clone(),
+            capacity,
+            shared,
+            executor,
+            mutations: tokio::sync::Mutex::new(()),
+            faults: Mutex::new(SimFaults::default()),
+        }
+    }
+
+    /// Hands every loaded instance to the executor (at start-up: adopts or starts them).
+    pub fn launch_loaded(&self) {
+        let launches: Vec<Launch> = self
+            .shared
+            .lock()
+            .instances
+            .values()
+            .map(|entry| Launch {
+                spec: entry.spec.clone(),
+                epoch: entry.epoch,
+                run: entry.run.clone(),
+            })
+            .collect();
+        self.executor.start(launches);
+    }
+
+    fn faults(&self) -> std::sync::MutexGuard<'_, SimFaults> {
+        self.faults.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Whether `id` is a desired instance.
+    pub fn has_instance(&self, id: &InstanceId) -> bool {
+        self.shared.lock().instances.contains_key(id)
+    }
+
+    /// Whether the `unreachable` fault is on.
+    pub fn unreachable(&self) -> bool {
+        self.faults().unreachable
+    }
+
+    /// Every instance (of `set`, if given), ordered by id, with the highest fence.
+    pub fn inventory(&self, set: Option<&SetName>) -> Inventory {
+        let memory = self.shared.lock();
+        let instances = memory
+            .instances
+            .values()
+            .filter(|e| set.is_none_or(|s| &e.set == s))
+            .map(|e| e.status())
+            .collect();
+        Inventory {
+            agent: self.name.clone(),
+            fence: memory.fence,
+            instances,
+        }
+    }
+
+    /// The machine, its capacity and what is free of it.
+    pub fn facts(&self) -> NodeFacts {
+        let machine = self.executor.machine();
+        let requested = self.shared.lock().requested(None);
+        let pressure = self.faults().pressure.clone().or(machine.pressure);
+        NodeFacts {
+            agent: self.name.clone(),
+            executor: self.executor.kind().to_string(),
+            nodes: machine.nodes,
+            cpus: machine.cpus,
+            memory_mib: machine.memory_mib,
+            labels: self.labels.clone(),
+            capacity: self.capacity,
+            free: self.capacity.minus(requested),
+            pressure,
+            version: env!("CARGO_PKG_VERSION").to_string(),
+        }
+    }
+
+    /// The Prometheus text exposition.
+    pub fn metrics_text(&self) -> Result<String, AgentError> {
+        let mut by_state: BTreeMap<InstanceState, usize> = BTreeMap::new();
+        for entry in self.shared.lock().instances.values() {
+            *by_state.entry(entry.run.state).or_default() += 1;
+        }
+        self.shared.metrics.render(&by_state)
+    }
+
+    fn check_fence(&self, highest: Fence, offered: Fence) -> Result<Accepted, AgentError> {
+        fence::check(highest, offered).inspect_err(|_| self.shared.metrics.fenced.inc())
+    }
+
+    /// `PUT /v1/sets/{set}`: makes `set` hold exactly `desired.instances`; returns the set's
+    /// inventory.
+    pub async fn put_set(&self, set: SetName, desired: DesiredSet) -> Result<Inventory, AgentError> {
+        let _serial = self.mutations.lock().await;
+        let began = Instant::now();
+        let slow = self.faults().slow_apply_ms;
+        if slow > 0 {
+            tokio::time::sleep(Duration::from_millis(slow)).await;
+        }
+        let (plan, accepted) = {
+            let memory = self.shared.lock();
+            validate::check(&memory, &set, &desired.instances, self.capacity)?;
+            let accepted = self.check_fence(memory.fence, desired.fence)?;
+            let fence = match accepted {
+                Accepted::Same => memory.fence,
+                Accepted::Newer(fence) => fence,
+            };
+            (memory.plan(&set, fence, desired.instances), accepted)
+        };
+        if plan.changes_nothing() && accepted == Accepted::Same {
+            return Ok(self.inventory(Some(&set)));
+        }
+        self.shared.commit(&plan).await?;
+        if let Accepted::Newer(fence) = accepted {
+            tracing::info!(%fence, "accepted a newer fence");
+        }
+        if !plan.changes_nothing() {
+            tracing::info!(
+                set = %set,
+                start = plan.start.len(),
+                replace = plan.replace.len(),
+                remove = plan.remove.len(),
+                "applying a desired set"
+            );
+        }
+        if !plan.remove.is_empty() {
+            self.executor.stop(plan.remove.clone(), true).await;
+        }
+        if !plan.replace.is_empty() {
+            let replaced = plan.replace.iter().map(|(spec, _)| spec.id.clone()).collect();
+            self.executor.stop(replaced, false).await;
+        }
+        let launches: Vec<Launch> = plan
+            .start
+            .iter()
+            .chain(&plan.replace)
+            .map(|(spec, epoch)| Launch {
+                spec: spec.clone(),
+                epoch: *epoch,
+                run: Run::default(),
+            })
+            .collect();
+        if !launches.is_empty() {
+            self.executor.start(launches);
+        }
+        self.shared
+            .metrics
+            .apply_seconds
+            .observe(began.elapsed().as_secs_f64());
+        Ok(self.inventory(Some(&set)))
+    }
+
+    /// `POST /v1/instances/{id}/restart`: stops `id` and starts it again.
+    pub async fn restart(&self, id: InstanceId, offered: Fence) -> Result<InstanceStatus, AgentError> {
+        let _serial = self.mutations.lock().await;
+        let (set, accepted) = {
+            let memory = self.shared.lock();
+            let entry = memory
+                .instances
+                .get(&id)
+                .ok_or_else(|| AgentError::NotFound(format!("id: no instance {id} on this agent")))?;
+            (entry.set.clone(), self.check_fence(memory.fence, offered)?)
+        };
+        if let Accepted::Newer(fence) = accepted {
+            self.shared.commit(&Plan::fence_only(set, fence)).await?;
+            tracing::info!(%fence, "accepted a newer fence");
+        }
+        tracing::info!(instance = %id, "restarting on request");
+        self.executor.restart(id.clone()).await;
+        let memory = self.shared.lock();
+        memory
+            .instances
+            .get(&id)
+            .map(|e| e.status())
+            .ok_or_else(|| AgentError::NotFound(format!("id: no instance {id} on this agent")))
+    }
+
+    /// `PUT /v1/sim/faults`: sets the fault switches and crashes the named instances once.
+    pub fn set_faults(&self, faults: SimFaults) -> Result<(), AgentError> {
+        if self.executor.kind() != "sim" {
+            return Err(AgentError::NotFound(format!(
+                "faults can only be injected into a sim agent; this agent's executor is {}",
+                self.executor.kind()
+            )));
+        }
+        {
+            let memory = self.shared.lock();
+            if let Some(unknown) = faults.crash.iter().find(|id| !memory.instances.contains_key(*id)) {
+                return Err(AgentError::NotFound(format!(
+                    "crash: no instance {unknown} on this agent"
+                )));
+            }
+        }
+        if !faults.crash.is_empty() {
+            self.executor.crash(faults.crash.clone())?;
+        }
+        *self.faults() = SimFaults {
+            crash: Vec::new(),
+            ..faults
+        };
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::ExecutorKind;
+    use crate::executor::Machine;
+    use crate::layout::Layout;
+    use crate::memory::Memory;
+    use crate::metrics::Metrics;
+    use crate::secret::JoinToken;
+    use crate::testutil::spec;
+    use drover_model::cluster::agent_api::InstanceSpec;
+    use futures::future::BoxFuture;
+
+    /// Records what it is asked to do.
+    #[derive(Default)]
+    struct Fake {
+        started: Mutex<Vec<InstanceId>>,
+        stopped: Mutex<Vec<InstanceId>>,
+    }
+
+    impl Executor for Fake {
+        fn kind(&self) -> &'static str {
+            "fake"
+        }
+        fn machine(&self) -> Machine {
+            Machine {
+                nodes: 1,
+                cpus: 1,
+                memory_mib: 1024,
+                capacity: Resources {
+                    cpu_millis: 1000,
+                    memory_mib: 1024,
+                },
+                pressure: None,
+            }
+        }
+        fn start(&self, launches: Vec<Launch>) {
+            self.started
+                .lock()
+                .unwrap()
+                .extend(launches.into_iter().map(|l| l.spec.id));
+        }
+        fn stop(&self, ids: Vec<InstanceId>, _forget: bool) -> futures::future::BoxFuture<'static, ()> {
+            self.stopped.lock().unwrap().extend(ids);
+            Box::pin(async {})
+        }
+        fn restart(&self, _id: InstanceId) -> BoxFuture<'static, ()> {
+            Box::pin(async {})
+        }
+    }
+
+    fn agent(dir: &std::path::Path) -> (Agent, Arc<Fake>, Layout) {
+        let layout = Layout::new(dir);
+        let shared = Arc::new(Shared::new(
+            Memory::default(),
+            layout.clone(),
+            Metrics::new().unwrap(),
+        ));
+        let fake = Arc::new(Fake::default());
+        let token = JoinToken::new("0123456789abcdef", "test").unwrap();
+        let config = AgentConfig::new(dir, ExecutorKind::Sim, token);
+        (Agent::new(&config, shared, fake.clone()), fake, layout)
+    }
+
+    fn desired(term: u64, leader: u64, instances: Vec<InstanceSpec>) -> DesiredSet {
+        DesiredSet {
+            fence: Fence { term, leader },
+            instances,
+        }
+    }
+
+    fn web() -> SetName {
+        SetName::parse("web").unwrap()
+    }
+
+    #[tokio::test]
+    async fn the_same_set_twice_starts_nothing_new() {
+        let dir = tempfile::tempdir().unwrap();
+        let (agent, fake, _) = agent(dir.path());
+        let set = vec![spec("a", &["x"]), spec("b", &["x"])];
+        let first = agent.put_set(web(), desired(1, 1, set.clone())).await.unwrap();
+        assert_eq!(first.instances.len(), 2);
+        assert_eq!(fake.started.lock().unwrap().len(), 2);
+        let again = agent.put_set(web(), desired(1, 1, set.clone())).await.unwrap();
+        assert_eq!(again, first);
+        assert_eq!(fake.started.lock().unwrap().len(), 2, "nothing new started");
+        assert!(fake.stopped.lock().unwrap().is_empty());
+
+        // A changed spec is stopped, then started; a dropped instance only stopped.
+        let mut changed = spec("a", &["y"]);
+        changed.resources.cpu_millis = 200;
+        agent.put_set(web(), desired(1, 1, vec![changed])).await.unwrap();
+        assert_eq!(fake.started.lock().unwrap().len(), 3);
+        let mut stopped = fake.stopped.lock().unwrap().clone();
+        stopped.sort();
+        assert_eq!(
+            stopped,
+            vec![InstanceId::parse("a").unwrap(), InstanceId::parse("b").unwrap()]
+        );
+        assert_eq!(agent.facts().free.cpu_millis, 800);
+    }
+
+    #[tokio::test]
+    async fn a_fenced_call_changes_nothing_in_memory_or_on_disk() {
+        let dir = tempfile::tempdir().unwrap();
+        let (agent, fake, layout) = agent(dir.path());
+        agent
+            .put_set(web(), desired(5, 1, vec![spec("a", &["x"])]))
+            .await
+            .unwrap();
+        let disk = std::fs::read(layout.state_file()).unwrap();
+        let before = agent.inventory(None);
+        for (term, leader) in [(4, 1), (5, 2)] {
+            let e = agent
+                .put_set(web(), desired(term, leader, vec![spec("b", &["x"])]))
+                .await
+                .unwrap_err();
+            assert_eq!(e.status(), 409);
+            assert!(e.to_string().starts_with("fenced: "), "{e}");
+            let e = agent
+                .restart(InstanceId::parse("a").unwrap(), Fence { term, leader })
+                .await
+                .unwrap_err();
+            assert!(e.to_string().starts_with("fenced: "), "{e}");
+        }
+        assert_eq!(agent.inventory(None), before);
+        assert_eq!(std::fs::read(layout.state_file()).unwrap(), disk);
+        assert_eq!(fake.started.lock().unwrap().len(), 1);
+        assert_eq!(agent.shared.metrics.fenced.get(), 4);
+
+        // A newer fence is recorded on disk even when the set is unchanged.
+        let inventory = agent
+            .put_set(web(), desired(6, 2, vec![spec("a", &["x"])]))
+            .await
+            .unwrap();
+        assert_eq!(inventory.fence, Fence { term: 6, leader: 2 });
+        let doc = crate::store::load(&layout.state_file()).unwrap().unwrap();
+        assert_eq!(doc.fence, Fence { term: 6, leader: 2 });
+    }
+
+    #[tokio::test]
+    async fn a_refused_set_applies_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let (agent, fake, layout) = agent(dir.path());
+        let too_big: Vec<InstanceSpec> = (0..11).map(|i| spec(&format!("i{i}"), &["x"])).collect();
+        let e = agent.put_set(web(), desired(1, 1, too_big)).await.unwrap_err();
+        assert_eq!(e.status(), 422);
+        assert!(agent.inventory(None).instances.is_empty());
+        assert!(fake.started.lock().unwrap().is_empty());
+        assert!(!layout.state_file().try_exists().unwrap());
+    }
+}

@@ -1,0 +1,95 @@
+//! Where the agent keeps things under its data directory:
+//!
+//! ```text
+//! <data-dir>/            mode 0700
+//!   agent.json           the state file (fence, desired sets, run records)
+//!   agent.lock           held (flock) while an agent runs on this directory
+//!   instances/<id>/work  an instance's working directory
+//!   instances/<id>/output.log, output.log.1   its stdout and stderr
+//! ```
+
+use std::fs::File;
+use std::path::{Path, PathBuf};
+
+use drover_model::cluster::agent_api::InstanceId;
+
+use crate::error::AgentError;
+
+/// The data directory's paths.
+#[derive(Debug, Clone)]
+pub struct Layout {
+    root: PathBuf,
+}
+
+impl Layout {
+    /// The layout under `root`.
+    pub fn new(root: impl Into<PathBuf>) -> Self {
+        Self { root: root.into() }
+    }
+
+    /// The data directory.
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// The state file.
+    pub fn state_file(&self) -> PathBuf {
+        self.root.join("agent.json")
+    }
+
+    /// The directory of every instance.
+    pub fn instances(&self) -> PathBuf {
+        self.root.join("instances")
+    }
+
+    /// The directory of one instance.
+    pub fn instance(&self, id: &InstanceId) -> PathBuf {
+        // Instance ids never hold '/' and never are "." or "..": see `InstanceId::parse`.
+        self.instances().join(id.as_str())
+    }
+
+    /// An instance's working directory.
+    pub fn work(&self, id: &InstanceId) -> PathBuf {
+        self.instance(id).join("work")
+    }
+
+    /// An instance's current log.
+    pub fn log(&self, id: &InstanceId) -> PathBuf {
+        self.instance(id).join("output.log")
+    }
+
+    /// An instance's rotated log.
+    pub fn rotated_log(&self, id: &InstanceId) -> PathBuf {
+        self.instance(id).join("output.log.1")
+    }
+
+    /// Creates the data directory (mode 0700) and takes its lock, so that two agents never
+    /// share one directory. The lock lasts as long as the returned file is open.
+    pub fn open(&self) -> Result<File, AgentError> {
+        use std::os::unix::fs::DirBuilderExt;
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(&self.root)
+            .map_err(|e| AgentError::io("cannot create the data directory", &self.root, e))?;
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(self.instances())
+            .map_err(|e| AgentError::io("cannot create", self.instances(), e))?;
+        let path = self.root.join("agent.lock");
+        let lock = File::options()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&path)
+            .map_err(|e| AgentError::io("cannot open", &path, e))?;
+        rustix::fs::flock(&lock, rustix::fs::FlockOperation::NonBlockingLockExclusive).map_err(|_| {
+            AgentError::config(
+                "--data-dir",
+                format!("{} is in use by another drover agent", self.root.display()),
+            )
+        })?;
+        Ok(lock)
+    }
+}

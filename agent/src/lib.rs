@@ -1,0 +1,167 @@
+//! `drover agent`: the worker-machine agent. One runs on every worker machine (like a Nomad
+//! client or a kubelet); it serves the cluster API ([`http`]) that the control plane's leader
+//! calls with whole desired sets, and runs those instances with an [`executor::Executor`]:
+//! real child processes ([`exec`]) or simulated ones ([`sim`]).
+//!
+//! The agent keeps the highest leader fence it accepted, the desired sets and a run record per
+//! instance in `<data-dir>/agent.json` ([`store`]), written before it acts, so it outlives
+//! control-plane leader changes and its own restarts. Instances outlive the agent: on SIGTERM
+//! it exits and leaves them running, and started again it adopts them ([`exec`]).
+//!
+//! Embedding (tests): [`serve`] runs an agent on a listener until a shutdown future resolves.
+
+pub mod config;
+pub mod core;
+pub mod error;
+pub mod exec;
+pub mod executor;
+pub mod fence;
+pub mod http;
+pub mod layout;
+pub mod logs;
+pub mod memory;
+pub mod metrics;
+pub mod secret;
+pub mod shared;
+pub mod sim;
+pub mod store;
+pub mod telemetry;
+pub mod validate;
+
+#[cfg(test)]
+mod testutil;
+
+use std::future::Future;
+use std::sync::Arc;
+
+use tokio_util::sync::CancellationToken;
+
+pub use crate::config::{AgentArgs, AgentConfig, ExecutorKind, LogFormat, SimConfig};
+pub use crate::core::Agent;
+pub use crate::error::AgentError;
+pub use crate::secret::JoinToken;
+
+use crate::executor::Executor;
+use crate::layout::Layout;
+use crate::memory::Memory;
+use crate::shared::Shared;
+
+/// An agent with its state loaded and its instances handed to the executor, ready to serve.
+pub struct Opened {
+    agent: Arc<Agent>,
+    router: axum::Router,
+    tasks: CancellationToken,
+    _lock: std::fs::File,
+}
+
+impl std::fmt::Debug for Opened {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Opened")
+            .field("agent", &self.agent)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Opens the data directory, loads the state file and starts (or adopts) every instance it
+/// names. Must run inside a tokio runtime.
+pub fn open(config: &AgentConfig) -> Result<Opened, AgentError> {
+    let layout = Layout::new(&config.data_dir);
+    let lock = layout.open()?;
+    let memory = match store::load(&layout.state_file())? {
+        Some(doc) => Memory::from_doc(doc),
+        None => Memory::default(),
+    };
+    let loaded = memory.instances.len();
+    let metrics = metrics::Metrics::new()?;
+    let shared = Arc::new(Shared::new(memory, layout.clone(), metrics));
+    let tasks = CancellationToken::new();
+    let executor: Arc<dyn Executor> = match config.executor {
+        ExecutorKind::Exec => Arc::new(exec::ExecExecutor::new(config, shared.clone(), tasks.clone())),
+        ExecutorKind::Sim => Arc::new(sim::SimExecutor::new(config, shared.clone(), tasks.clone())),
+    };
+    let agent = Arc::new(Agent::new(config, shared, executor));
+    agent.launch_loaded();
+    tracing::info!(
+        agent = %config.name,
+        executor = ?config.executor,
+        instances = loaded,
+        data_dir = %config.data_dir.display(),
+        "agent opened"
+    );
+    let router = http::router(agent.clone(), config.join_token.clone(), layout);
+    Ok(Opened {
+        agent,
+        router,
+        tasks,
+        _lock: lock,
+    })
+}
+
+impl Opened {
+    /// The agent's operations, without HTTP.
+    pub fn agent(&self) -> &Arc<Agent> {
+        &self.agent
+    }
+
+    /// Serves the cluster API on `listener` until `shutdown` resolves. Instances keep running.
+    pub async fn serve(
+        self,
+        listener: tokio::net::TcpListener,
+        shutdown: impl Future<Output = ()> + Send + 'static,
+    ) -> Result<(), AgentError> {
+        let address = listener.local_addr().ok();
+        let served = axum::serve(listener, self.router)
+            .with_graceful_shutdown(shutdown)
+            .await;
+        self.tasks.cancel();
+        tracing::info!(?address, "agent stopped; its instances keep running");
+        served.map_err(|e| AgentError::Internal(format!("serving the cluster API: {e}")))
+    }
+}
+
+/// Runs an agent for `config` on `listener` until `shutdown` resolves.
+pub async fn serve(
+    config: AgentConfig,
+    listener: tokio::net::TcpListener,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> Result<(), AgentError> {
+    open(&config)?.serve(listener, shutdown).await
+}
+
+/// `drover agent`: runs until SIGTERM or Ctrl-C, then exits and leaves the instances running.
+pub async fn run(args: AgentArgs) -> Result<(), AgentError> {
+    let config = AgentConfig::from_args(&args)?;
+    telemetry::init(args.log_format);
+    let listener = tokio::net::TcpListener::bind(args.listen)
+        .await
+        .map_err(|e| AgentError::config("--listen", format!("cannot listen on {}: {e}", args.listen)))?;
+    let address = listener
+        .local_addr()
+        .map_err(|e| AgentError::config("--listen", e.to_string()))?;
+    let opened = open(&config)?;
+    let kind = match config.executor {
+        ExecutorKind::Exec => "exec",
+        ExecutorKind::Sim => "sim",
+    };
+    println!(
+        "drover agent {} listening on http://{address} (executor {kind})",
+        config.name
+    );
+    opened.serve(listener, shutdown_signal()).await
+}
+
+/// Resolves on SIGTERM or Ctrl-C.
+pub async fn shutdown_signal() {
+    let interrupt = tokio::signal::ctrl_c();
+    match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+        Ok(mut terminate) => {
+            tokio::select! {
+                _ = interrupt => {},
+                _ = terminate.recv() => {},
+            }
+        }
+        Err(_) => {
+            let _ = interrupt.await;
+        }
+    }
+}

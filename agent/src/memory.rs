@@ -1,0 +1,310 @@
+//! What the agent holds in memory: the highest fence, the desired sets with their specs, and a
+//! run record per instance. [`Memory::doc`] is exactly what the state file stores; a [`Plan`]
+//! is one desired-set change, applied first to a copy that is written to disk, then to memory.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use drover_model::cluster::agent_api::{
+    Fence, Health, InstanceId, InstanceSpec, InstanceState, InstanceStatus, Resources, SetName,
+};
+use serde::{Deserialize, Serialize};
+
+/// One instance's run record: what the executor last observed, and (for `exec`) which process
+/// runs it, so a restarted agent can adopt that process.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Run {
+    /// Where the instance is in its life.
+    pub state: InstanceState,
+    /// Exit code of the last run that ended (128 + signal when killed by a signal).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exit_code: Option<i32>,
+    /// How many times it was started again.
+    #[serde(default)]
+    pub restarts: u32,
+    /// RFC 3339 start time of the current run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub started_at: Option<String>,
+    /// What the readiness probe last said.
+    pub health: Health,
+    /// Process id of the current run (`exec`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pid: Option<u32>,
+    /// Start time of that process in clock ticks since boot (field 22 of `/proc/<pid>/stat`),
+    /// which tells it from a later process that reuses its pid.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub start_ticks: Option<u64>,
+}
+
+impl Default for Run {
+    fn default() -> Self {
+        Self {
+            state: InstanceState::Starting,
+            exit_code: None,
+            restarts: 0,
+            started_at: None,
+            health: Health::Unknown,
+            pid: None,
+            start_ticks: None,
+        }
+    }
+}
+
+/// One desired instance.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Entry {
+    /// Its set.
+    pub set: SetName,
+    /// What the control plane asked for.
+    pub spec: InstanceSpec,
+    /// What was observed.
+    pub run: Run,
+    /// Which start of this id the entry belongs to: an executor's report for an older epoch
+    /// (a replaced spec still being stopped) is ignored.
+    pub epoch: u64,
+}
+
+impl Entry {
+    /// The entry as the API reports it.
+    pub fn status(&self) -> InstanceStatus {
+        InstanceStatus {
+            id: self.spec.id.clone(),
+            set: self.set.clone(),
+            state: self.run.state,
+            exit_code: self.run.exit_code,
+            restarts: self.run.restarts,
+            started_at: self.run.started_at.clone(),
+            health: self.run.health,
+            pid: self.run.pid,
+            resources: self.spec.resources,
+        }
+    }
+}
+
+/// The state file's contents.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Doc {
+    /// Format version, [`Doc::FORMAT`].
+    pub format: u32,
+    /// The highest fence accepted.
+    pub fence: Fence,
+    /// Every desired set, its instances ordered by id.
+    pub sets: BTreeMap<SetName, Vec<InstanceSpec>>,
+    /// Run records by instance id.
+    pub runs: BTreeMap<InstanceId, Run>,
+}
+
+impl Doc {
+    /// The format this agent writes and reads.
+    pub const FORMAT: u32 = 1;
+}
+
+/// Everything the agent holds.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Memory {
+    /// The highest fence accepted.
+    pub fence: Fence,
+    /// Members of each set.
+    pub sets: BTreeMap<SetName, BTreeSet<InstanceId>>,
+    /// Every desired instance.
+    pub instances: BTreeMap<InstanceId, Entry>,
+    /// The next entry epoch.
+    pub next_epoch: u64,
+}
+
+impl Memory {
+    /// Memory as loaded from a state file. The caller checked that no id is in two sets.
+    pub fn from_doc(doc: Doc) -> Self {
+        let mut memory = Memory {
+            fence: doc.fence,
+            ..Memory::default()
+        };
+        let mut runs = doc.runs;
+        for (set, specs) in doc.sets {
+            let members = memory.sets.entry(set.clone()).or_default();
+            for spec in specs {
+                members.insert(spec.id.clone());
+                let run = runs.remove(&spec.id).unwrap_or_default();
+                memory.next_epoch += 1;
+                let entry = Entry {
+                    set: set.clone(),
+                    spec,
+                    run,
+                    epoch: memory.next_epoch,
+                };
+                memory.instances.insert(entry.spec.id.clone(), entry);
+            }
+        }
+        memory
+    }
+
+    /// What the state file stores.
+    pub fn doc(&self) -> Doc {
+        let sets = self
+            .sets
+            .iter()
+            .map(|(set, ids)| {
+                let specs = ids
+                    .iter()
+                    .filter_map(|id| self.instances.get(id).map(|e| e.spec.clone()))
+                    .collect();
+                (set.clone(), specs)
+            })
+            .collect();
+        let runs = self
+            .instances
+            .iter()
+            .map(|(id, e)| (id.clone(), e.run.clone()))
+            .collect();
+        Doc {
+            format: Doc::FORMAT,
+            fence: self.fence,
+            sets,
+            runs,
+        }
+    }
+
+    /// The run record of `id` if it still belongs to `epoch`.
+    pub fn run_mut(&mut self, id: &InstanceId, epoch: u64) -> Option<&mut Run> {
+        self.instances
+            .get_mut(id)
+            .filter(|e| e.epoch == epoch)
+            .map(|e| &mut e.run)
+    }
+
+    /// Sum of the requests of every desired instance, except those of `except`.
+    pub fn requested(&self, except: Option<&SetName>) -> Resources {
+        self.instances
+            .values()
+            .filter(|e| Some(&e.set) != except)
+            .fold(Resources::default(), |sum, e| sum.plus(e.spec.resources))
+    }
+
+    /// Works out what making `set` hold exactly `desired` changes (with `fence` recorded).
+    pub fn plan(&self, set: &SetName, fence: Fence, desired: Vec<InstanceSpec>) -> Plan {
+        let current = self.sets.get(set).cloned().unwrap_or_default();
+        let wanted: BTreeSet<InstanceId> = desired.iter().map(|s| s.id.clone()).collect();
+        let remove: Vec<InstanceId> = current.difference(&wanted).cloned().collect();
+        let mut next_epoch = self.next_epoch;
+        let mut start = Vec::new();
+        let mut replace = Vec::new();
+        for spec in desired {
+            match self.instances.get(&spec.id) {
+                Some(entry) if entry.spec == spec => {}
+                Some(_) => {
+                    next_epoch += 1;
+                    replace.push((spec, next_epoch));
+                }
+                None => {
+                    next_epoch += 1;
+                    start.push((spec, next_epoch));
+                }
+            }
+        }
+        Plan {
+            set: set.clone(),
+            fence,
+            start,
+            replace,
+            remove,
+        }
+    }
+
+    /// Applies `plan`.
+    pub fn apply(&mut self, plan: &Plan) {
+        self.fence = plan.fence;
+        for id in &plan.remove {
+            self.instances.remove(id);
+        }
+        let members = self.sets.entry(plan.set.clone()).or_default();
+        for id in &plan.remove {
+            members.remove(id);
+        }
+        for (spec, epoch) in plan.start.iter().chain(&plan.replace) {
+            members.insert(spec.id.clone());
+            self.next_epoch = self.next_epoch.max(*epoch);
+            self.instances.insert(
+                spec.id.clone(),
+                Entry {
+                    set: plan.set.clone(),
+                    spec: spec.clone(),
+                    run: Run::default(),
+                    epoch: *epoch,
+                },
+            );
+        }
+        if members.is_empty() {
+            self.sets.remove(&plan.set);
+        }
+    }
+}
+
+/// One desired-set change.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Plan {
+    /// The set.
+    pub set: SetName,
+    /// The fence to record (the same one when it is not newer).
+    pub fence: Fence,
+    /// New instances with their epochs.
+    pub start: Vec<(InstanceSpec, u64)>,
+    /// Instances whose spec changed (stopped, then started) with their new epochs.
+    pub replace: Vec<(InstanceSpec, u64)>,
+    /// Instances no longer in the set.
+    pub remove: Vec<InstanceId>,
+}
+
+impl Plan {
+    /// A plan that records `fence` and changes nothing else.
+    pub fn fence_only(set: SetName, fence: Fence) -> Self {
+        Self {
+            set,
+            fence,
+            start: Vec::new(),
+            replace: Vec::new(),
+            remove: Vec::new(),
+        }
+    }
+
+    /// Whether the plan starts, stops or replaces nothing.
+    pub fn changes_nothing(&self) -> bool {
+        self.start.is_empty() && self.replace.is_empty() && self.remove.is_empty()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testutil::spec;
+
+    #[test]
+    fn plans_start_replace_and_remove() {
+        let set = SetName::parse("web").unwrap();
+        let fence = Fence { term: 1, leader: 1 };
+        let mut memory = Memory::default();
+        let plan = memory.plan(&set, fence, vec![spec("a", &["x"]), spec("b", &["x"])]);
+        assert_eq!(plan.start.len(), 2);
+        memory.apply(&plan);
+        assert!(memory
+            .plan(&set, fence, vec![spec("a", &["x"]), spec("b", &["x"])])
+            .changes_nothing());
+        let plan = memory.plan(&set, fence, vec![spec("a", &["y"])]);
+        assert_eq!(plan.replace.len(), 1);
+        assert_eq!(plan.remove, vec![InstanceId::parse("b").unwrap()]);
+        memory.apply(&plan);
+        assert_eq!(memory.instances.len(), 1);
+        let plan = memory.plan(&set, fence, vec![]);
+        memory.apply(&plan);
+        assert!(memory.sets.is_empty() && memory.instances.is_empty());
+    }
+
+    #[test]
+    fn the_doc_round_trips() {
+        let set = SetName::parse("web").unwrap();
+        let mut memory = Memory::default();
+        memory.apply(&memory.plan(&set, Fence { term: 3, leader: 2 }, vec![spec("a", &["x"])]));
+        let doc = memory.doc();
+        assert_eq!(Memory::from_doc(doc.clone()).doc(), doc);
+    }
+}
