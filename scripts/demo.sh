@@ -40,7 +40,11 @@ if [ ! -s "$state/token" ]; then
 fi
 demo_token="$(cat "$state/token")"
 echo "$demo_token,demo,operators" > "$state/tokens.csv"
-chmod 600 "$state/secret" "$state/claimer-token" "$state/jwt-secret" "$state/token" "$state/tokens.csv"
+# The join token the demo's two agents accept from the control plane.
+if [ ! -s "$state/join-token" ]; then
+  head -c 24 /dev/urandom | od -An -tx1 | tr -d ' \n' > "$state/join-token"
+fi
+chmod 600 "$state/secret" "$state/claimer-token" "$state/jwt-secret" "$state/token" "$state/tokens.csv" "$state/join-token"
 # curl reads the header from a file (-H @file): a token in its arguments would show in `ps`.
 echo "Authorization: Bearer $demo_token" > "$state/auth-header"
 echo "Authorization: $(cat "$state/claimer-token")" > "$state/claimer-header"
@@ -58,7 +62,20 @@ resources:
 YAML
 
 pids=()
+agent_pids=()
+# Agents leave their instances running when they stop (as a kubelet does); the demo stops the
+# exec agent's instances too, each a process group of its own.
+stop_instances() {
+  curl -fsS -H @"$state/join-header" http://127.0.0.1:7701/v1/inventory 2>/dev/null \
+    | python3 -c 'import json,sys; [print(i["pid"]) for i in json.load(sys.stdin)["instances"] if i.get("pid")]' 2>/dev/null \
+    | while read -r pid; do kill -TERM -- "-$pid" 2>/dev/null || true; done
+}
 stop() {
+  if [ "${#agent_pids[@]}" -gt 0 ]; then
+    stop_instances
+    kill "${agent_pids[@]}" 2>/dev/null || true
+    wait "${agent_pids[@]}" 2>/dev/null || true
+  fi
   if [ "${#pids[@]}" -gt 0 ]; then
     kill "${pids[@]}" 2>/dev/null || true
     wait "${pids[@]}" 2>/dev/null || true
@@ -77,6 +94,15 @@ for id in 1 2 3; do
     >"$state/node-$id.log" 2>&1 &
   pids+=("$!")
 done
+
+# Two workload clusters, one agent each: `exec` runs real processes, `sim` pretends (3 machines).
+echo "Authorization: Bearer $(cat "$state/join-token")" > "$state/join-header"
+"$bin" agent --name local-exec --executor exec --listen 127.0.0.1:7701 --data-dir "$state/agent-exec" \
+  --join-token-file "$state/join-token" --label kind=exec >"$state/agent-exec.log" 2>&1 &
+agent_pids+=("$!")
+"$bin" agent --name local-sim --executor sim --sim-nodes 3 --listen 127.0.0.1:7702 --data-dir "$state/agent-sim" \
+  --join-token-file "$state/join-token" --label kind=sim >"$state/agent-sim.log" 2>&1 &
+agent_pids+=("$!")
 
 deadline=$((SECONDS + 60))
 for id in 1 2 3; do
@@ -134,6 +160,23 @@ for step in \
   case "$code" in 200|409) ;; *) echo "demo: $method $path answered $code" >&2; exit 1 ;; esac
 done
 
+# Register the agents as platform-wide clusters (they belong to the operator tenant) and pin a
+# desired set to each. The bodies hold the join token, so curl reads them from owner-only files.
+for agent in exec:7701 sim:7702; do
+  name=${agent%%:*} port=${agent##*:}
+  printf '{"endpoint":"http://127.0.0.1:%s","join_token":"%s","labels":{"kind":"%s"}}' \
+    "$port" "$(cat "$state/join-token")" "$name" > "$state/register-$name.json"
+  code=$(curl -s -o /dev/null -w '%{http_code}' -X POST "$platform/tenant/operator/cluster/local-$name" \
+    -H @"$state/admin-header" -H 'Content-Type: application/json' -d @"$state/register-$name.json")
+  case "$code" in 200|409) ;; *) echo "demo: registering cluster local-$name answered $code" >&2; exit 1 ;; esac
+done
+hello='{"count":2,"exec":{"argv":["sh","-c","while true; do echo hello from $DROVER_INSTANCE_ID; sleep 5; done"]},"resources":{"cpu_millis":10,"memory_mib":16}}'
+code=$(platform_call PUT /tenant/operator/cluster/local-exec/set/hello "$hello")
+[ "$code" = 200 ] || { echo "demo: pinning set hello answered $code" >&2; exit 1; }
+code=$(platform_call PUT /tenant/operator/cluster/local-sim/set/fleet \
+  '{"count":50,"exec":{"argv":["web"]},"resources":{"cpu_millis":100,"memory_mib":128}}')
+[ "$code" = 200 ] || { echo "demo: pinning set fleet answered $code" >&2; exit 1; }
+
 leader=$(curl -fsS http://127.0.0.1:7401/cluster | python3 -c 'import json,sys; print(json.load(sys.stdin)["leader"])')
 cat <<MSG
 
@@ -166,6 +209,15 @@ The platform API (Axebow 1.0-beta), browsable at http://127.0.0.1:7401/docs/ :
   curl -H @alice-header http://127.0.0.1:7401/api/1.0-beta/tenant/alice-team
   (the operator "admin" owns tenant "demo": --subject admin)
 
+Two workload clusters, each a drover agent (docs/CLUSTERS.md): local-exec runs set "hello"
+(2 real processes), local-sim pretends to run set "fleet" (50 instances on 3 simulated machines):
+  agent local-exec http://127.0.0.1:7701   log $state/agent-exec.log   data $state/agent-exec/
+  agent local-sim  http://127.0.0.1:7702   log $state/agent-sim.log    data $state/agent-sim/
+  curl -H @$state/admin-header http://127.0.0.1:7402/api/1.0-beta/cluster
+  curl -H @$state/admin-header http://127.0.0.1:7403/api/1.0-beta/tenant/operator/cluster/local-exec/inventory
+  curl -H @$state/admin-header 'http://127.0.0.1:7401/api/1.0-beta/tenant/operator/cluster/local-exec/instance/hello.main.r1.0/logs?tail=5'
+  curl -H @$state/join-header http://127.0.0.1:7701/v1/inventory      (the agent's own truth)
+
 MSG
 
 if [ "${DROVER_DEMO_ONESHOT:-}" = "1" ]; then
@@ -181,8 +233,26 @@ if [ "${DROVER_DEMO_ONESHOT:-}" = "1" ]; then
     || { echo "demo: the demo tenant is not as created: $tenant" >&2; exit 1; }
   code=$(curl -s -o /dev/null -w '%{http_code}' http://127.0.0.1:7402/api/1.0-beta/tenant/demo)
   [ "$code" = 401 ] || { echo "demo: an anonymous tenant read answered $code" >&2; exit 1; }
-  for pid in "${pids[@]}"; do
-    if tr '\0' ' ' < "/proc/$pid/cmdline" | grep -qF -e "$(cat "$state/secret")" -e "$demo_token" -e "$(cat "$state/claimer-token")"; then
+  # The agents run what was pinned: two real processes, fifty simulated instances.
+  until [ "$(curl -fsS -H @"$state/admin-header" "$platform/tenant/operator/cluster/local-exec" 2>/dev/null \
+      | python3 -c 'import json,sys; s=json.load(sys.stdin)["data"]["status"]; print(s["state"], s["instances"]["running"])' 2>/dev/null)" = "ONLINE 2" ]; do
+    if [ "$SECONDS" -ge "$((deadline + 60))" ]; then echo "demo: cluster local-exec is not ONLINE with 2 instances" >&2; exit 1; fi
+    sleep 0.2
+  done
+  for pid in $(curl -fsS -H @"$state/join-header" http://127.0.0.1:7701/v1/inventory \
+      | python3 -c 'import json,sys; [print(i["pid"]) for i in json.load(sys.stdin)["instances"]]'); do
+    tr '\0' '\n' < "/proc/$pid/environ" | grep -q '^DROVER_INSTANCE_ID=hello\.main\.r1\.' \
+      || { echo "demo: process $pid is not an instance of set hello" >&2; exit 1; }
+  done
+  until [ "$(curl -fsS -H @"$state/admin-header" "$platform/tenant/operator/cluster/local-sim" 2>/dev/null \
+      | python3 -c 'import json,sys; print(json.load(sys.stdin)["data"]["status"]["instances"]["running"])' 2>/dev/null)" = 50 ]; do
+    if [ "$SECONDS" -ge "$((deadline + 60))" ]; then echo "demo: cluster local-sim does not run 50 instances" >&2; exit 1; fi
+    sleep 0.2
+  done
+  logs=$(curl -fsS -H @"$state/admin-header" "$platform/tenant/operator/cluster/local-exec/instance/hello.main.r1.0/logs?tail=5")
+  echo "$logs" | grep -q 'hello from hello.main.r1.0' || { echo "demo: instance logs are not readable: $logs" >&2; exit 1; }
+  for pid in "${pids[@]}" "${agent_pids[@]}"; do
+    if tr '\0' ' ' < "/proc/$pid/cmdline" | grep -qF -e "$(cat "$state/secret")" -e "$demo_token" -e "$(cat "$state/claimer-token")" -e "$(cat "$state/join-token")"; then
       echo "demo: a secret is on node process $pid's command line" >&2; exit 1
     fi
   done
