@@ -3,7 +3,7 @@
 CARGO_TARGET_DIR ?= $(HOME)/.cache/drover-target
 export CARGO_TARGET_DIR
 
-.PHONY: setup demo test lint bench bench-scale bench-leasing soak chaos chaos-five chaos-sim chaos-planted
+.PHONY: setup demo test lint bench bench-scale bench-leasing bench-clusters soak chaos chaos-five chaos-sim chaos-planted
 
 ## setup: install what a fresh machine lacks (clang, libclang, iptables, libfaketime, etcd, the
 ## Kubernetes Python client)
@@ -40,6 +40,12 @@ bench-scale: setup
 bench-leasing: setup
 	cargo build --release -p drover-node -p drover-bench
 	$(CARGO_TARGET_DIR)/release/drover-bench leasing
+
+## bench-clusters: how long one cluster actor takes to observe 10,000 sim instances, and its Raft
+## writes per minute when nothing changes
+bench-clusters: setup
+	cargo build --release -p drover-node -p drover-bench
+	$(CARGO_TARGET_DIR)/release/drover-bench clusters --instances 10000 --steady-secs 60
 
 ## soak: the hardening issue's exhaustion floods (huge objects under fresh idempotency keys,
 ## silent watchers, unauthenticated 1 MiB bodies, half-sent and idle sockets, new Boskos state

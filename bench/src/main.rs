@@ -9,6 +9,7 @@
 //! `docs/BENCHMARKS.md`. `drover-bench soak --minutes 5` repeats the exhaustion findings of the
 //! hardening issue and prints every node's memory each minute.
 
+mod clusters;
 mod compare;
 mod driver;
 mod drover;
@@ -44,6 +45,8 @@ enum Workload {
     Compare(compare::CompareArgs),
     /// Memory, disk, restart and catch-up figures with many objects stored.
     Scale(scale::ScaleArgs),
+    /// One cluster actor observing many `sim` instances, and its steady-state Raft writes.
+    Clusters(clusters::ClustersArgs),
     /// The hardening issue's exhaustion findings repeated for minutes, RSS printed each minute.
     Soak(soak::SoakArgs),
 }
@@ -55,5 +58,6 @@ async fn main() -> Result<()> {
         Workload::Compare(args) => compare::run(args).await,
         Workload::Scale(args) => scale::run(args).await,
         Workload::Soak(args) => soak::run(args).await,
+        Workload::Clusters(args) => clusters::run(args).await,
     }
 }
