@@ -3,7 +3,8 @@
 //! `/proc`), its logs read through the platform API, a killed instance restarted; who may
 //! register and read clusters, and the join token never shown; fencing across a leader change
 //! and a paused old leader, checked on the agent's own inventory; the cluster states through an
-//! agent outage and a leader kill, each transition an event with a reason.
+//! agent outage and a leader kill, pressure and draining, each transition an event with a
+//! reason; the clusters an environment may use.
 
 use std::time::Duration;
 
@@ -359,16 +360,54 @@ async fn cluster_states_follow_the_agent_across_a_leader_kill() -> Result<()> {
     let online = wait_state(&root, path, "ONLINE").await?;
     ensure!(online["status"]["facts"]["nodes"] == 2, "{online}");
 
-    // The agent goes away: DEGRADED, then (after a leader kill) OFFLINE within the budget.
-    let client = agent.client();
-    let off = client
-        .call(
-            reqwest::Method::PUT,
-            "/v1/sim/faults",
-            Some(&json!({"unreachable": true})),
-        )
+    // Environments see the platform-wide cluster when they select it, with its free capacity.
+    let alice = as_user(&nodes, leader, "alice");
+    let account = alice
+        .post("/tenant/acme/account/main", &json!({"spec": {"iaas": "sim"}}))
         .await?;
-    ensure!(off.status == StatusCode::OK, "{off:?}");
+    ensure!(account.status == StatusCode::OK, "{account:?}");
+    for (env, zone) in [("prod", "a"), ("other", "b")] {
+        let body = json!({"clusters": {"labels": {"zone": zone}}});
+        let created = alice
+            .post(&format!("/tenant/acme/account/main/environment/{env}"), &body)
+            .await?;
+        ensure!(created.status == StatusCode::OK, "{created:?}");
+    }
+    let usable = alice
+        .get("/tenant/acme/account/main/environment/prod/clusters")
+        .await?;
+    ensure!(usable.body["data"]["clusters"][0]["name"] == "sim", "{usable:?}");
+    ensure!(usable.body["data"]["free"]["cpu_millis"] == 8000, "{usable:?}");
+    let none = alice
+        .get("/tenant/acme/account/main/environment/other/clusters")
+        .await?;
+    ensure!(none.body["data"]["clusters"] == json!([]), "{none:?}");
+
+    // Pressure makes it UNHEALTHY, draining NOTREADY; both clear.
+    let client = agent.client();
+    let faults = |body: Value| {
+        let client = client.clone();
+        async move {
+            let answer = client
+                .call(reqwest::Method::PUT, "/v1/sim/faults", Some(&body))
+                .await?;
+            ensure!(answer.status == StatusCode::OK, "{answer:?}");
+            Ok(())
+        }
+    };
+    faults(json!({"pressure": "memory"})).await?;
+    wait_state(&root, path, "UNHEALTHY").await?;
+    faults(json!({})).await?;
+    wait_state(&root, path, "ONLINE").await?;
+    let drain_path = format!("{path}/drain");
+    ensure!(root.put(&drain_path, &json!({"draining": true})).await?.status == StatusCode::OK);
+    wait_state(&root, path, "NOTREADY").await?;
+    ensure!(root.put(&drain_path, &json!({"draining": false})).await?.status == StatusCode::OK);
+    wait_state(&root, path, "ONLINE").await?;
+
+    // The agent stops: DEGRADED, then (after a leader kill) OFFLINE within the budget.
+    let mut agent = agent;
+    agent.kill()?;
     wait_state(&root, path, "DEGRADED").await?;
     nodes.kill(leader)?;
     let others: Vec<u64> = (1..=3).filter(|id| *id != leader).collect();
@@ -376,15 +415,8 @@ async fn cluster_states_follow_the_agent_across_a_leader_kill() -> Result<()> {
     let root = as_user(&nodes, new_leader, OPERATOR_SUBJECT);
     wait_state(&root, path, "OFFLINE").await?;
 
-    // It comes back: CONNECTING, then ONLINE.
-    let on = client
-        .call(
-            reqwest::Method::PUT,
-            "/v1/sim/faults",
-            Some(&json!({"unreachable": false})),
-        )
-        .await?;
-    ensure!(on.status == StatusCode::OK, "{on:?}");
+    // It starts again: CONNECTING, then ONLINE.
+    agent.restart()?;
     let back = wait_state(&root, path, "ONLINE").await?;
     let events: Vec<(String, String, String)> = back["events"]
         .as_array()
@@ -405,6 +437,8 @@ async fn cluster_states_follow_the_agent_across_a_leader_kill() -> Result<()> {
         ("DEGRADED", "OFFLINE"),
         ("OFFLINE", "CONNECTING"),
         ("CONNECTING", "ONLINE"),
+        ("ONLINE", "UNHEALTHY"),
+        ("ONLINE", "NOTREADY"),
     ] {
         ensure!(path_taken.contains(&step), "no {step:?} in {events:?}");
     }

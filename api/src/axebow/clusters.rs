@@ -1,6 +1,7 @@
 //! `/tenant/{t}/cluster/…`: workload clusters (register, list, get, change labels, endpoint or
 //! token, drain, deregister), desired sets pinned to a cluster, and live reads of its agent
-//! (inventory, an instance's logs); `/cluster`: every cluster, for operators.
+//! (inventory, an instance's logs); `/cluster`: every cluster, for operators;
+//! `…/environment/{e}/clusters`: the clusters an environment may use.
 //!
 //! Admins of a tenant register its own clusters; platform-wide clusters belong to the operator
 //! tenant. Any member reads; the join token is write-only and never returned.
@@ -8,7 +9,7 @@
 use axum::extract::{Path, State};
 use axum::http::{HeaderMap, StatusCode};
 use drover_model::cluster::agent_api::{InstanceId, Inventory, SetName};
-use drover_model::cluster::views::ClusterView;
+use drover_model::cluster::views::{ClusterView, EnvironmentClusters};
 use drover_model::cluster::{ClusterOp, ClusterPatch, ClusterRef, ClusterRegistration, SetSpec};
 use drover_model::platform::{PlatformRead, Requirement};
 use serde::{Deserialize, Serialize};
@@ -215,6 +216,24 @@ pub async fn delete_set(
     };
     store::write_cluster(&state, caller, change, &headers).await?;
     Ok(done())
+}
+
+/// The clusters an environment may use (its tenant's own and, unless it is isolated, the
+/// platform-wide ones, narrowed by its `clusters` selection) and their free capacity.
+#[utoipa::path(get, path = "/api/1.0-beta/tenant/{tenant}/account/{account}/environment/{environment}/clusters", tag = "clusters",
+    params(("tenant" = String, Path, description = "Tenant name"), ("account" = String, Path, description = "Account name"),
+        ("environment" = String, Path, description = "Environment name")),
+    responses((status = 200, description = "The usable clusters", body = Envelope<EnvironmentClusters>)))]
+pub async fn environment_clusters(
+    State(state): State<ApiState>,
+    Caller(caller): Caller,
+    Path((tenant, account, environment)): Path<(String, String, String)>,
+) -> Result<Envelope<EnvironmentClusters>, AxebowError> {
+    store::read(&state, &caller, PlatformRead::Tenant(&tenant), |p, _| {
+        p.environment_clusters(&tenant, &account, &environment)
+    })
+    .await
+    .map(ok)
 }
 
 /// The committed endpoint and token of a cluster the caller may read.

@@ -399,3 +399,147 @@ fn drain_patch_and_deregister() {
         PlatformError::NotFound(_)
     ));
 }
+
+#[test]
+fn environments_use_their_tenants_clusters_and_the_platform_wide_ones_they_select() {
+    use crate::platform::{environment_may_use, ClusterSelection};
+    let labels = BTreeMap::from([("zone".to_string(), "a".to_string())]);
+    let own = at("acme", "edge");
+    let shared = at("operator", "shared");
+    let foreign = at("globex", "edge");
+    let by_name = ClusterSelection {
+        names: vec!["edge".into(), "operator/shared".into()],
+        labels: BTreeMap::new(),
+    };
+    let by_label = |zone: &str| ClusterSelection {
+        names: vec![],
+        labels: BTreeMap::from([("zone".to_string(), zone.to_string())]),
+    };
+    let table = [
+        // (cluster, isolated, selection, expected)
+        (&own, false, None, true),
+        (&shared, false, None, true),
+        (&foreign, false, None, false),
+        (&shared, true, None, false),
+        (&own, true, None, true),
+        (&own, false, Some(by_name.clone()), true),
+        (&shared, false, Some(by_name.clone()), true),
+        (&shared, true, Some(by_name.clone()), false),
+        (&foreign, false, Some(by_name), false),
+        (&own, false, Some(by_label("a")), true),
+        (&own, false, Some(by_label("b")), false),
+        (&shared, false, Some(by_label("a")), true),
+        (&own, false, Some(ClusterSelection::default()), false),
+    ];
+    for (cluster, isolated, selection, expected) in table {
+        assert_eq!(
+            environment_may_use("acme", isolated, selection.as_ref(), cluster, &labels),
+            expected,
+            "{cluster} isolated={isolated} {selection:?}"
+        );
+    }
+    // "globex/edge" names another tenant's cluster, which acme cannot see anyway.
+    let named_foreign = ClusterSelection {
+        names: vec!["globex/edge".into()],
+        labels: BTreeMap::new(),
+    };
+    assert!(!environment_may_use(
+        "acme",
+        false,
+        Some(&named_foreign),
+        &foreign,
+        &labels
+    ));
+    assert!(crate::platform::validate_selection(&named_foreign).is_err());
+}
+
+#[test]
+fn an_environment_lists_its_usable_clusters_and_their_free_capacity() {
+    use crate::platform::{AccountSpec, EnvironmentSpec, TenantAccount};
+    let mut platform = world();
+    run(&mut platform, "alice", register(at("acme", "edge"))).unwrap();
+    run(&mut platform, "dave", register(at("operator", "shared"))).unwrap();
+    let account = PlatformOp::CreateAccount {
+        tenant: "acme".into(),
+        account: "main".into(),
+        body: TenantAccount {
+            spec: serde_json::from_value::<AccountSpec>(serde_json::json!({"iaas": "sim"})).unwrap(),
+            meta: Default::default(),
+        },
+    };
+    platform_op(&mut platform, "alice", account);
+    for (name, isolated) in [("prod", false), ("private", true)] {
+        let env = PlatformOp::CreateEnvironment {
+            tenant: "acme".into(),
+            account: "main".into(),
+            environment: name.into(),
+            spec: EnvironmentSpec {
+                isolated,
+                ..EnvironmentSpec::default()
+            },
+        };
+        platform_op(&mut platform, "alice", env);
+    }
+    let facts = |free: u64| ClusterFacts {
+        nodes: 1,
+        capacity: Resources {
+            cpu_millis: 4000,
+            memory_mib: 4096,
+        },
+        free: Resources {
+            cpu_millis: free,
+            memory_mib: free,
+        },
+        executor: "sim".into(),
+        version: "0".into(),
+    };
+    for (cluster, uid, free) in [
+        (at("acme", "edge"), "c-1", 1000),
+        (at("operator", "shared"), "c-1", 500),
+    ] {
+        let observe = ClusterCommand::Observe(ClusterObservation {
+            cluster,
+            uid: uid.into(),
+            state: ClusterState::Online,
+            reason: "up".into(),
+            facts: Some(facts(free)),
+            instances: None,
+        });
+        platform.apply_cluster(2_000, &observe).unwrap();
+    }
+    let prod = platform.environment_clusters("acme", "main", "prod").unwrap();
+    assert_eq!(prod.clusters.len(), 2);
+    assert_eq!(
+        prod.free,
+        Resources {
+            cpu_millis: 1500,
+            memory_mib: 1500
+        }
+    );
+    let private = platform.environment_clusters("acme", "main", "private").unwrap();
+    let names: Vec<&str> = private.clusters.iter().map(|c| c.name.as_str()).collect();
+    assert_eq!(names, ["edge"]);
+    assert_eq!(private.free.cpu_millis, 1000);
+    let bad = PlatformOp::PatchEnvironment {
+        tenant: "acme".into(),
+        account: "main".into(),
+        environment: "prod".into(),
+        patch: crate::platform::EnvironmentPatch {
+            clusters: Some(crate::platform::ClusterSelection {
+                names: vec!["Not A Name".into()],
+                labels: BTreeMap::new(),
+            }),
+            ..Default::default()
+        },
+    };
+    let error = platform
+        .apply(&PlatformCommand {
+            caller: who("alice"),
+            op: bad,
+        })
+        .unwrap_err();
+    assert!(
+        matches!(error, PlatformError::Invalid { ref field, .. } if field == "clusters.names[0]"),
+        "{error:?}"
+    );
+}

@@ -1,13 +1,14 @@
-//! What cluster reads return: everything but the join token, which is write-only.
+//! What cluster reads return: everything but the join token, which is write-only; and the
+//! clusters an environment may use.
 
 use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
-use super::agent_api::SetName;
-use super::object::{Cluster, ClusterEvent, ClusterRef, ClusterStatus, StoredSet};
-use crate::platform::{Platform, PlatformError};
+use super::agent_api::{Resources, SetName};
+use super::object::{Cluster, ClusterEvent, ClusterRef, ClusterState, ClusterStatus, StoredSet};
+use crate::platform::{environment_may_use, Platform, PlatformError};
 
 /// A cluster as the API shows it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
@@ -89,5 +90,79 @@ impl Platform {
         self.clusters()
             .map(|(cluster, stored)| ClusterView::of(&cluster, stored))
             .collect()
+    }
+}
+
+/// A cluster an environment may use, as `GET …/environment/{e}/clusters` shows it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct UsableCluster {
+    /// Owning tenant (`operator` for platform-wide clusters).
+    pub tenant: String,
+    /// Name.
+    pub name: String,
+    /// Its committed state.
+    pub state: ClusterState,
+    /// Labels.
+    pub labels: BTreeMap<String, String>,
+    /// Capacity as its agent last reported it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub capacity: Option<Resources>,
+    /// Free capacity as its agent last reported it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub free: Option<Resources>,
+}
+
+/// The clusters an environment may use and their free capacity.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct EnvironmentClusters {
+    /// Every cluster the environment may use, whatever its state.
+    pub clusters: Vec<UsableCluster>,
+    /// Free capacity of those that are `ONLINE`, summed.
+    pub free: Resources,
+}
+
+impl Platform {
+    /// The clusters environment `environment` of `account` in `tenant` may use.
+    pub fn environment_clusters(
+        &self,
+        tenant: &str,
+        account: &str,
+        environment: &str,
+    ) -> Result<EnvironmentClusters, PlatformError> {
+        let spec = self
+            .tenant(tenant)
+            .and_then(|t| t.accounts.get(account))
+            .and_then(|a| a.environments.get(environment))
+            .ok_or_else(|| {
+                PlatformError::NotFound(format!(
+                    "environment {environment:?} of account {account:?} not found"
+                ))
+            })?;
+        let clusters: Vec<UsableCluster> = self
+            .clusters()
+            .filter(|(cluster, stored)| {
+                environment_may_use(
+                    tenant,
+                    spec.isolated,
+                    spec.clusters.as_ref(),
+                    cluster,
+                    &stored.labels,
+                )
+            })
+            .map(|(cluster, stored)| UsableCluster {
+                tenant: cluster.tenant,
+                name: cluster.name,
+                state: stored.status.state,
+                labels: stored.labels.clone(),
+                capacity: stored.status.facts.as_ref().map(|f| f.capacity),
+                free: stored.status.facts.as_ref().map(|f| f.free),
+            })
+            .collect();
+        let free = clusters
+            .iter()
+            .filter(|c| c.state == ClusterState::Online)
+            .filter_map(|c| c.free)
+            .fold(Resources::default(), Resources::plus);
+        Ok(EnvironmentClusters { clusters, free })
     }
 }

@@ -446,6 +446,9 @@ impl Platform {
             } => {
                 validate_object_name("environment", environment)?;
                 validate_marks("marks", &spec.marks)?;
+                if let Some(selection) = &spec.clusters {
+                    super::clusters::validate_selection(selection)?;
+                }
                 if !spec.labels.is_object() {
                     return Err(PlatformError::invalid("labels", "must be a JSON object"));
                 }
@@ -467,6 +470,9 @@ impl Platform {
                 if let Some(marks) = &patch.marks {
                     validate_marks("marks", marks)?;
                 }
+                if let Some(selection) = &patch.clusters {
+                    super::clusters::validate_selection(selection)?;
+                }
                 if patch.labels.as_ref().is_some_and(|labels| !labels.is_object()) {
                     return Err(PlatformError::invalid("labels", "must be a JSON object"));
                 }
@@ -482,6 +488,9 @@ impl Platform {
                 }
                 if let Some(labels) = &patch.labels {
                     stored.labels = labels.clone();
+                }
+                if let Some(selection) = &patch.clusters {
+                    stored.clusters = Some(selection.clone());
                 }
                 Ok(PlatformResult::Done)
             }

@@ -5,8 +5,8 @@
 
 use std::collections::{BTreeMap, VecDeque};
 
-use super::entities::Role;
-use super::{Platform, PlatformError, Requirement};
+use super::entities::{ClusterSelection, Role};
+use super::{Platform, PlatformError, Requirement, OPERATOR_TENANT};
 use crate::cluster::agent_api::{SetName, MAX_ID_LEN, MAX_SET_INSTANCES};
 use crate::cluster::{
     Cluster, ClusterCommand, ClusterObservation, ClusterOp, ClusterRef, ClusterState, ClusterStatus, SetSpec,
@@ -100,6 +100,53 @@ pub fn validate_set(set: &SetName, spec: &SetSpec) -> Result<(), PlatformError> 
         ));
     }
     Ok(())
+}
+
+/// Checks an environment's cluster selection: each name is `name` or `operator/name`.
+pub fn validate_selection(selection: &ClusterSelection) -> Result<(), PlatformError> {
+    for (index, name) in selection.names.iter().enumerate() {
+        let bare = name
+            .strip_prefix(OPERATOR_TENANT)
+            .and_then(|rest| rest.strip_prefix('/'))
+            .unwrap_or(name);
+        if !crate::validation::is_label(bare) {
+            return Err(PlatformError::invalid(
+                format!("clusters.names[{index}]"),
+                format!("{name:?} must be a cluster name, or operator/<name> for a platform-wide cluster"),
+            ));
+        }
+    }
+    validate_metadata(&selection.labels, &BTreeMap::new())
+        .map_err(|e| PlatformError::invalid("clusters.labels", e.to_string()))
+}
+
+/// Whether an environment of `tenant` (isolated or not, selecting with `selection`) may use
+/// `cluster`, whose labels are `labels`. Pure; the one rule the API and the scheduler share.
+pub fn environment_may_use(
+    tenant: &str,
+    isolated: bool,
+    selection: Option<&ClusterSelection>,
+    cluster: &ClusterRef,
+    labels: &BTreeMap<String, String>,
+) -> bool {
+    let own = cluster.tenant == tenant;
+    let platform_wide = cluster.tenant == OPERATOR_TENANT;
+    if !(own || (platform_wide && !isolated)) {
+        return false;
+    }
+    let Some(selection) = selection else {
+        return true;
+    };
+    let named = selection.names.iter().any(|name| match name.split_once('/') {
+        Some((owner, bare)) => owner == cluster.tenant && bare == cluster.name,
+        None => own && *name == cluster.name,
+    });
+    let labelled = !selection.labels.is_empty()
+        && selection
+            .labels
+            .iter()
+            .all(|(key, value)| labels.get(key) == Some(value));
+    named || labelled
 }
 
 fn labels_checked(labels: &BTreeMap<String, String>) -> Result<(), PlatformError> {

@@ -258,6 +258,23 @@ pub struct EnvironmentSpec {
     /// An isolated environment gets clusters of its own.
     #[serde(default)]
     pub isolated: bool,
+    /// Which clusters its services may run on; every cluster it can see when left out.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub clusters: Option<ClusterSelection>,
+}
+
+/// Which clusters an environment may use, of those it can see: the tenant's own and (unless the
+/// environment is isolated) the platform-wide ones of the operator tenant. A cluster is selected
+/// when `names` lists it or when it carries every label of a non-empty `labels`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ClusterSelection {
+    /// `name` for the tenant's own clusters, `operator/name` for platform-wide ones.
+    #[serde(default)]
+    pub names: Vec<String>,
+    /// Labels a cluster must all carry.
+    #[serde(default)]
+    pub labels: BTreeMap<String, String>,
 }
 
 impl Default for EnvironmentSpec {
@@ -266,6 +283,7 @@ impl Default for EnvironmentSpec {
             marks: Marks::default(),
             labels: empty_object(),
             isolated: false,
+            clusters: None,
         }
     }
 }
@@ -285,6 +303,9 @@ pub struct EnvironmentPatch {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schema(value_type = Option<Object>)]
     pub labels: Option<Value>,
+    /// New cluster selection, when given.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub clusters: Option<ClusterSelection>,
 }
 
 /// A stored account with its environments.

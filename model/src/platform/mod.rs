@@ -24,10 +24,12 @@ use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
 pub use authz::{Grant, PlatformRead, Requirement};
-pub use clusters::{validate_endpoint, validate_join_token, validate_set};
+pub use clusters::{
+    environment_may_use, validate_endpoint, validate_join_token, validate_selection, validate_set,
+};
 pub use entities::{
-    Account, AccountMeta, AccountSpec, EnvironmentPatch, EnvironmentSpec, Identity, Member, Registry, Role,
-    Rule, Tenant, TenantAccount, TenantRules, TenantSpec, User, UserProfile,
+    Account, AccountMeta, AccountSpec, ClusterSelection, EnvironmentPatch, EnvironmentSpec, Identity, Member,
+    Registry, Role, Rule, Tenant, TenantAccount, TenantRules, TenantSpec, User, UserProfile,
 };
 pub use resource::{ResourceKind, ResourceSpec};
 
