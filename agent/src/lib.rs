@@ -128,8 +128,12 @@ pub async fn serve(
     open(&config)?.serve(listener, shutdown).await
 }
 
-/// `drover agent`: runs until SIGTERM or Ctrl-C, then exits and leaves the instances running.
-pub async fn run(args: AgentArgs) -> Result<(), AgentError> {
+/// `drover agent`: runs until `shutdown` resolves (the binary passes SIGTERM or Ctrl-C), then
+/// exits and leaves the instances running.
+pub async fn run(
+    args: AgentArgs,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> Result<(), AgentError> {
     let config = AgentConfig::from_args(&args)?;
     telemetry::init(args.log_format);
     let listener = tokio::net::TcpListener::bind(args.listen)
@@ -147,21 +151,5 @@ pub async fn run(args: AgentArgs) -> Result<(), AgentError> {
         "drover agent {} listening on http://{address} (executor {kind})",
         config.name
     );
-    opened.serve(listener, shutdown_signal()).await
-}
-
-/// Resolves on SIGTERM or Ctrl-C.
-pub async fn shutdown_signal() {
-    let interrupt = tokio::signal::ctrl_c();
-    match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-        Ok(mut terminate) => {
-            tokio::select! {
-                _ = interrupt => {},
-                _ = terminate.recv() => {},
-            }
-        }
-        Err(_) => {
-            let _ = interrupt.await;
-        }
-    }
+    opened.serve(listener, shutdown).await
 }
