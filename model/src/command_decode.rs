@@ -263,6 +263,8 @@ mod tests {
                     reason: "drained".into(),
                     facts: None,
                     instances: Some(Default::default()),
+                    set_errors: None,
+                    restarted: Vec::new(),
                 },
             )),
             Command::Noop,

@@ -232,6 +232,63 @@ async fn a_registered_agent_runs_a_pinned_set_as_real_processes() -> Result<()> 
     })
     .await?;
 
+    // A restart asked through the platform API: the cluster actor carries it out on the agent
+    // and clears the request.
+    let second = &inventory.instances[1];
+    let second_pid = second.pid.context("no pid")?;
+    let path = format!("/tenant/acme/cluster/edge/instance/{}/restart", second.id);
+    let asked = alice.call(reqwest::Method::POST, &path, None).await?;
+    ensure!(asked.status == StatusCode::OK, "restart: {asked:?}");
+    let refused = bob.call(reqwest::Method::POST, &path, None).await?;
+    ensure!(
+        refused.status == StatusCode::FORBIDDEN,
+        "a plain member restarted: {refused:?}"
+    );
+    eventually(CONVERGE, "the requested restart on the agent", || async {
+        let now = client.instance(second.id.as_str()).await.ok()??;
+        (now.restarts > second.restarts && now.pid.is_some_and(|p| p != second_pid)).then_some(())
+    })
+    .await?;
+    ensure!(
+        !drover_tests::agent::alive(second_pid),
+        "the old process of a restarted instance lives on"
+    );
+    eventually(CONVERGE, "the restart request to be cleared", || async {
+        cluster_status(&alice, "/tenant/acme/cluster/edge")
+            .await
+            .filter(|c| c.get("pending_restarts").is_none())
+    })
+    .await?;
+
+    // A set that does not fit is refused by the agent; the cluster says why.
+    let huge =
+        json!({"count": 1, "exec": {"argv": ["sleep", "1"]}, "resources": {"cpu_millis": 100_000_000}});
+    ensure!(
+        alice
+            .put("/tenant/acme/cluster/edge/set/t180-huge", &huge)
+            .await?
+            .status
+            == StatusCode::OK
+    );
+    let refused_set = eventually(CONVERGE, "the refusal on the cluster", || async {
+        cluster_status(&alice, "/tenant/acme/cluster/edge")
+            .await
+            .and_then(|c| {
+                c["status"]["set_errors"]["t180-huge"]
+                    .as_str()
+                    .map(str::to_string)
+            })
+    })
+    .await?;
+    ensure!(refused_set.contains("t180-huge.main.r1.0"), "{refused_set}");
+    ensure!(
+        alice
+            .delete("/tenant/acme/cluster/edge/set/t180-huge")
+            .await?
+            .status
+            == StatusCode::OK
+    );
+
     // The join token is in no answer and no node's log.
     for path in ["/tenant/acme/cluster", "/tenant/acme/cluster/edge"] {
         let shown = alice.get(path).await?.body.to_string();

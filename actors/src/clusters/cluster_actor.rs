@@ -1,13 +1,15 @@
-//! One cluster's actor: probes its agent, sends the committed desired sets (fenced by the term
-//! and this leader's id), and commits what it observed (state transitions, facts, instance
-//! counts) through Raft, only when something changed.
+//! One cluster's actor: probes its agent, sends the committed desired sets and restart requests
+//! (fenced by the term and this leader's id), and commits what it observed (state transitions,
+//! facts, instance counts, refused sets, restarts done) through Raft, only when something
+//! changed.
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use std::collections::BTreeMap;
-
-use drover_model::cluster::agent_api::{Fence, InstanceSpec, InstanceState, Inventory, NodeFacts, SetName};
+use drover_model::cluster::agent_api::{
+    Fence, InstanceId, InstanceSpec, InstanceState, Inventory, NodeFacts, SetName,
+};
 use drover_model::cluster::{
     ClusterCommand, ClusterFacts, ClusterObservation, ClusterRef, ClusterState, InstanceCounts,
 };
@@ -56,7 +58,20 @@ struct Committed {
     state: ClusterState,
     facts: Option<ClusterFacts>,
     instances: InstanceCounts,
+    set_errors: BTreeMap<SetName, String>,
     desired: BTreeMap<SetName, Vec<InstanceSpec>>,
+    restarts: Vec<(InstanceId, u64)>,
+}
+
+/// What one pass of sending did.
+#[derive(Default)]
+struct Sent {
+    /// Something was sent, so the inventory is read again.
+    changed: bool,
+    /// Why the agent refused sets.
+    set_errors: BTreeMap<SetName, String>,
+    /// Restart requests carried out.
+    restarted: Vec<(InstanceId, u64)>,
 }
 
 /// The cluster actor.
@@ -101,7 +116,13 @@ impl ClusterActor {
                 state: cluster.status.state,
                 facts: cluster.status.facts.clone(),
                 instances: cluster.status.instances,
+                set_errors: cluster.status.set_errors.clone(),
                 desired: desired_sets(cluster),
+                restarts: cluster
+                    .pending_restarts
+                    .iter()
+                    .map(|(id, at)| (id.clone(), *at))
+                    .collect(),
             })
         })
     }
@@ -127,41 +148,73 @@ impl ClusterActor {
         Ok((facts, inventory))
     }
 
-    /// Sends the sets that differ (all of them on the term's first pass).
-    async fn push(
+    /// Sends the sets that differ (all of them on the term's first pass), then the requested
+    /// restarts, all under this leader's fence.
+    async fn send(
         state: &mut ClusterActorState,
         driver: &dyn Driver,
         committed: &Committed,
         inventory: &Inventory,
-    ) -> bool {
+    ) -> Sent {
         let args = &state.args;
         let fence = Fence {
             term: args.context.term,
             leader: args.context.raft.id(),
         };
         let pushes = plan_sets(&committed.desired, inventory, !state.sent_all);
-        let changed = !pushes.is_empty();
+        let mut sent = Sent {
+            changed: !pushes.is_empty() || !committed.restarts.is_empty(),
+            ..Sent::default()
+        };
         let mut all_sent = true;
         for push in pushes {
-            let started = Instant::now();
             let result = driver.apply_set(fence, &push.set, push.instances).await;
             args.metrics
                 .driver_calls
                 .with_label_values(&["apply_set", outcome(&result)])
                 .inc();
-            if let Err(error) = result {
-                all_sent = false;
-                tracing::warn!(cluster = %args.cluster, set = %push.set, %error, elapsed = ?started.elapsed(), "desired set not applied");
-                if matches!(error, DriverError::Fenced(_)) {
-                    // A newer leader reached the agent: this tree is about to be stopped.
-                    break;
+            match result {
+                Ok(()) => {}
+                Err(DriverError::Refused { message, .. }) => {
+                    // The agent will refuse it again until the set changes: say why on the
+                    // cluster, and log it once rather than every probe. It did hear this
+                    // leader's fence, so the term's first pass counts as done.
+                    if committed.set_errors.get(&push.set) != Some(&message) {
+                        tracing::warn!(cluster = %args.cluster, set = %push.set, %message, "the agent refuses a desired set");
+                    }
+                    sent.set_errors.insert(push.set, message);
+                }
+                Err(error) => {
+                    all_sent = false;
+                    tracing::warn!(cluster = %args.cluster, set = %push.set, %error, "desired set not applied");
+                    if matches!(error, DriverError::Fenced(_)) {
+                        // A newer leader reached the agent: this tree is about to be stopped.
+                        return sent;
+                    }
                 }
             }
         }
         if all_sent {
             state.sent_all = true;
         }
-        changed
+        for (instance, requested) in &committed.restarts {
+            let result = driver.restart(fence, instance).await;
+            args.metrics
+                .driver_calls
+                .with_label_values(&["restart", outcome(&result)])
+                .inc();
+            match result {
+                // An instance the agent does not run (yet) has nothing to restart.
+                Ok(()) | Err(DriverError::NotFound(_)) => sent.restarted.push((instance.clone(), *requested)),
+                Err(error) => {
+                    tracing::warn!(cluster = %args.cluster, %instance, %error, "instance not restarted");
+                    if matches!(error, DriverError::Fenced(_)) {
+                        return sent;
+                    }
+                }
+            }
+        }
+        sent
     }
 
     async fn tick(state: &mut ClusterActorState) -> Result<bool, ActorProcessingErr> {
@@ -169,10 +222,12 @@ impl ClusterActor {
             return Ok(false);
         };
         let started = Instant::now();
+        let mut sent = Sent::default();
         let probed = match Self::driver(state, &committed) {
             Ok(driver) => match Self::probe(driver.as_ref()).await {
                 Ok((facts, mut inventory)) => {
-                    if Self::push(state, driver.as_ref(), &committed, &inventory).await {
+                    sent = Self::send(state, driver.as_ref(), &committed, &inventory).await;
+                    if sent.changed {
                         if let Ok(after) = driver.inventory().await {
                             inventory = after;
                         }
@@ -188,6 +243,7 @@ impl ClusterActor {
             .metrics
             .probe_seconds
             .observe(started.elapsed().as_secs_f64());
+        let answered = probed.is_ok();
         let (outcome, facts, instances) = match &probed {
             Ok((facts, inventory)) => {
                 state.failing_since = None;
@@ -217,9 +273,12 @@ impl ClusterActor {
             failing_for,
             state.args.config.offline_after,
         );
+        let set_errors = answered.then_some(sent.set_errors);
         let unchanged = next == committed.state
             && facts.as_ref().is_none_or(|f| committed.facts.as_ref() == Some(f))
-            && instances.is_none_or(|i| i == committed.instances);
+            && instances.is_none_or(|i| i == committed.instances)
+            && set_errors.as_ref().is_none_or(|e| *e == committed.set_errors)
+            && sent.restarted.is_empty();
         if unchanged {
             return Ok(true);
         }
@@ -230,6 +289,8 @@ impl ClusterActor {
             reason: reason.clone(),
             facts,
             instances,
+            set_errors,
+            restarted: sent.restarted,
         };
         let proposal = Proposal::new(Command::Cluster(ClusterCommand::Observe(observation)));
         match state.args.context.raft.write(proposal).await {

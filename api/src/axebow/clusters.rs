@@ -236,6 +236,29 @@ pub async fn environment_clusters(
     .map(ok)
 }
 
+/// Asks the leader's cluster actor to restart one pinned instance (admins). The request is
+/// committed at once and carried out at the actor's next probe; the cluster shows it under
+/// `pending_restarts` until then.
+#[utoipa::path(post, path = "/api/1.0-beta/tenant/{tenant}/cluster/{cluster}/instance/{instance}/restart", tag = "clusters",
+    params(("tenant" = String, Path, description = "Tenant name"), ("cluster" = String, Path, description = "Cluster name"),
+        ("instance" = String, Path, description = "Instance id")),
+    responses((status = 200, description = "Requested", body = Empty)))]
+pub async fn restart(
+    State(state): State<ApiState>,
+    Caller(caller): Caller,
+    headers: HeaderMap,
+    Path((tenant, name, instance)): Path<(String, String, String)>,
+) -> Result<Empty, AxebowError> {
+    let instance =
+        InstanceId::parse(&instance).map_err(|e| AxebowError::invalid("instance", e.to_string()))?;
+    let change = ClusterOp::RestartInstance {
+        cluster: at(tenant, name),
+        instance,
+    };
+    store::write_cluster(&state, caller, change, &headers).await?;
+    Ok(done())
+}
+
 /// The committed endpoint and token of a cluster the caller may read.
 async fn agent_of(
     state: &ApiState,

@@ -76,6 +76,7 @@ pub fn documented_routes() -> OpenApiRouter<ApiState> {
         .routes(routes!(clusters::put_set, clusters::delete_set))
         .routes(routes!(clusters::inventory))
         .routes(routes!(clusters::logs))
+        .routes(routes!(clusters::restart))
         .routes(routes!(clusters::environment_clusters))
         .routes(routes!(resources::list))
         .routes(routes!(

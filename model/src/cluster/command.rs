@@ -3,7 +3,9 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::agent_api::SetName;
+use std::collections::BTreeMap;
+
+use super::agent_api::{InstanceId, SetName};
 use super::object::{
     ClusterFacts, ClusterPatch, ClusterRef, ClusterRegistration, ClusterState, InstanceCounts, SetSpec,
 };
@@ -74,6 +76,13 @@ pub enum ClusterOp {
         /// Set name.
         set: SetName,
     },
+    /// Ask the cluster actor to restart one pinned instance.
+    RestartInstance {
+        /// Which cluster.
+        cluster: ClusterRef,
+        /// Which instance.
+        instance: InstanceId,
+    },
 }
 
 impl ClusterOp {
@@ -85,7 +94,8 @@ impl ClusterOp {
             | ClusterOp::Drain { cluster, .. }
             | ClusterOp::Deregister { cluster }
             | ClusterOp::PutSet { cluster, .. }
-            | ClusterOp::DeleteSet { cluster, .. } => cluster,
+            | ClusterOp::DeleteSet { cluster, .. }
+            | ClusterOp::RestartInstance { cluster, .. } => cluster,
         }
     }
 }
@@ -108,4 +118,11 @@ pub struct ClusterObservation {
     /// Instances by state, when the agent answered.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub instances: Option<InstanceCounts>,
+    /// Why the agent refused pinned sets, when it answered.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub set_errors: Option<BTreeMap<SetName, String>>,
+    /// Restart requests carried out (instance and the request's time): each is cleared unless
+    /// a newer request came meanwhile.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub restarted: Vec<(InstanceId, u64)>,
 }

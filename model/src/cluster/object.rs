@@ -124,6 +124,10 @@ pub struct ClusterStatus {
     /// Instances by state.
     #[serde(default)]
     pub instances: InstanceCounts,
+    /// Why the agent refused a pinned set (no room, a bad spec), by set.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    #[schema(value_type = Object)]
+    pub set_errors: BTreeMap<SetName, String>,
 }
 
 /// The part of an agent's facts that is replicated (changes rarely).
@@ -233,6 +237,10 @@ pub struct Cluster {
     pub events: VecDeque<ClusterEvent>,
     /// Desired sets pinned to it.
     pub sets: BTreeMap<SetName, StoredSet>,
+    /// Instances to restart, with the leader time each was asked for; the cluster actor
+    /// restarts them and clears the request.
+    #[serde(default)]
+    pub pending_restarts: BTreeMap<InstanceId, u64>,
 }
 
 impl Cluster {
@@ -251,6 +259,27 @@ impl Cluster {
         while self.events.len() > EVENTS_KEPT {
             self.events.pop_front();
         }
+    }
+
+    /// Forgets a removed set's refusal and the restart requests of its instances.
+    pub fn forget_set(&mut self, set: &SetName) {
+        self.status.set_errors.remove(set);
+        let pinned: Vec<InstanceId> = self
+            .pending_restarts
+            .keys()
+            .filter(|id| !self.pins(id))
+            .cloned()
+            .collect();
+        for id in pinned {
+            self.pending_restarts.remove(&id);
+        }
+    }
+
+    /// Whether `id` is an instance of one of its pinned sets.
+    pub fn pins(&self, id: &InstanceId) -> bool {
+        self.sets
+            .iter()
+            .any(|(name, set)| set.instance_ids(name).contains(id))
     }
 
     /// Requests of every pinned instance, summed.

@@ -188,6 +188,8 @@ fn observe(state: ClusterState, reason: &str, uid: &str) -> ClusterCommand {
             running: 3,
             ..InstanceCounts::default()
         }),
+        set_errors: None,
+        restarted: Vec::new(),
     })
 }
 
@@ -504,6 +506,8 @@ fn an_environment_lists_its_usable_clusters_and_their_free_capacity() {
             reason: "up".into(),
             facts: Some(facts(free)),
             instances: None,
+            set_errors: None,
+            restarted: Vec::new(),
         });
         platform.apply_cluster(2_000, &observe).unwrap();
     }
@@ -542,4 +546,80 @@ fn an_environment_lists_its_usable_clusters_and_their_free_capacity() {
         matches!(error, PlatformError::Invalid { ref field, .. } if field == "clusters.names[0]"),
         "{error:?}"
     );
+}
+
+#[test]
+fn restart_requests_wait_for_the_actor_and_a_newer_one_is_not_lost() {
+    let mut platform = world();
+    run(&mut platform, "alice", register(at("acme", "edge"))).unwrap();
+    let set = SetName::parse("web").unwrap();
+    let put = ClusterOp::PutSet {
+        cluster: at("acme", "edge"),
+        set: set.clone(),
+        spec: set_spec(2, "sleep"),
+    };
+    run(&mut platform, "alice", put).unwrap();
+    let restart = |id: &str| ClusterOp::RestartInstance {
+        cluster: at("acme", "edge"),
+        instance: InstanceId::parse(id).unwrap(),
+    };
+    assert!(matches!(
+        refused(&mut platform, "alice", restart("web.main.r1.2")),
+        PlatformError::NotFound(_)
+    ));
+    assert!(matches!(
+        refused(&mut platform, "bob", restart("web.main.r1.1")),
+        PlatformError::Forbidden(_)
+    ));
+    run(&mut platform, "alice", restart("web.main.r1.1")).unwrap();
+    let id = InstanceId::parse("web.main.r1.1").unwrap();
+    assert_eq!(
+        platform.cluster(&at("acme", "edge")).unwrap().pending_restarts[&id],
+        1_000
+    );
+    // Asked again later: the actor's report of the first restart leaves the second pending.
+    platform
+        .apply_cluster(
+            5_000,
+            &ClusterCommand::User {
+                caller: who("alice"),
+                change: restart("web.main.r1.1"),
+            },
+        )
+        .unwrap();
+    let report = |requested: u64| {
+        ClusterCommand::Observe(ClusterObservation {
+            cluster: at("acme", "edge"),
+            uid: "c-1".into(),
+            state: ClusterState::Online,
+            reason: "up".into(),
+            facts: None,
+            instances: None,
+            set_errors: Some(BTreeMap::from([(set.clone(), "no room".to_string())])),
+            restarted: vec![(id.clone(), requested)],
+        })
+    };
+    platform.apply_cluster(6_000, &report(1_000)).unwrap();
+    let stored = platform.cluster(&at("acme", "edge")).unwrap();
+    assert_eq!(stored.pending_restarts.get(&id), Some(&5_000));
+    assert_eq!(stored.status.set_errors[&set], "no room");
+    platform.apply_cluster(7_000, &report(5_000)).unwrap();
+    assert!(platform
+        .cluster(&at("acme", "edge"))
+        .unwrap()
+        .pending_restarts
+        .is_empty());
+    // Removing the set forgets its refusal and its requests.
+    run(&mut platform, "alice", restart("web.main.r1.0")).unwrap();
+    run(
+        &mut platform,
+        "alice",
+        ClusterOp::DeleteSet {
+            cluster: at("acme", "edge"),
+            set: set.clone(),
+        },
+    )
+    .unwrap();
+    let stored = platform.cluster(&at("acme", "edge")).unwrap();
+    assert!(stored.pending_restarts.is_empty() && stored.status.set_errors.is_empty());
 }

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
-use super::agent_api::{Resources, SetName};
+use super::agent_api::{InstanceId, Resources, SetName};
 use super::object::{Cluster, ClusterEvent, ClusterRef, ClusterState, ClusterStatus, StoredSet};
 use crate::platform::{environment_may_use, Platform, PlatformError};
 
@@ -34,6 +34,9 @@ pub struct ClusterView {
     /// Desired sets pinned to it.
     #[schema(value_type = Object)]
     pub sets: BTreeMap<SetName, StoredSet>,
+    /// Instances its actor is asked to restart.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub pending_restarts: Vec<InstanceId>,
 }
 
 impl ClusterView {
@@ -50,6 +53,7 @@ impl ClusterView {
             status: stored.status.clone(),
             events: stored.events.iter().cloned().collect(),
             sets: stored.sets.clone(),
+            pending_restarts: stored.pending_restarts.keys().cloned().collect(),
         }
     }
 }

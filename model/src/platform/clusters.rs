@@ -222,9 +222,11 @@ impl Platform {
                         since_ms: now_ms,
                         facts: None,
                         instances: Default::default(),
+                        set_errors: BTreeMap::new(),
                     },
                     events: VecDeque::new(),
                     sets: BTreeMap::new(),
+                    pending_restarts: BTreeMap::new(),
                 };
                 stored.transition(ClusterState::Pending, "registered".to_string(), now_ms);
                 tenant.clusters.insert(cluster.name.clone(), stored);
@@ -283,9 +285,21 @@ impl Platform {
             }
             ClusterOp::DeleteSet { cluster, set } => {
                 let stored = self.cluster_mut(cluster)?;
-                stored.sets.remove(set).map(|_| ()).ok_or_else(|| {
+                stored.sets.remove(set).ok_or_else(|| {
                     PlatformError::NotFound(format!("set {set} of cluster {cluster} not found"))
-                })
+                })?;
+                stored.forget_set(set);
+                Ok(())
+            }
+            ClusterOp::RestartInstance { cluster, instance } => {
+                let stored = self.cluster_mut(cluster)?;
+                if !stored.pins(instance) {
+                    return Err(PlatformError::NotFound(format!(
+                        "instance {instance} is not pinned to cluster {cluster}"
+                    )));
+                }
+                stored.pending_restarts.insert(instance.clone(), now_ms);
+                Ok(())
             }
         }
     }
@@ -306,6 +320,14 @@ impl Platform {
         }
         if let Some(instances) = observation.instances {
             stored.status.instances = instances;
+        }
+        if let Some(errors) = &observation.set_errors {
+            stored.status.set_errors = errors.clone();
+        }
+        for (instance, requested_ms) in &observation.restarted {
+            if stored.pending_restarts.get(instance) == Some(requested_ms) {
+                stored.pending_restarts.remove(instance);
+            }
         }
     }
 
