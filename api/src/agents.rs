@@ -21,7 +21,10 @@ pub enum AgentReadError {
     /// The agent does not know the instance.
     #[error("{0}")]
     NotFound(String),
-    /// The agent refused the read (a bad query, or it no longer accepts the join token).
+    /// The agent found the query wrong (a bad `since`, `tail`).
+    #[error("{0}")]
+    BadQuery(String),
+    /// The agent refused the read (it no longer accepts the join token, or failed).
     #[error("the cluster's agent refused: {0}")]
     Refused(String),
 }

@@ -22,6 +22,7 @@ fn failed(error: DriverError) -> AgentReadError {
     match error {
         DriverError::Unreachable(message) => AgentReadError::Unreachable(message),
         DriverError::NotFound(message) => AgentReadError::NotFound(message),
+        DriverError::Refused { status: 400, message } => AgentReadError::BadQuery(message),
         other => AgentReadError::Refused(other.to_string()),
     }
 }

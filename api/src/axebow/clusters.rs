@@ -283,6 +283,7 @@ fn read_failed(error: AgentReadError) -> AxebowError {
             error.to_string(),
         ),
         AgentReadError::NotFound(message) => AxebowError::not_found(message),
+        AgentReadError::BadQuery(message) => AxebowError::invalid("query", message),
         AgentReadError::Refused(_) => {
             AxebowError::new(StatusCode::BAD_GATEWAY, codes::UNAVAILABLE, error.to_string())
         }
