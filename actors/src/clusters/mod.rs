@@ -134,6 +134,16 @@ impl ClustersChild {
         let drivers: DriverFactory = Arc::new(move |endpoint: &str, token: &str| {
             Ok(Arc::new(AgentDriver::new(endpoint, token, timeout)?) as Arc<dyn Driver>)
         });
+        Self::with_drivers(config, registry, drivers)
+    }
+
+    /// A child spec whose cluster actors reach their clusters through `drivers` (another kind of
+    /// cluster, or a cluster that misbehaves in a test).
+    pub fn with_drivers(
+        config: ClusterActorsConfig,
+        registry: &Registry,
+        drivers: DriverFactory,
+    ) -> Result<Self, ActorsError> {
         Ok(Self {
             config: Arc::new(config),
             metrics: ClusterActorMetrics::register(registry)?,

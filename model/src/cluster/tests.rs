@@ -150,6 +150,7 @@ fn bad_registrations_name_the_field_and_change_nothing() {
     let good = "a-join-token-of-some-length";
     for (op, field) in [
         (with("ftp://x:1", good, "k"), "endpoint"),
+        (with("https://x:1", good, "k"), "endpoint"),
         (with("http://x", good, "k"), "endpoint"),
         (with("http://x:1/path", good, "k"), "endpoint"),
         (with("http://u@x:1", good, "k"), "endpoint"),

@@ -1,0 +1,223 @@
+//! The clusters supervisor on a real single-node Raft: a cluster actor that crashes (its cluster
+//! answers in a way that makes it panic) is started again after a backoff and counted; once
+//! the cluster behaves, the actor moves it to `ONLINE` through Raft. The driver here stands in
+//! for the world outside (an agent), the only place a fake belongs.
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::{bail, ensure, Result};
+use async_trait::async_trait;
+use drover_actors::clusters::{ClusterActorsConfig, ClustersChild, Driver, DriverError, DriverFactory};
+use drover_actors::{ChildSpec, LeaderGate, RestartPolicyConfig};
+use drover_model::cluster::agent_api::{
+    Fence, InstanceId, InstanceSpec, Inventory, NodeFacts, Resources, SetName,
+};
+use drover_model::cluster::{ClusterCommand, ClusterOp, ClusterRef, ClusterRegistration, ClusterState};
+use drover_model::platform::{Identity, PlatformCommand, PlatformOp, UserProfile};
+use drover_model::{Command, CommandResult, Proposal};
+use drover_raft::{PeerNode, RaftConfig, RaftHandle, StartOptions};
+use tokio_util::sync::CancellationToken;
+
+/// A cluster whose first `crashes` probes make its actor panic.
+struct Flaky {
+    probes: Arc<AtomicUsize>,
+    crashes: usize,
+}
+
+#[async_trait]
+impl Driver for Flaky {
+    async fn facts(&self) -> Result<NodeFacts, DriverError> {
+        let probe = self.probes.fetch_add(1, Ordering::SeqCst);
+        if probe < self.crashes {
+            panic!("planned crash {probe}");
+        }
+        Ok(NodeFacts {
+            agent: "flaky".into(),
+            executor: "sim".into(),
+            nodes: 1,
+            cpus: 1,
+            memory_mib: 1024,
+            labels: BTreeMap::new(),
+            capacity: Resources {
+                cpu_millis: 1000,
+                memory_mib: 1024,
+            },
+            free: Resources {
+                cpu_millis: 1000,
+                memory_mib: 1024,
+            },
+            pressure: None,
+            version: "test".into(),
+        })
+    }
+
+    async fn inventory(&self) -> Result<Inventory, DriverError> {
+        Ok(Inventory {
+            agent: "flaky".into(),
+            fence: Fence::default(),
+            instances: Vec::new(),
+        })
+    }
+
+    async fn apply_set(&self, _: Fence, _: &SetName, _: Vec<InstanceSpec>) -> Result<(), DriverError> {
+        Ok(())
+    }
+
+    async fn restart(&self, _: Fence, _: &InstanceId) -> Result<(), DriverError> {
+        Ok(())
+    }
+
+    async fn logs(&self, _: &InstanceId, _: Option<u32>, _: Option<&str>) -> Result<String, DriverError> {
+        Ok(String::new())
+    }
+}
+
+async fn single_node() -> Result<(tempfile::TempDir, RaftHandle)> {
+    let dir = tempfile::tempdir()?;
+    let raft = RaftHandle::start(
+        StartOptions {
+            id: 1,
+            node: PeerNode {
+                peer_addr: "127.0.0.1:9".into(),
+                api_addr: String::new(),
+            },
+            data_dir: dir.path().join("raft"),
+            config: RaftConfig::default(),
+            cluster_secret: "drover-test-cluster-secret".into(),
+            initial_members: BTreeMap::from([(1, "127.0.0.1:9".to_string())]),
+            peer_source_ip: None,
+        },
+        &prometheus::Registry::new(),
+    )
+    .await?;
+    Ok((dir, raft))
+}
+
+async fn commit(raft: &RaftHandle, command: Command) -> Result<()> {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+    loop {
+        match raft.write(Proposal::new(command.clone())).await {
+            Ok(written) => match written.result {
+                CommandResult::Refused(error) => bail!("refused: {error}"),
+                _ => return Ok(()),
+            },
+            Err(error) if tokio::time::Instant::now() < deadline => {
+                tracing::debug!(%error, "no leader yet");
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+            Err(error) => bail!("not committed: {error}"),
+        }
+    }
+}
+
+fn counter(registry: &prometheus::Registry, name: &str) -> f64 {
+    registry
+        .gather()
+        .iter()
+        .find(|family| family.name() == name)
+        .and_then(|family| family.get_metric().first().map(|m| m.get_counter().get_value()))
+        .unwrap_or(0.0)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_crashing_cluster_actor_is_restarted_and_then_brings_its_cluster_online() -> Result<()> {
+    let (_dir, raft) = single_node().await?;
+    let operator = Identity {
+        issuer: "https://idp.test".into(),
+        subject: "root".into(),
+    };
+    let register_user = PlatformOp::RegisterUser {
+        uid: "u-root".into(),
+        profile: UserProfile {
+            name: "root".into(),
+            ..UserProfile::default()
+        },
+        operator: true,
+    };
+    commit(
+        &raft,
+        Command::Platform(PlatformCommand {
+            caller: operator.clone(),
+            op: register_user,
+        }),
+    )
+    .await?;
+    let cluster = ClusterRef {
+        tenant: "operator".into(),
+        name: "flaky".into(),
+    };
+    let register = ClusterOp::Register {
+        cluster: cluster.clone(),
+        uid: "c-1".into(),
+        registration: ClusterRegistration {
+            endpoint: "http://127.0.0.1:9".into(),
+            join_token: "a-join-token-of-some-length".into(),
+            labels: BTreeMap::new(),
+        },
+    };
+    commit(
+        &raft,
+        Command::Cluster(ClusterCommand::User {
+            caller: operator,
+            change: register,
+        }),
+    )
+    .await?;
+
+    let probes = Arc::new(AtomicUsize::new(0));
+    let seen = probes.clone();
+    let drivers: DriverFactory = Arc::new(move |_: &str, _: &str| {
+        Ok(Arc::new(Flaky {
+            probes: seen.clone(),
+            crashes: 3,
+        }) as Arc<dyn Driver>)
+    });
+    let registry = prometheus::Registry::new();
+    let config = ClusterActorsConfig {
+        probe_interval: Duration::from_millis(50),
+        sync_interval: Duration::from_millis(50),
+        ..ClusterActorsConfig::default()
+    };
+    let child: Arc<dyn ChildSpec> = Arc::new(ClustersChild::with_drivers(config, &registry, drivers)?);
+    let shutdown = CancellationToken::new();
+    let gate = LeaderGate::start(
+        raft.clone(),
+        vec![child],
+        RestartPolicyConfig::default(),
+        &registry,
+        shutdown.clone(),
+    )?;
+
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+    loop {
+        let state = raft.local_read(|s| s.platform().cluster(&cluster).map(|c| c.status.state));
+        if state == Some(ClusterState::Online) {
+            break;
+        }
+        ensure!(
+            tokio::time::Instant::now() < deadline,
+            "the cluster stayed {state:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    ensure!(
+        probes.load(Ordering::SeqCst) > 3,
+        "three crashes, then probes that answered"
+    );
+    let restarts = counter(&registry, "drover_cluster_actor_restarts_total");
+    ensure!(
+        restarts >= 3.0,
+        "each crash was followed by a restart: {restarts}"
+    );
+    // The clusters supervisor absorbed the crashes: the root never had to restart it.
+    let root_failures = counter(&registry, "drover_actors_root_failures_total");
+    ensure!(root_failures == 0.0, "the root failed {root_failures} times");
+
+    shutdown.cancel();
+    gate.join().await;
+    raft.shutdown().await;
+    Ok(())
+}
