@@ -9,6 +9,7 @@ use crate::error::DomainError;
 use crate::object::{LeaseSpec, ObjectKey, StoredObject};
 use crate::platform::{PlatformCommand, PlatformResult};
 use crate::pool::{PoolCommand, PoolResult};
+use crate::service::{ServiceCommand, ServiceOutcome};
 
 /// What a write requires of the object it replaces or deletes.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -65,6 +66,8 @@ pub enum Command {
     Platform(PlatformCommand),
     /// A change of workload clusters (by a user, or observed by a cluster actor).
     Cluster(ClusterCommand),
+    /// A change of services and their revisions.
+    Service(ServiceCommand),
     /// Changes nothing; used to probe the write path.
     Noop,
     /// Several proposals applied one after another in one log entry. The leader groups the
@@ -130,6 +133,8 @@ pub enum CommandResult {
     Pool(PoolResult),
     /// The outcome of a platform command.
     Platform(PlatformResult),
+    /// The outcome of a service command.
+    Service(ServiceOutcome),
     /// Nothing to report.
     Done,
     /// The command was refused; nothing changed.

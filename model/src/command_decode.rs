@@ -23,6 +23,7 @@ use crate::command::{Command, Precondition, Proposal};
 use crate::object::{LeaseSpec, ObjectKey};
 use crate::platform::PlatformCommand;
 use crate::pool::PoolCommand;
+use crate::service::ServiceCommand;
 
 /// The tag's values, as `rename_all = "snake_case"` writes them.
 #[derive(Deserialize)]
@@ -34,6 +35,7 @@ enum Op {
     Pool,
     Platform,
     Cluster,
+    Service,
     Noop,
     Batch,
 }
@@ -106,6 +108,7 @@ impl Op {
             Op::Pool => Command::Pool(PoolCommand::deserialize(fields)?),
             Op::Platform => Command::Platform(PlatformCommand::deserialize(fields)?),
             Op::Cluster => Command::Cluster(ClusterCommand::deserialize(fields)?),
+            Op::Service => Command::Service(ServiceCommand::deserialize(fields)?),
             Op::Noop => {
                 IgnoredAny::deserialize(fields)?;
                 Command::Noop
@@ -267,6 +270,22 @@ mod tests {
                     restarted: Vec::new(),
                 },
             )),
+            Command::Service(crate::service::ServiceCommand {
+                caller: crate::platform::Identity {
+                    issuer: "https://idp".into(),
+                    subject: "alice".into(),
+                },
+                change: crate::service::ServiceOp::Revise {
+                    tenant: "acme".into(),
+                    service: "web".into(),
+                    previous: 3,
+                    change: crate::service::Change::Scale {
+                        scale: BTreeMap::from([("frontend".into(), 5)]),
+                    },
+                    comment: "more".into(),
+                    accept: true,
+                },
+            }),
             Command::Noop,
             Command::Batch {
                 proposals: vec![keyed, Proposal::new(release), Proposal::new(Command::Noop)],

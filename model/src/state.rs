@@ -224,6 +224,10 @@ impl State {
                 let result = self.platform.apply(platform_command)?;
                 Ok((CommandResult::Platform(result), Vec::new()))
             }
+            Command::Service(service_command) => {
+                let outcome = self.platform.apply_service(now_ms, service_command)?;
+                Ok((CommandResult::Service(outcome), Vec::new()))
+            }
             Command::Cluster(cluster_command) => {
                 self.platform.apply_cluster(now_ms, cluster_command)?;
                 Ok((CommandResult::Done, Vec::new()))

@@ -198,6 +198,7 @@ pub(super) fn stored(result: CommandResult) -> Result<StoredObject, KubeError> {
         CommandResult::Done
         | CommandResult::Pool(_)
         | CommandResult::Platform(_)
+        | CommandResult::Service(_)
         | CommandResult::Batch { .. } => Err(KubeError::internal("the command produced no object")),
     }
 }

@@ -152,6 +152,7 @@ impl Platform {
                             accounts: BTreeMap::new(),
                             resources: BTreeMap::new(),
                             clusters: BTreeMap::new(),
+                            services: BTreeMap::new(),
                         });
                     tenant.members.insert(
                         new_uid.clone(),
@@ -258,6 +259,7 @@ impl Platform {
                         accounts: BTreeMap::new(),
                         resources: BTreeMap::new(),
                         clusters: BTreeMap::new(),
+                        services: BTreeMap::new(),
                     },
                 );
                 Ok(PlatformResult::Done)
@@ -275,6 +277,11 @@ impl Platform {
             }
             DeleteTenant { tenant } => {
                 let stored = self.tenant_mut(tenant)?;
+                if let Some(service) = stored.services.keys().next() {
+                    return Err(conflict(format!(
+                        "tenant {tenant:?} still has services ({service:?} first); delete them first"
+                    )));
+                }
                 if !grant.operator && stored.owners() > 1 {
                     return Err(conflict(format!(
                         "tenant {tenant:?} has other owners; only its sole owner may delete it"
@@ -499,7 +506,15 @@ impl Platform {
                 account,
                 environment,
             } => {
-                // Services arrive with part 2 of the platform; then this refuses while any runs here.
+                let reference = crate::service::EnvironmentRef {
+                    account: account.clone(),
+                    environment: environment.clone(),
+                };
+                if let Some(service) = self.services_in(tenant, &reference).first() {
+                    return Err(conflict(format!(
+                        "service {service:?} is deployed in environment {environment:?}; delete it first"
+                    )));
+                }
                 self.account_mut(tenant, account)?
                     .environments
                     .remove(environment)
@@ -552,7 +567,14 @@ impl Platform {
                 Ok(PlatformResult::Done)
             }
             UnregisterResource { tenant, kind, name } => {
-                // Services arrive with part 2 of the platform; then this refuses while one uses it.
+                if let Some((service, _)) = self
+                    .tenant_mut(tenant)?
+                    .services
+                    .iter()
+                    .find(|(_, s)| s.uses_resource(kind.as_str(), name))
+                {
+                    return Err(conflict(format!("service {service:?} uses {kind} {name:?}")));
+                }
                 let resources = &mut self.tenant_mut(tenant)?.resources;
                 let names = resources
                     .get_mut(kind)

@@ -331,6 +331,9 @@ pub struct Tenant {
     /// Workload clusters by name.
     #[serde(default)]
     pub clusters: BTreeMap<String, crate::cluster::Cluster>,
+    /// Services by name.
+    #[serde(default)]
+    pub services: BTreeMap<String, crate::service::Service>,
 }
 
 impl Tenant {

@@ -14,6 +14,7 @@ pub mod marks;
 pub mod resource;
 pub mod selection;
 pub mod selector;
+mod services;
 #[cfg(test)]
 mod tests;
 pub mod views;

@@ -293,7 +293,7 @@ impl Platform {
             .ok_or_else(|| not_found(format!("account {account:?} of tenant {tenant:?}")))
     }
 
-    /// One environment with its usage (services arrive with part 2; until then nothing is used).
+    /// One environment with what the services deployed in it use of each mark.
     pub fn environment_info(
         &self,
         tenant: &str,
@@ -308,7 +308,16 @@ impl Platform {
         Ok(EnvironmentInfo {
             spec: spec.clone(),
             status: EnvironmentStatus {
-                marks: marks_status(&spec.marks, &BTreeMap::new()),
+                marks: marks_status(
+                    &spec.marks,
+                    &self.environment_usage(
+                        tenant,
+                        &crate::service::EnvironmentRef {
+                            account: account.to_string(),
+                            environment: environment.to_string(),
+                        },
+                    ),
+                ),
             },
         })
     }

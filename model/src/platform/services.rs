@@ -1,0 +1,479 @@
+//! The pure apply of service changes: authorization (any confirmed member deploys), the
+//! environment-selection algorithm for the first revision (and the tenant's rules again for
+//! every later one), the cost against the environment's marks, acceptance, and the rules that
+//! keep the history a chain: one pending revision at a time, and every update names the current
+//! revision as its `previous`.
+
+use std::collections::BTreeMap;
+
+use serde_json::json;
+
+use super::entities::{Role, Tenant, TenantRules};
+use super::selection::{select_environment, Candidate, NeededResource, SelectionError, SelectionInput};
+use super::{Grant, Platform, PlatformError, Requirement};
+use crate::service::{
+    revise, selector_view, Deployment, EnvironmentRef, Revision, RevisionType, Service, ServiceCommand,
+    ServiceOp, ServiceOutcome, Usage,
+};
+
+type Outcome = Result<ServiceOutcome, PlatformError>;
+
+/// A service to create, as `ServiceOp::Create` names it.
+struct NewService<'a> {
+    tenant: &'a str,
+    service: &'a str,
+    uid: &'a str,
+    deployment: &'a Deployment,
+    comment: &'a str,
+    accept: bool,
+}
+
+fn conflict(message: impl Into<String>) -> PlatformError {
+    PlatformError::Conflict(message.into())
+}
+
+fn service_not_found(tenant: &str, service: &str) -> PlatformError {
+    PlatformError::NotFound(format!("service {service:?} of tenant {tenant:?} not found"))
+}
+
+/// What the services deployed in `environment` use, `except` one service.
+fn used_in(tenant: &Tenant, environment: &EnvironmentRef, except: &str) -> Usage {
+    tenant
+        .services
+        .iter()
+        .filter(|(name, service)| *name != except && service.environment == *environment)
+        .map(|(_, service)| service.deployed_usage())
+        .fold(Usage::default(), |sum, usage| Usage {
+            vcpu_millis: sum.vcpu_millis.saturating_add(usage.vcpu_millis),
+            memory_mib: sum.memory_mib.saturating_add(usage.memory_mib),
+        })
+}
+
+/// Why `usage` does not fit the environment's marks beside what the others use, if it does not.
+fn over_marks(tenant: &Tenant, environment: &EnvironmentRef, service: &str, usage: Usage) -> Option<String> {
+    let spec = tenant
+        .accounts
+        .get(&environment.account)?
+        .environments
+        .get(&environment.environment)?;
+    let others = used_in(tenant, environment, service);
+    let dimensions = [
+        ("vcpu", "m", others.vcpu_millis, usage.vcpu_millis),
+        ("memory", "MB", others.memory_mib, usage.memory_mib),
+    ];
+    dimensions.into_iter().find_map(|(dimension, unit, used, wanted)| {
+        let max = spec.marks.get(dimension)?.max;
+        (used.saturating_add(wanted) > max).then(|| {
+            format!(
+                "{dimension}: the revision needs {wanted}{unit}, the environment {} allows {max}{unit} and {used}{unit} are used",
+                environment.name()
+            )
+        })
+    })
+}
+
+impl Platform {
+    /// Applies one service command. Pure: the outcome depends on `self`, `now_ms` and `command`.
+    pub fn apply_service(&mut self, now_ms: u64, command: &ServiceCommand) -> Outcome {
+        let tenant_name = command.change.tenant();
+        let grant = self.authorize(
+            &command.caller,
+            Requirement::Tenant {
+                tenant: tenant_name,
+                role: Role::Plain,
+            },
+        )?;
+        match &command.change {
+            ServiceOp::Create {
+                tenant,
+                service,
+                uid,
+                deployment,
+                comment,
+                accept,
+            } => {
+                let new = NewService {
+                    tenant,
+                    service,
+                    uid,
+                    deployment,
+                    comment,
+                    accept: *accept,
+                };
+                self.create_service(now_ms, &grant, new)
+            }
+            ServiceOp::Revise {
+                tenant,
+                service,
+                previous,
+                change,
+                comment,
+                accept,
+            } => {
+                let stored = self.service(tenant, service)?;
+                if let Some(pending) = stored.pending {
+                    return Err(conflict(format!(
+                        "revision {pending} of {service:?} waits for acceptance; accept or reject it first"
+                    )));
+                }
+                if stored.current != Some(*previous) {
+                    return Err(conflict(format!(
+                        "previous must be the current revision {}, not {previous}",
+                        stored.current.unwrap_or_default()
+                    )));
+                }
+                let base = stored
+                    .revisions
+                    .get(previous)
+                    .ok_or_else(|| PlatformError::NotFound(format!("revision {previous} not found")))?;
+                let next = revise(&base.deployment, change, |number| {
+                    stored.revisions.get(&number).map(|r| &r.deployment)
+                })?;
+                let environment = stored.environment.clone();
+                let number = stored.revisions.keys().next_back().copied().unwrap_or(0) + 1;
+                let reinstates = match change {
+                    crate::service::Change::Rollback { target } => Some(*target),
+                    _ => None,
+                };
+                let selectable = self.select(&grant, tenant, service, &next, Some(&environment))?;
+                let usage = next.usage();
+                let tenant_ref = self.tenant_ref(tenant)?;
+                let accepted =
+                    *accept && selectable && over_marks(tenant_ref, &environment, service, usage).is_none();
+                let revision = Revision {
+                    number,
+                    kind: change.kind(),
+                    previous: Some(*previous),
+                    reinstates,
+                    comment: comment.clone(),
+                    deployment: next,
+                    usage,
+                    accepted,
+                    created_ms: now_ms,
+                };
+                let stored = self.service_mut(tenant, service)?;
+                stored.revisions.insert(number, revision);
+                if accepted {
+                    stored.current = Some(number);
+                } else {
+                    stored.pending = Some(number);
+                }
+                Ok(ServiceOutcome {
+                    revision: Some(number),
+                    accepted,
+                    environment: Some(environment),
+                    removed: false,
+                })
+            }
+            ServiceOp::Decide {
+                tenant,
+                service,
+                revision,
+                accept,
+            } => {
+                let stored = self.service(tenant, service)?;
+                let pending = stored
+                    .pending
+                    .ok_or_else(|| conflict(format!("no revision of {service:?} waits for acceptance")))?;
+                if revision.is_some_and(|r| r != pending) {
+                    return Err(conflict(format!(
+                        "revision {} is not the one waiting for acceptance ({pending})",
+                        revision.unwrap_or_default()
+                    )));
+                }
+                let environment = stored.environment.clone();
+                if *accept {
+                    let usage = stored
+                        .revisions
+                        .get(&pending)
+                        .map(|r| r.usage)
+                        .unwrap_or_default();
+                    if let Some(why) = over_marks(self.tenant_ref(tenant)?, &environment, service, usage) {
+                        return Err(conflict(format!("revision {pending} exceeds the marks: {why}")));
+                    }
+                    let stored = self.service_mut(tenant, service)?;
+                    if let Some(revision) = stored.revisions.get_mut(&pending) {
+                        revision.accepted = true;
+                    }
+                    stored.current = Some(pending);
+                    stored.pending = None;
+                    return Ok(ServiceOutcome {
+                        revision: Some(pending),
+                        accepted: true,
+                        environment: Some(environment),
+                        removed: false,
+                    });
+                }
+                let first = stored.current.is_none();
+                if first {
+                    self.tenant_mut_for_services(tenant)?.services.remove(service);
+                } else {
+                    let stored = self.service_mut(tenant, service)?;
+                    stored.revisions.remove(&pending);
+                    stored.pending = None;
+                }
+                Ok(ServiceOutcome {
+                    revision: None,
+                    accepted: false,
+                    environment: Some(environment),
+                    removed: first,
+                })
+            }
+            ServiceOp::Delete { tenant, service } => {
+                self.service(tenant, service)?;
+                self.tenant_mut_for_services(tenant)?.services.remove(service);
+                Ok(ServiceOutcome {
+                    revision: None,
+                    accepted: false,
+                    environment: None,
+                    removed: true,
+                })
+            }
+        }
+    }
+
+    fn create_service(&mut self, now_ms: u64, grant: &Grant, new: NewService<'_>) -> Outcome {
+        let NewService {
+            tenant,
+            service,
+            uid,
+            deployment,
+            comment,
+            accept,
+        } = new;
+        super::apply::validate_object_name("service", service)?;
+        deployment.validate()?;
+        if self.tenant_ref(tenant)?.services.contains_key(service) {
+            return Err(conflict(format!(
+                "tenant {tenant:?} already has a service {service:?}; update it with a new revision"
+            )));
+        }
+        let (environment, selection_accepted) = self.choose(grant, tenant, service, deployment)?;
+        let usage = deployment.usage();
+        let within = over_marks(self.tenant_ref(tenant)?, &environment, service, usage).is_none();
+        let accepted = accept && selection_accepted && within;
+        let revision = Revision {
+            number: 1,
+            kind: RevisionType::Put,
+            previous: None,
+            reinstates: None,
+            comment: comment.to_string(),
+            deployment: deployment.clone(),
+            usage,
+            accepted,
+            created_ms: now_ms,
+        };
+        let stored = Service {
+            uid: uid.to_string(),
+            environment: environment.clone(),
+            revisions: BTreeMap::from([(1, revision)]),
+            current: accepted.then_some(1),
+            pending: (!accepted).then_some(1),
+            created_ms: now_ms,
+        };
+        self.tenant_mut_for_services(tenant)?
+            .services
+            .insert(service.to_string(), stored);
+        Ok(ServiceOutcome {
+            revision: Some(1),
+            accepted,
+            environment: Some(environment),
+            removed: false,
+        })
+    }
+
+    fn tenant_ref(&self, tenant: &str) -> Result<&Tenant, PlatformError> {
+        self.tenant(tenant)
+            .ok_or_else(|| PlatformError::NotFound(format!("tenant {tenant:?} not found")))
+    }
+
+    fn tenant_mut_for_services(&mut self, tenant: &str) -> Result<&mut Tenant, PlatformError> {
+        self.tenants
+            .get_mut(tenant)
+            .ok_or_else(|| PlatformError::NotFound(format!("tenant {tenant:?} not found")))
+    }
+
+    /// One service.
+    pub fn service(&self, tenant: &str, service: &str) -> Result<&Service, PlatformError> {
+        self.tenant_ref(tenant)?
+            .services
+            .get(service)
+            .ok_or_else(|| service_not_found(tenant, service))
+    }
+
+    fn service_mut(&mut self, tenant: &str, service: &str) -> Result<&mut Service, PlatformError> {
+        self.tenant_mut_for_services(tenant)?
+            .services
+            .get_mut(service)
+            .ok_or_else(|| service_not_found(tenant, service))
+    }
+}
+
+/// The selection input for a revision of `service` deploying `deployment`.
+fn selection_input<'a>(
+    grant: &Grant,
+    tenant: &'a Tenant,
+    rules: &'a TenantRules,
+    tenant_name: &str,
+    service: &str,
+    deployment: &Deployment,
+    current: Option<&EnvironmentRef>,
+) -> Result<SelectionInput<'a>, PlatformError> {
+    let usage = deployment.usage();
+    let environments = tenant
+        .accounts
+        .iter()
+        .flat_map(|(account, stored)| {
+            stored.environments.iter().map(move |(name, spec)| {
+                let reference = EnvironmentRef {
+                    account: account.clone(),
+                    environment: name.clone(),
+                };
+                let used = used_in(tenant, &reference, service);
+                let free_vcpu = spec.marks.get("vcpu").map_or(i64::MAX / 2, |mark| {
+                    i64::try_from(mark.max).unwrap_or(i64::MAX / 2)
+                        - i64::try_from(used.vcpu_millis).unwrap_or(i64::MAX / 2)
+                });
+                Candidate {
+                    name: reference.name(),
+                    environment: json!({
+                        "name": reference.name(),
+                        "account": account,
+                        "environment": name,
+                        "labels": spec.labels,
+                        "isolated": spec.isolated,
+                    }),
+                    free_vcpu,
+                }
+            })
+        })
+        .collect();
+    let mut resources = Vec::new();
+    for (index, used) in deployment.resources.iter().enumerate() {
+        let kind = super::ResourceKind::parse(&used.kind).ok_or_else(|| {
+            PlatformError::invalid(
+                format!("resources[{index}].kind"),
+                format!("no resource kind {:?}", used.kind),
+            )
+        })?;
+        let spec = tenant
+            .resources
+            .get(&kind)
+            .and_then(|names| names.get(&used.name))
+            .ok_or_else(|| {
+                PlatformError::invalid(
+                    format!("resources[{index}]"),
+                    format!("tenant {tenant_name:?} has no {} {:?}", used.kind, used.name),
+                )
+            })?;
+        resources.push(NeededResource {
+            resource: json!({"kind": used.kind, "name": used.name, "meta": spec.meta}),
+            selector: spec.selector.clone(),
+        });
+    }
+    Ok(SelectionInput {
+        rules,
+        this: json!({"name": tenant_name}),
+        service: selector_view(service, deployment, usage),
+        user: json!({"uid": grant.uid(), "role": grant.effective_role().map(Role::as_str)}),
+        environments,
+        current: current.map(EnvironmentRef::name),
+        resources,
+    })
+}
+
+impl Platform {
+    /// Runs the selection; operators bypass the tenant's rules, as Axebow says.
+    fn run_selection(
+        &self,
+        grant: &Grant,
+        tenant_name: &str,
+        service: &str,
+        deployment: &Deployment,
+        current: Option<&EnvironmentRef>,
+    ) -> Result<(String, bool), PlatformError> {
+        let tenant = self.tenant_ref(tenant_name)?;
+        let no_rules = TenantRules::default();
+        let rules = match (&tenant.spec.rules, grant.operator) {
+            (Some(rules), false) => rules,
+            _ => &no_rules,
+        };
+        let input = selection_input(grant, tenant, rules, tenant_name, service, deployment, current)?;
+        match select_environment(&input) {
+            Ok(selection) => Ok((selection.environment, selection.accepted)),
+            Err(SelectionError::NoEnvironment { .. }) if input.environments.is_empty() => {
+                Err(PlatformError::Conflict(format!(
+                    "tenant {tenant_name:?} has no environment to deploy in; create one first"
+                )))
+            }
+            Err(SelectionError::NoEnvironment { reasons }) => Err(PlatformError::Forbidden(format!(
+                "no environment accepts this revision: {}",
+                reasons.join("; ")
+            ))),
+            Err(SelectionError::UserRefused { reasons }) => Err(PlatformError::Forbidden(format!(
+                "the tenant's rules do not let you deploy here: {}",
+                reasons.join("; ")
+            ))),
+        }
+    }
+
+    /// The environment a new service goes to, and whether it was chosen as accepting.
+    fn choose(
+        &self,
+        grant: &Grant,
+        tenant: &str,
+        service: &str,
+        deployment: &Deployment,
+    ) -> Result<(EnvironmentRef, bool), PlatformError> {
+        let (name, accepted) = self.run_selection(grant, tenant, service, deployment, None)?;
+        let (account, environment) = name.split_once('/').ok_or_else(|| {
+            PlatformError::Conflict(format!("selection chose {name:?}, no account/environment"))
+        })?;
+        Ok((
+            EnvironmentRef {
+                account: account.to_string(),
+                environment: environment.to_string(),
+            },
+            accepted,
+        ))
+    }
+
+    /// Whether a later revision passes the tenant's rules in its environment, and may be
+    /// accepted at once (`false`: only through `selectAcceptEnvironmentService`).
+    fn select(
+        &self,
+        grant: &Grant,
+        tenant: &str,
+        service: &str,
+        deployment: &Deployment,
+        environment: Option<&EnvironmentRef>,
+    ) -> Result<bool, PlatformError> {
+        self.run_selection(grant, tenant, service, deployment, environment)
+            .map(|(_, accepted)| accepted)
+    }
+
+    /// What the services deployed in an environment use, by mark dimension.
+    pub fn environment_usage(&self, tenant: &str, environment: &EnvironmentRef) -> BTreeMap<String, u64> {
+        let Some(stored) = self.tenant(tenant) else {
+            return BTreeMap::new();
+        };
+        let used = used_in(stored, environment, "");
+        BTreeMap::from([
+            ("vcpu".to_string(), used.vcpu_millis),
+            ("memory".to_string(), used.memory_mib),
+        ])
+    }
+
+    /// Services of a tenant deployed in an environment (for the guard on its deletion).
+    pub(crate) fn services_in(&self, tenant: &str, environment: &EnvironmentRef) -> Vec<String> {
+        self.tenant(tenant)
+            .map(|t| {
+                t.services
+                    .iter()
+                    .filter(|(_, s)| s.environment == *environment)
+                    .map(|(name, _)| name.clone())
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+}

@@ -1,0 +1,144 @@
+//! What a service deploys: roles, each with an instance count, resource requests, what its
+//! instances run and their environment; configuration parameters the instances read; and the
+//! tenant resources it uses. Its [`Usage`] is what it costs against the environment's marks.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use utoipa::ToSchema;
+
+use crate::cluster::agent_api::{ExecSpec, Resources};
+use crate::platform::PlatformError;
+use crate::validation::is_label;
+
+/// Most instances of one role.
+pub const MAX_ROLE_INSTANCES: u32 = 1_000;
+
+/// Most roles of one service.
+const MAX_ROLES: usize = 64;
+
+/// One role of a deployment.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RoleSpec {
+    /// How many instances.
+    pub instances: u32,
+    /// What each instance needs.
+    #[serde(default)]
+    pub resources: Resources,
+    /// What each instance runs (the agent's executor spec).
+    pub exec: ExecSpec,
+    /// Environment variables of each instance.
+    #[serde(default)]
+    pub env: BTreeMap<String, String>,
+}
+
+/// A tenant resource a deployment uses.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ResourceUse {
+    /// Resource kind (`secret`, `port`, `domain`, `volume`, `certificate`, `ca`).
+    pub kind: String,
+    /// Resource name in the tenant.
+    pub name: String,
+}
+
+/// What a service deploys.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Deployment {
+    /// Roles by name.
+    pub roles: BTreeMap<String, RoleSpec>,
+    /// Configuration parameters (any JSON object).
+    #[serde(default = "empty_object")]
+    #[schema(value_type = Object)]
+    pub parameters: Value,
+    /// Tenant resources it uses.
+    #[serde(default)]
+    pub resources: Vec<ResourceUse>,
+}
+
+fn empty_object() -> Value {
+    Value::Object(serde_json::Map::new())
+}
+
+/// What a deployment costs: every instance's requests, summed.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct Usage {
+    /// Thousandths of a CPU (the `vcpu` mark, unit `m`).
+    pub vcpu_millis: u64,
+    /// Memory in MiB (the `memory` mark, unit `MB`).
+    pub memory_mib: u64,
+}
+
+impl Deployment {
+    /// Its cost.
+    pub fn usage(&self) -> Usage {
+        self.roles.values().fold(Usage::default(), |sum, role| {
+            let each = role.resources.times(role.instances);
+            Usage {
+                vcpu_millis: sum.vcpu_millis.saturating_add(each.cpu_millis),
+                memory_mib: sum.memory_mib.saturating_add(each.memory_mib),
+            }
+        })
+    }
+
+    /// Checks names, counts, programs and the environment; the error names the field.
+    pub fn validate(&self) -> Result<(), PlatformError> {
+        if self.roles.is_empty() {
+            return Err(PlatformError::invalid(
+                "roles",
+                "a deployment needs at least one role",
+            ));
+        }
+        if self.roles.len() > MAX_ROLES {
+            return Err(PlatformError::invalid(
+                "roles",
+                format!("at most {MAX_ROLES} roles"),
+            ));
+        }
+        for (name, role) in &self.roles {
+            let field = |rest: &str| format!("roles.{name}{rest}");
+            if !is_label(name) || name.len() > 40 {
+                return Err(PlatformError::invalid(
+                    field(""),
+                    "role names are 1-40 lower-case letters, digits or '-', starting and ending with a letter or digit",
+                ));
+            }
+            if role.instances > MAX_ROLE_INSTANCES {
+                return Err(PlatformError::invalid(
+                    field(".instances"),
+                    format!("at most {MAX_ROLE_INSTANCES}"),
+                ));
+            }
+            if role.exec.argv.first().is_none_or(|program| program.is_empty()) {
+                return Err(PlatformError::invalid(
+                    field(".exec.argv"),
+                    "name the program to run first",
+                ));
+            }
+            if role.exec.argv.iter().any(|arg| arg.contains('\0')) {
+                return Err(PlatformError::invalid(
+                    field(".exec.argv"),
+                    "arguments cannot hold NUL",
+                ));
+            }
+            if let Some(key) = role
+                .env
+                .iter()
+                .find(|(key, value)| key.is_empty() || key.contains(['=', '\0']) || value.contains('\0'))
+                .map(|(key, _)| key)
+            {
+                return Err(PlatformError::invalid(
+                    field(&format!(".env.{key}")),
+                    "names must be non-empty without '=' or NUL; values without NUL",
+                ));
+            }
+        }
+        if !self.parameters.is_object() {
+            return Err(PlatformError::invalid("parameters", "must be a JSON object"));
+        }
+        Ok(())
+    }
+}

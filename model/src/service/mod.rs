@@ -1,0 +1,225 @@
+//! Services and their revisions (Axebow's service endpoints, `../shared/seeds/004_…`): what a
+//! service deploys ([`Deployment`]: roles with instance counts, resource requests and what each
+//! instance runs), the revisions that change it (`PUT`, `PATCH`, `SCALE`, `ROLLBACK`), their
+//! cost against the environment's marks, acceptance, and the one-pending-revision and
+//! `previous` rules. Every change is a [`ServiceCommand`] carrying the caller's identity and is
+//! applied by the pure `Platform::apply_service`.
+//!
+//! Reconciliation (the leader's service actors, placement on clusters) reads the accepted
+//! revision; it is not part of this module.
+
+mod deployment;
+mod revise;
+#[cfg(test)]
+mod tests;
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use utoipa::ToSchema;
+
+pub use deployment::{Deployment, ResourceUse, RoleSpec, Usage, MAX_ROLE_INSTANCES};
+pub use revise::{revise, Change};
+
+use crate::platform::Identity;
+
+/// What kind of change made a revision (Axebow's history `type`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+pub enum RevisionType {
+    /// A whole deployment: the first revision, or a full update.
+    Put,
+    /// A merge patch over the previous revision.
+    Patch,
+    /// New instance counts only.
+    Scale,
+    /// A copy of an earlier revision.
+    Rollback,
+}
+
+/// One revision of a service.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct Revision {
+    /// Its number: 1 for the first, one more than the last for every other.
+    pub number: u64,
+    /// What made it.
+    #[serde(rename = "type")]
+    pub kind: RevisionType,
+    /// The revision it was made from (none for the first).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub previous: Option<u64>,
+    /// For a rollback: the revision whose deployment it copies.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reinstates: Option<u64>,
+    /// The caller's comment.
+    #[serde(default)]
+    pub comment: String,
+    /// What it deploys.
+    pub deployment: Deployment,
+    /// What it costs.
+    pub usage: Usage,
+    /// Accepted (deployed, or the one that was); a pending revision is not.
+    pub accepted: bool,
+    /// Leader time it was made (ms since the epoch).
+    pub created_ms: u64,
+}
+
+/// Where a service is deployed: one environment of one of its tenant's accounts.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, ToSchema)]
+pub struct EnvironmentRef {
+    /// Account name.
+    pub account: String,
+    /// Environment name.
+    pub environment: String,
+}
+
+impl EnvironmentRef {
+    /// `account/environment`, the name the selection algorithm knows it by.
+    pub fn name(&self) -> String {
+        format!("{}/{}", self.account, self.environment)
+    }
+}
+
+/// A stored service.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Service {
+    /// Generated when it was created.
+    pub uid: String,
+    /// The environment it was placed in (chosen for its first revision, kept after).
+    pub environment: EnvironmentRef,
+    /// Every revision that was not rejected, by number.
+    pub revisions: BTreeMap<u64, Revision>,
+    /// The accepted revision deployed now; none until the first is accepted.
+    pub current: Option<u64>,
+    /// The revision waiting for acceptance, if any (at most one).
+    pub pending: Option<u64>,
+    /// Leader time it was created (ms since the epoch).
+    pub created_ms: u64,
+}
+
+impl Service {
+    /// The current revision's usage (nothing before the first acceptance).
+    pub fn deployed_usage(&self) -> Usage {
+        self.current
+            .and_then(|number| self.revisions.get(&number))
+            .map(|revision| revision.usage)
+            .unwrap_or_default()
+    }
+
+    /// The resources its revisions use (current and pending), as `(kind, name)`.
+    pub fn uses_resource(&self, kind: &str, name: &str) -> bool {
+        [self.current, self.pending]
+            .into_iter()
+            .flatten()
+            .filter_map(|number| self.revisions.get(&number))
+            .any(|revision| {
+                revision
+                    .deployment
+                    .resources
+                    .iter()
+                    .any(|used| used.kind == kind && used.name == name)
+            })
+    }
+}
+
+/// One change of services, made by `caller`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ServiceCommand {
+    /// The verified identity of whoever asked.
+    pub caller: Identity,
+    /// What they asked for.
+    pub change: ServiceOp,
+}
+
+/// The changes of services (any confirmed member of the tenant, as Axebow's deploy rights go;
+/// the tenant's `validateEnvironmentUser` rules decide further).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum ServiceOp {
+    /// Create a service with its first revision.
+    Create {
+        /// Tenant name.
+        tenant: String,
+        /// Service name.
+        service: String,
+        /// Generated by the proposer.
+        uid: String,
+        /// What it deploys.
+        deployment: Deployment,
+        /// The caller's comment.
+        comment: String,
+        /// Accept at once when the revision is within the marks and the environment was chosen
+        /// as accepting.
+        accept: bool,
+    },
+    /// A new revision made from `previous`, which must be the current one.
+    Revise {
+        /// Tenant name.
+        tenant: String,
+        /// Service name.
+        service: String,
+        /// The revision it is made from.
+        previous: u64,
+        /// How it differs.
+        change: Change,
+        /// The caller's comment.
+        comment: String,
+        /// Accept at once when within the marks.
+        accept: bool,
+    },
+    /// Accept or reject the pending revision (`revision`, when given, must be it).
+    Decide {
+        /// Tenant name.
+        tenant: String,
+        /// Service name.
+        service: String,
+        /// The revision meant.
+        revision: Option<u64>,
+        /// Accept (`true`) or reject.
+        accept: bool,
+    },
+    /// Remove a service and its history.
+    Delete {
+        /// Tenant name.
+        tenant: String,
+        /// Service name.
+        service: String,
+    },
+}
+
+impl ServiceOp {
+    /// The tenant the change is about.
+    pub fn tenant(&self) -> &str {
+        match self {
+            ServiceOp::Create { tenant, .. }
+            | ServiceOp::Revise { tenant, .. }
+            | ServiceOp::Decide { tenant, .. }
+            | ServiceOp::Delete { tenant, .. } => tenant,
+        }
+    }
+}
+
+/// What a service change reports.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct ServiceOutcome {
+    /// The revision made or decided (none for a delete or a rejection).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub revision: Option<u64>,
+    /// Whether that revision is accepted now.
+    pub accepted: bool,
+    /// The service's environment.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub environment: Option<EnvironmentRef>,
+    /// Whether the service is gone (deleted, or its first revision rejected).
+    pub removed: bool,
+}
+
+/// The `$.service` a selector reads for a revision: its name, roles and usage.
+pub fn selector_view(service: &str, deployment: &Deployment, usage: Usage) -> Value {
+    serde_json::json!({
+        "name": service,
+        "roles": deployment.roles.keys().collect::<Vec<_>>(),
+        "usage": {"vcpu": usage.vcpu_millis, "memory": usage.memory_mib},
+    })
+}

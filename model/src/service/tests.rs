@@ -1,0 +1,567 @@
+//! Services applied as the replicated state machine applies them: the environment chosen by the
+//! tenant's rules, acceptance within the marks, one pending revision, `previous`, the history
+//! types, merge patches, scale and rollback, and the part-1 guards that waited for services.
+
+use std::collections::BTreeMap;
+
+use serde_json::{json, Value};
+
+use super::*;
+use crate::cluster::agent_api::{ExecSpec, Resources};
+use crate::platform::{
+    AccountSpec, EnvironmentSpec, Identity, Platform, PlatformCommand, PlatformError, PlatformOp,
+    ResourceKind, ResourceSpec, Role, TenantAccount, TenantSpec, UserProfile,
+};
+
+fn who(subject: &str) -> Identity {
+    Identity {
+        issuer: "https://idp.test".to_string(),
+        subject: subject.to_string(),
+    }
+}
+
+fn op(platform: &mut Platform, caller: &str, op: PlatformOp) -> Result<(), PlatformError> {
+    platform
+        .apply(&PlatformCommand {
+            caller: who(caller),
+            op,
+        })
+        .map(|_| ())
+}
+
+fn ok(platform: &mut Platform, caller: &str, change: PlatformOp) {
+    let shown = format!("{change:?}");
+    op(platform, caller, change).unwrap_or_else(|e| panic!("{caller} {shown}: {e}"));
+}
+
+fn environment(marks: Value, labels: Value) -> EnvironmentSpec {
+    serde_json::from_value(json!({"marks": marks, "labels": labels})).unwrap()
+}
+
+/// alice owns acme (account main, environment prod with 1000m vCPU), bob is a plain member,
+/// carol a stranger, dave an operator.
+fn world() -> Platform {
+    let mut platform = Platform::default();
+    for name in ["alice", "bob", "carol", "dave"] {
+        let register = PlatformOp::RegisterUser {
+            uid: format!("u-{name}"),
+            profile: UserProfile {
+                name: name.into(),
+                ..UserProfile::default()
+            },
+            operator: name == "dave",
+        };
+        ok(&mut platform, name, register);
+    }
+    ok(
+        &mut platform,
+        "alice",
+        PlatformOp::CreateTenant {
+            tenant: "acme".into(),
+            spec: TenantSpec::default(),
+        },
+    );
+    let invite = PlatformOp::Invite {
+        tenant: "acme".into(),
+        user: "u-bob".into(),
+        role: Role::Plain,
+    };
+    ok(&mut platform, "alice", invite);
+    ok(
+        &mut platform,
+        "bob",
+        PlatformOp::Confirm {
+            tenant: "acme".into(),
+            role: Role::Plain,
+        },
+    );
+    let account = PlatformOp::CreateAccount {
+        tenant: "acme".into(),
+        account: "main".into(),
+        body: TenantAccount {
+            spec: serde_json::from_value::<AccountSpec>(json!({"iaas": "sim"})).unwrap(),
+            meta: Default::default(),
+        },
+    };
+    ok(&mut platform, "alice", account);
+    add_environment(
+        &mut platform,
+        "prod",
+        json!({"vcpu": {"max": 1000}}),
+        json!({"tier": "prod"}),
+    );
+    platform
+}
+
+fn add_environment(platform: &mut Platform, name: &str, marks: Value, labels: Value) {
+    let create = PlatformOp::CreateEnvironment {
+        tenant: "acme".into(),
+        account: "main".into(),
+        environment: name.into(),
+        spec: environment(marks, labels),
+    };
+    ok(platform, "alice", create);
+}
+
+fn deployment(instances: u32, cpu: u64) -> Deployment {
+    Deployment {
+        roles: BTreeMap::from([(
+            "frontend".to_string(),
+            RoleSpec {
+                instances,
+                resources: Resources {
+                    cpu_millis: cpu,
+                    memory_mib: 64,
+                },
+                exec: ExecSpec {
+                    argv: vec!["sleep".into(), "1000".into()],
+                    probe: None,
+                },
+                env: BTreeMap::from([("MODE".to_string(), "one".to_string())]),
+            },
+        )]),
+        parameters: json!({}),
+        resources: Vec::new(),
+    }
+}
+
+fn run(platform: &mut Platform, caller: &str, change: ServiceOp) -> Result<ServiceOutcome, PlatformError> {
+    platform.apply_service(
+        1_000,
+        &ServiceCommand {
+            caller: who(caller),
+            change,
+        },
+    )
+}
+
+fn refused(platform: &mut Platform, caller: &str, change: ServiceOp) -> PlatformError {
+    let before = platform.clone();
+    let error = run(platform, caller, change).expect_err("refused");
+    assert_eq!(*platform, before, "a refused change changed the state");
+    error
+}
+
+fn create(service: &str, deployment: Deployment, accept: bool) -> ServiceOp {
+    ServiceOp::Create {
+        tenant: "acme".into(),
+        service: service.into(),
+        uid: format!("uid-{service}"),
+        deployment,
+        comment: "first".into(),
+        accept,
+    }
+}
+
+fn revise(previous: u64, change: Change, accept: bool) -> ServiceOp {
+    ServiceOp::Revise {
+        tenant: "acme".into(),
+        service: "web".into(),
+        previous,
+        change,
+        comment: String::new(),
+        accept,
+    }
+}
+
+fn decide(revision: Option<u64>, accept: bool) -> ServiceOp {
+    ServiceOp::Decide {
+        tenant: "acme".into(),
+        service: "web".into(),
+        revision,
+        accept,
+    }
+}
+
+#[test]
+fn a_revision_is_accepted_at_once_only_within_the_marks_and_when_asked() {
+    let mut platform = world();
+    // Without accept: pending.
+    let outcome = run(&mut platform, "bob", create("web", deployment(2, 100), false)).unwrap();
+    assert_eq!((outcome.revision, outcome.accepted), (Some(1), false));
+    assert_eq!(outcome.environment.unwrap().name(), "main/prod");
+    let stored = platform.service("acme", "web").unwrap();
+    assert_eq!((stored.current, stored.pending), (None, Some(1)));
+    // Accepting it explicitly deploys it; the environment shows the usage.
+    run(&mut platform, "bob", decide(Some(1), true)).unwrap();
+    let info = platform.environment_info("acme", "main", "prod").unwrap();
+    assert_eq!(info.status.marks["vcpu"].current, 200);
+    // accept=true within the marks: accepted at once.
+    let within = run(
+        &mut platform,
+        "bob",
+        revise(
+            1,
+            Change::Scale {
+                scale: BTreeMap::from([("frontend".into(), 5)]),
+            },
+            true,
+        ),
+    )
+    .unwrap();
+    assert!(within.accepted);
+    // accept=true beyond the marks (20 × 100m > 1000m): pending, and accepting it is refused.
+    let beyond = run(
+        &mut platform,
+        "bob",
+        revise(
+            2,
+            Change::Scale {
+                scale: BTreeMap::from([("frontend".into(), 20)]),
+            },
+            true,
+        ),
+    )
+    .unwrap();
+    assert_eq!((beyond.revision, beyond.accepted), (Some(3), false));
+    let error = refused(&mut platform, "bob", decide(Some(3), true));
+    assert!(
+        matches!(&error, PlatformError::Conflict(m) if m.contains("vcpu")),
+        "{error:?}"
+    );
+    // Rejecting a later revision drops it and keeps the service.
+    let rejected = run(&mut platform, "bob", decide(None, false)).unwrap();
+    assert!(!rejected.removed);
+    let stored = platform.service("acme", "web").unwrap();
+    assert_eq!((stored.current, stored.pending), (Some(2), None));
+    assert!(!stored.revisions.contains_key(&3));
+}
+
+#[test]
+fn rejecting_the_first_revision_removes_the_service() {
+    let mut platform = world();
+    run(&mut platform, "alice", create("web", deployment(1, 100), false)).unwrap();
+    let outcome = run(&mut platform, "alice", decide(Some(1), false)).unwrap();
+    assert!(outcome.removed);
+    assert!(matches!(
+        platform.service("acme", "web"),
+        Err(PlatformError::NotFound(_))
+    ));
+    assert!(matches!(
+        refused(&mut platform, "alice", decide(None, true)),
+        PlatformError::NotFound(_)
+    ));
+}
+
+#[test]
+fn one_pending_revision_at_a_time_and_previous_must_be_current() {
+    let mut platform = world();
+    run(&mut platform, "alice", create("web", deployment(1, 100), true)).unwrap();
+    run(
+        &mut platform,
+        "alice",
+        revise(
+            1,
+            Change::Put {
+                deployment: deployment(2, 100),
+            },
+            false,
+        ),
+    )
+    .unwrap();
+    // Revision 2 is pending: scale, rollback and updates are refused.
+    for change in [
+        Change::Scale {
+            scale: BTreeMap::from([("frontend".into(), 3)]),
+        },
+        Change::Rollback { target: 1 },
+        Change::Put {
+            deployment: deployment(3, 100),
+        },
+    ] {
+        assert!(matches!(
+            refused(&mut platform, "alice", revise(1, change, true)),
+            PlatformError::Conflict(_)
+        ));
+    }
+    assert!(matches!(
+        refused(&mut platform, "alice", decide(Some(1), true)),
+        PlatformError::Conflict(_)
+    ));
+    run(&mut platform, "alice", decide(Some(2), true)).unwrap();
+    // A stale previous is refused.
+    let stale = refused(
+        &mut platform,
+        "alice",
+        revise(
+            1,
+            Change::Scale {
+                scale: BTreeMap::new(),
+            },
+            true,
+        ),
+    );
+    assert!(
+        matches!(&stale, PlatformError::Conflict(m) if m.contains("current revision 2")),
+        "{stale:?}"
+    );
+}
+
+#[test]
+fn history_types_merge_patches_scale_and_rollback() {
+    let mut platform = world();
+    run(&mut platform, "alice", create("web", deployment(1, 100), true)).unwrap();
+    // PATCH: a merge patch over revision 1 (null removes a key).
+    let patch = json!({"roles": {"frontend": {"env": {"MODE": null, "COLOR": "blue"}}}, "parameters": {"greeting": "hi"}});
+    run(&mut platform, "alice", revise(1, Change::Patch { patch }, true)).unwrap();
+    run(
+        &mut platform,
+        "alice",
+        revise(
+            2,
+            Change::Scale {
+                scale: BTreeMap::from([("frontend".into(), 3)]),
+            },
+            true,
+        ),
+    )
+    .unwrap();
+    run(
+        &mut platform,
+        "alice",
+        revise(3, Change::Rollback { target: 1 }, true),
+    )
+    .unwrap();
+    let stored = platform.service("acme", "web").unwrap();
+    let history: Vec<(u64, RevisionType, Option<u64>, Option<u64>)> = stored
+        .revisions
+        .values()
+        .map(|r| (r.number, r.kind, r.previous, r.reinstates))
+        .collect();
+    assert_eq!(
+        history,
+        [
+            (1, RevisionType::Put, None, None),
+            (2, RevisionType::Patch, Some(1), None),
+            (3, RevisionType::Scale, Some(2), None),
+            (4, RevisionType::Rollback, Some(3), Some(1)),
+        ]
+    );
+    let patched = &stored.revisions[&2].deployment;
+    assert_eq!(
+        patched.roles["frontend"].env,
+        BTreeMap::from([("COLOR".to_string(), "blue".to_string())])
+    );
+    assert_eq!(patched.parameters, json!({"greeting": "hi"}));
+    assert_eq!(stored.revisions[&3].deployment.roles["frontend"].instances, 3);
+    assert_eq!(stored.revisions[&4].deployment, stored.revisions[&1].deployment);
+    assert_eq!(stored.current, Some(4));
+    // Bad changes name what to fix.
+    for (change, field) in [
+        (
+            Change::Scale {
+                scale: BTreeMap::from([("backend".into(), 1)]),
+            },
+            "scale.backend",
+        ),
+        (
+            Change::Patch {
+                patch: json!({"roles": {"frontend": {"instances": "many"}}}),
+            },
+            "body",
+        ),
+        (
+            Change::Patch {
+                patch: json!({"roles": null}),
+            },
+            "body",
+        ),
+        (
+            Change::Put {
+                deployment: Deployment {
+                    roles: BTreeMap::new(),
+                    ..deployment(1, 1)
+                },
+            },
+            "roles",
+        ),
+    ] {
+        match refused(&mut platform, "alice", revise(4, change, true)) {
+            PlatformError::Invalid { field: got, .. } => assert_eq!(got, field),
+            other => panic!("{field}: {other:?}"),
+        }
+    }
+    assert!(matches!(
+        refused(
+            &mut platform,
+            "alice",
+            revise(4, Change::Rollback { target: 9 }, true)
+        ),
+        PlatformError::NotFound(_)
+    ));
+}
+
+fn rule(reason: &str, sel: Value) -> Value {
+    json!({"reason": reason, "sel": sel})
+}
+
+#[test]
+fn the_tenants_rules_choose_the_environment_and_can_refuse_the_user() {
+    let mut platform = world();
+    add_environment(
+        &mut platform,
+        "staging",
+        json!({"vcpu": {"max": 8000}}),
+        json!({"tier": "staging"}),
+    );
+    // prod (1000m) is accepted outright, staging (8000m) only with acceptance: prod is chosen
+    // although it has fewer vCPUs (A18).
+    let rules = json!({
+        "selectEnvironmentService": [rule("prod deploys at once", json!(["$.environment.labels.tier", "prod", "::eq"]))],
+        "selectAcceptEnvironmentService": [rule("staging needs acceptance", json!(["$.environment.labels.tier", "staging", "::eq"]))],
+    });
+    let spec: TenantSpec = serde_json::from_value(json!({"rules": rules})).unwrap();
+    ok(
+        &mut platform,
+        "alice",
+        PlatformOp::PatchTenant {
+            tenant: "acme".into(),
+            spec,
+        },
+    );
+    let outcome = run(&mut platform, "alice", create("web", deployment(1, 100), true)).unwrap();
+    assert_eq!(outcome.environment.unwrap().environment, "prod");
+    assert!(outcome.accepted);
+    // Only the requiring environment passes: the revision waits for acceptance.
+    let rules = json!({
+        "selectEnvironmentService": [rule("never", json!(["$.environment.labels.tier", "none", "::eq"]))],
+        "selectAcceptEnvironmentService": [rule("staging needs acceptance", json!(["$.environment.labels.tier", "staging", "::eq"]))],
+    });
+    let spec: TenantSpec = serde_json::from_value(json!({"rules": rules})).unwrap();
+    ok(
+        &mut platform,
+        "alice",
+        PlatformOp::PatchTenant {
+            tenant: "acme".into(),
+            spec,
+        },
+    );
+    let outcome = run(&mut platform, "alice", create("api", deployment(1, 100), true)).unwrap();
+    assert_eq!(
+        outcome.environment.as_ref().map(|e| e.environment.as_str()),
+        Some("staging")
+    );
+    assert!(!outcome.accepted);
+    // validateEnvironmentUser refusing every environment: 403 and nothing created (A19).
+    let rules =
+        json!({"validateEnvironmentUser": [rule("owners only", json!(["$.user.role", "owner", "::eq"]))]});
+    let spec: TenantSpec = serde_json::from_value(json!({"rules": rules})).unwrap();
+    ok(
+        &mut platform,
+        "alice",
+        PlatformOp::PatchTenant {
+            tenant: "acme".into(),
+            spec,
+        },
+    );
+    let error = refused(&mut platform, "bob", create("db", deployment(1, 100), true));
+    assert!(
+        matches!(&error, PlatformError::Forbidden(m) if m.contains("owners only")),
+        "{error:?}"
+    );
+    // Operators bypass the tenant's rules.
+    run(&mut platform, "dave", create("db", deployment(1, 100), false)).unwrap();
+}
+
+#[test]
+fn who_may_deploy_and_the_guards_that_waited_for_services() {
+    let mut platform = world();
+    assert!(matches!(
+        refused(&mut platform, "carol", create("web", deployment(1, 100), true)),
+        PlatformError::NotFound(_)
+    ));
+    let secret = PlatformOp::RegisterResource {
+        tenant: "acme".into(),
+        kind: ResourceKind::Secret,
+        name: "db".into(),
+        spec: ResourceSpec {
+            data: json!("pw"),
+            meta: None,
+            selector: None,
+        },
+    };
+    ok(&mut platform, "alice", secret);
+    let mut uses = deployment(1, 100);
+    uses.resources.push(ResourceUse {
+        kind: "secret".into(),
+        name: "db".into(),
+    });
+    run(&mut platform, "bob", create("web", uses, true)).unwrap();
+    let mut missing = deployment(1, 100);
+    missing.resources.push(ResourceUse {
+        kind: "secret".into(),
+        name: "nope".into(),
+    });
+    assert!(matches!(
+        refused(&mut platform, "bob", create("api", missing, true)),
+        PlatformError::Invalid { .. }
+    ));
+    assert!(matches!(
+        refused(&mut platform, "bob", create("web", deployment(1, 100), true)),
+        PlatformError::Conflict(_)
+    ));
+    for guarded in [
+        PlatformOp::UnregisterResource {
+            tenant: "acme".into(),
+            kind: ResourceKind::Secret,
+            name: "db".into(),
+        },
+        PlatformOp::DeleteEnvironment {
+            tenant: "acme".into(),
+            account: "main".into(),
+            environment: "prod".into(),
+        },
+        PlatformOp::DeleteTenant {
+            tenant: "acme".into(),
+        },
+    ] {
+        let before = platform.clone();
+        let error = op(&mut platform, "alice", guarded).expect_err("guarded");
+        assert!(matches!(error, PlatformError::Conflict(_)), "{error:?}");
+        assert_eq!(platform, before);
+    }
+    run(
+        &mut platform,
+        "bob",
+        ServiceOp::Delete {
+            tenant: "acme".into(),
+            service: "web".into(),
+        },
+    )
+    .unwrap();
+    ok(
+        &mut platform,
+        "alice",
+        PlatformOp::UnregisterResource {
+            tenant: "acme".into(),
+            kind: ResourceKind::Secret,
+            name: "db".into(),
+        },
+    );
+    ok(
+        &mut platform,
+        "alice",
+        PlatformOp::DeleteTenant {
+            tenant: "acme".into(),
+        },
+    );
+}
+
+#[test]
+fn a_tenant_without_environments_cannot_deploy() {
+    let mut platform = world();
+    ok(
+        &mut platform,
+        "alice",
+        PlatformOp::DeleteEnvironment {
+            tenant: "acme".into(),
+            account: "main".into(),
+            environment: "prod".into(),
+        },
+    );
+    let error = refused(&mut platform, "alice", create("web", deployment(1, 100), true));
+    assert!(
+        matches!(&error, PlatformError::Conflict(m) if m.contains("no environment")),
+        "{error:?}"
+    );
+}
