@@ -12,6 +12,7 @@ pub mod platform_info;
 pub mod rate;
 pub mod reply;
 pub mod resources;
+pub mod services;
 mod store;
 pub mod tenants;
 pub mod users;
@@ -78,6 +79,18 @@ pub fn documented_routes() -> OpenApiRouter<ApiState> {
         .routes(routes!(clusters::logs))
         .routes(routes!(clusters::restart))
         .routes(routes!(clusters::environment_clusters))
+        .routes(routes!(services::list))
+        .routes(routes!(services::create, services::get, services::delete))
+        .routes(routes!(services::get_scale))
+        .routes(routes!(services::history))
+        .routes(routes!(services::decide_pending))
+        .routes(routes!(
+            services::update,
+            services::patch,
+            services::decide_revision
+        ))
+        .routes(routes!(services::scale))
+        .routes(routes!(services::rollback))
         .routes(routes!(resources::list))
         .routes(routes!(
             resources::register,

@@ -7,6 +7,7 @@ use drover_model::cluster::{ClusterCommand, ClusterOp};
 use drover_model::platform::{
     Grant, Identity, Platform, PlatformCommand, PlatformError, PlatformOp, PlatformRead, PlatformResult,
 };
+use drover_model::service::{ServiceCommand, ServiceOp, ServiceOutcome};
 use drover_model::{Command, CommandResult, Proposal};
 use drover_raft::Consistency;
 
@@ -62,4 +63,41 @@ pub async fn write_cluster(
         CommandResult::Refused(error) => Err(error.into()),
         _ => Ok(()),
     }
+}
+
+/// Commits one service change made by `caller` (authorized where it is applied).
+pub async fn write_service(
+    state: &ApiState,
+    caller: Identity,
+    change: ServiceOp,
+    headers: &HeaderMap,
+) -> Result<ServiceOutcome, AxebowError> {
+    let key = idempotency_key(headers).map_err(|message| AxebowError::invalid("Idempotency-Key", message))?;
+    let proposal = Proposal::new(Command::Service(ServiceCommand { caller, change })).with_idempotency(key);
+    match state.raft.write(proposal).await?.result {
+        CommandResult::Service(outcome) => Ok(outcome),
+        CommandResult::Refused(error) => Err(error.into()),
+        other => Err(AxebowError::internal(format!("unexpected result {other:?}"))),
+    }
+}
+
+/// Applies a service change to a copy of the platform and reads the copy: a dry run that
+/// stores nothing.
+pub async fn dry_run<R>(
+    state: &ApiState,
+    caller: &Identity,
+    change: ServiceOp,
+    f: impl FnOnce(&Platform, &ServiceOutcome) -> Result<R, PlatformError>,
+) -> Result<R, AxebowError> {
+    let tenant = change.tenant().to_string();
+    let command = ServiceCommand {
+        caller: caller.clone(),
+        change,
+    };
+    read(state, caller, PlatformRead::Tenant(&tenant), |platform, _| {
+        let mut copy = platform.clone();
+        let outcome = copy.apply_service(drover_raft::wall_clock_ms(), &command)?;
+        f(&copy, &outcome)
+    })
+    .await
 }

@@ -12,6 +12,7 @@ mod deployment;
 mod revise;
 #[cfg(test)]
 mod tests;
+pub mod views;
 
 use std::collections::BTreeMap;
 

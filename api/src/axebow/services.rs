@@ -1,0 +1,414 @@
+//! `/tenant/{t}/service/…`: services and their revisions (Axebow S1–S5, S11, S13–S15, S17–S19):
+//! create with a JSON deployment, `dryrun` and `accept`; accept or reject the pending revision;
+//! full updates, merge patches, scale and rollback naming their `previous`; history, scale, the
+//! summary and full views; delete.
+//!
+//! What is not served yet: `wait` (services are recorded, costed and accepted, not yet run on
+//! clusters, so there is nothing to wait for: a `wait` parameter is refused with `400`), the
+//! multipart bundle and `…/simple` forms, roles, instances, logs and links.
+
+use std::collections::BTreeMap;
+
+use axum::extract::{Path, State};
+use axum::http::HeaderMap;
+use drover_model::platform::{PlatformError, PlatformRead};
+use drover_model::service::views::{HistoryEntry, RevisionInfo, ServiceFull, ServiceStatus, ServiceSummary};
+use drover_model::service::{Change, Deployment, ServiceOp};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use utoipa::{IntoParams, ToSchema};
+
+use super::context::Caller;
+use super::reply::{done, ok, AxebowError, Body, Empty, Envelope, Params};
+use super::store;
+use crate::state::ApiState;
+
+/// A deployment and a comment: the body of a create and of a full update.
+#[derive(Debug, Clone, Deserialize, Serialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct DeploymentBody {
+    /// What the service deploys.
+    pub deployment: Deployment,
+    /// Why.
+    #[serde(default)]
+    pub comment: String,
+}
+
+/// `PATCH …/revision/{revision}/scale`.
+#[derive(Debug, Clone, Deserialize, Serialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ScaleBody {
+    /// Instances by role; roles left out keep theirs.
+    pub scale: BTreeMap<String, u32>,
+}
+
+/// Parameters of the calls that make a revision.
+#[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct RevisionParams {
+    /// Validate, cost and choose the environment, store nothing.
+    pub dryrun: Option<bool>,
+    /// Accept the revision at once when it is within the environment's marks.
+    pub accept: Option<bool>,
+    /// Not served yet (services do not run yet); refused with `400`.
+    pub wait: Option<String>,
+}
+
+/// `PUT …/revision[/{r}]` parameters.
+#[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct DecideParams {
+    /// `true` accepts the pending revision, `false` rejects it.
+    pub accept: Option<bool>,
+}
+
+/// `GET …/service/{s}` parameters.
+#[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct GetParams {
+    /// `true`: the summary; otherwise the full service.
+    pub summary: Option<bool>,
+}
+
+/// The summary or the full service.
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(untagged)]
+pub enum ServiceView {
+    /// `summary=true`.
+    Summary(ServiceSummary),
+    /// Otherwise.
+    Full(ServiceFull),
+}
+
+fn no_wait(params: &RevisionParams) -> Result<(), AxebowError> {
+    if params.wait.is_some() {
+        return Err(AxebowError::invalid(
+            "wait",
+            "services are not run on clusters yet, so there is nothing to wait for; leave wait out",
+        ));
+    }
+    Ok(())
+}
+
+/// A revision number from the path; a bad one is the caller's `400` in the platform's shape.
+fn number(field: &str, text: &str) -> Result<u64, AxebowError> {
+    text.parse()
+        .map_err(|_| AxebowError::invalid(field, format!("{text:?} is not a revision number")))
+}
+
+fn missing(tenant: &str, service: &str) -> PlatformError {
+    PlatformError::NotFound(format!("service {service:?} of tenant {tenant:?} not found"))
+}
+
+/// Makes a revision (or, with `dryrun`, computes it) and answers its info.
+async fn revision(
+    state: &ApiState,
+    caller: Caller,
+    headers: &HeaderMap,
+    params: &RevisionParams,
+    change: ServiceOp,
+) -> Result<Envelope<RevisionInfo>, AxebowError> {
+    no_wait(params)?;
+    let ServiceOp::Revise { tenant, service, .. } = &change else {
+        return Err(AxebowError::internal("not a revision"));
+    };
+    let (tenant, service) = (tenant.clone(), service.clone());
+    let info_of = |p: &drover_model::platform::Platform, number: Option<u64>| {
+        p.service(&tenant, &service)?
+            .revision_info(number.unwrap_or_default())
+            .ok_or_else(|| missing(&tenant, &service))
+    };
+    if params.dryrun == Some(true) {
+        return store::dry_run(state, &caller.0, change, |p, outcome| {
+            info_of(p, outcome.revision)
+        })
+        .await
+        .map(ok);
+    }
+    let outcome = store::write_service(state, caller.0.clone(), change, headers).await?;
+    store::read(state, &caller.0, PlatformRead::Tenant(&tenant), |p, _| {
+        info_of(p, outcome.revision)
+    })
+    .await
+    .map(ok)
+}
+
+/// Creates a service with its first revision; the tenant's rules choose the environment.
+#[utoipa::path(post, path = "/api/1.0-beta/tenant/{tenant}/service/{service}", tag = "services", request_body = DeploymentBody,
+    params(("tenant" = String, Path, description = "Tenant name"), ("service" = String, Path, description = "Service name"), RevisionParams),
+    responses((status = 200, description = "Created (or, with dryrun, what would be)", body = Envelope<ServiceStatus>)))]
+pub async fn create(
+    State(state): State<ApiState>,
+    caller: Caller,
+    headers: HeaderMap,
+    Path((tenant, service)): Path<(String, String)>,
+    Params(params): Params<RevisionParams>,
+    Body(body): Body<DeploymentBody>,
+) -> Result<Envelope<ServiceStatus>, AxebowError> {
+    no_wait(&params)?;
+    let change = ServiceOp::Create {
+        tenant: tenant.clone(),
+        service: service.clone(),
+        uid: uuid::Uuid::new_v4().to_string(),
+        deployment: body.deployment,
+        comment: body.comment,
+        accept: params.accept == Some(true),
+    };
+    let status_of = |p: &drover_model::platform::Platform| p.service(&tenant, &service).map(|s| s.status());
+    if params.dryrun == Some(true) {
+        return store::dry_run(&state, &caller.0, change, |p, _| status_of(p))
+            .await
+            .map(ok);
+    }
+    store::write_service(&state, caller.0.clone(), change, &headers).await?;
+    store::read(&state, &caller.0, PlatformRead::Tenant(&tenant), |p, _| {
+        status_of(p)
+    })
+    .await
+    .map(ok)
+}
+
+/// A new revision with a whole deployment, made from `previous` (the current revision).
+#[utoipa::path(post, path = "/api/1.0-beta/tenant/{tenant}/service/{service}/revision/{revision}", tag = "services", request_body = DeploymentBody,
+    params(("tenant" = String, Path, description = "Tenant name"), ("service" = String, Path, description = "Service name"),
+        ("revision" = String, Path, description = "The current revision's number, which the new one names as its previous"), RevisionParams),
+    responses((status = 200, description = "The new revision", body = Envelope<RevisionInfo>)))]
+pub async fn update(
+    State(state): State<ApiState>,
+    caller: Caller,
+    headers: HeaderMap,
+    Path((tenant, service, previous)): Path<(String, String, String)>,
+    Params(params): Params<RevisionParams>,
+    Body(body): Body<DeploymentBody>,
+) -> Result<Envelope<RevisionInfo>, AxebowError> {
+    let previous = number("revision", &previous)?;
+    let change = ServiceOp::Revise {
+        tenant,
+        service,
+        previous,
+        change: Change::Put {
+            deployment: body.deployment,
+        },
+        comment: body.comment,
+        accept: params.accept == Some(true),
+    };
+    revision(&state, caller, &headers, &params, change).await
+}
+
+/// A new revision: a JSON merge patch (RFC 7396) of the deployment of `previous`.
+#[utoipa::path(patch, path = "/api/1.0-beta/tenant/{tenant}/service/{service}/revision/{revision}", tag = "services",
+    request_body(content = Object, description = "A merge patch of the previous revision's deployment"),
+    params(("tenant" = String, Path, description = "Tenant name"), ("service" = String, Path, description = "Service name"),
+        ("revision" = String, Path, description = "The current revision's number, which the new one names as its previous"), RevisionParams),
+    responses((status = 200, description = "The new revision", body = Envelope<RevisionInfo>)))]
+pub async fn patch(
+    State(state): State<ApiState>,
+    caller: Caller,
+    headers: HeaderMap,
+    Path((tenant, service, previous)): Path<(String, String, String)>,
+    Params(params): Params<RevisionParams>,
+    Body(patch): Body<Value>,
+) -> Result<Envelope<RevisionInfo>, AxebowError> {
+    let previous = number("revision", &previous)?;
+    let change = ServiceOp::Revise {
+        tenant,
+        service,
+        previous,
+        change: Change::Patch { patch },
+        comment: String::new(),
+        accept: params.accept == Some(true),
+    };
+    revision(&state, caller, &headers, &params, change).await
+}
+
+/// A new revision with new instance counts (roles left out keep theirs).
+#[utoipa::path(patch, path = "/api/1.0-beta/tenant/{tenant}/service/{service}/revision/{revision}/scale", tag = "services", request_body = ScaleBody,
+    params(("tenant" = String, Path, description = "Tenant name"), ("service" = String, Path, description = "Service name"),
+        ("revision" = String, Path, description = "The current revision's number, which the new one names as its previous"), RevisionParams),
+    responses((status = 200, description = "The new revision", body = Envelope<RevisionInfo>)))]
+pub async fn scale(
+    State(state): State<ApiState>,
+    caller: Caller,
+    headers: HeaderMap,
+    Path((tenant, service, previous)): Path<(String, String, String)>,
+    Params(params): Params<RevisionParams>,
+    Body(body): Body<ScaleBody>,
+) -> Result<Envelope<RevisionInfo>, AxebowError> {
+    let previous = number("revision", &previous)?;
+    let change = ServiceOp::Revise {
+        tenant,
+        service,
+        previous,
+        change: Change::Scale { scale: body.scale },
+        comment: String::new(),
+        accept: params.accept == Some(true),
+    };
+    revision(&state, caller, &headers, &params, change).await
+}
+
+/// A new revision of type `ROLLBACK` copying revision `target`'s deployment.
+#[utoipa::path(put, path = "/api/1.0-beta/tenant/{tenant}/service/{service}/revision/{revision}/rollback/{target}", tag = "services",
+    params(("tenant" = String, Path, description = "Tenant name"), ("service" = String, Path, description = "Service name"),
+        ("revision" = String, Path, description = "The current revision's number, which the new one names as its previous"), ("target" = String, Path, description = "The number of the revision to reinstate"), RevisionParams),
+    responses((status = 200, description = "The new revision", body = Envelope<RevisionInfo>)))]
+pub async fn rollback(
+    State(state): State<ApiState>,
+    caller: Caller,
+    headers: HeaderMap,
+    Path((tenant, service, previous, target)): Path<(String, String, String, String)>,
+    Params(params): Params<RevisionParams>,
+) -> Result<Envelope<RevisionInfo>, AxebowError> {
+    let previous = number("revision", &previous)?;
+    let change = ServiceOp::Revise {
+        tenant,
+        service,
+        previous,
+        change: Change::Rollback {
+            target: number("target", &target)?,
+        },
+        comment: String::new(),
+        accept: params.accept == Some(true),
+    };
+    revision(&state, caller, &headers, &params, change).await
+}
+
+async fn decide(
+    state: ApiState,
+    caller: Caller,
+    headers: HeaderMap,
+    (tenant, service, revision): (String, String, Option<u64>),
+    params: DecideParams,
+) -> Result<Empty, AxebowError> {
+    let accept = params
+        .accept
+        .ok_or_else(|| AxebowError::invalid("accept", "say accept=true or accept=false"))?;
+    let change = ServiceOp::Decide {
+        tenant,
+        service,
+        revision,
+        accept,
+    };
+    store::write_service(&state, caller.0, change, &headers).await?;
+    Ok(done())
+}
+
+/// Accepts (`accept=true`) or rejects the pending revision; rejecting the first one removes the
+/// service.
+#[utoipa::path(put, path = "/api/1.0-beta/tenant/{tenant}/service/{service}/revision/{revision}", tag = "services",
+    params(("tenant" = String, Path, description = "Tenant name"), ("service" = String, Path, description = "Service name"),
+        ("revision" = String, Path, description = "The pending revision's number"), DecideParams),
+    responses((status = 200, description = "Decided", body = Empty)))]
+pub async fn decide_revision(
+    State(state): State<ApiState>,
+    caller: Caller,
+    headers: HeaderMap,
+    Path((tenant, service, revision)): Path<(String, String, String)>,
+    Params(params): Params<DecideParams>,
+) -> Result<Empty, AxebowError> {
+    let revision = number("revision", &revision)?;
+    decide(state, caller, headers, (tenant, service, Some(revision)), params).await
+}
+
+/// Accepts or rejects the pending revision, whichever it is.
+#[utoipa::path(put, path = "/api/1.0-beta/tenant/{tenant}/service/{service}/revision", tag = "services",
+    params(("tenant" = String, Path, description = "Tenant name"), ("service" = String, Path, description = "Service name"), DecideParams),
+    responses((status = 200, description = "Decided", body = Empty)))]
+pub async fn decide_pending(
+    State(state): State<ApiState>,
+    caller: Caller,
+    headers: HeaderMap,
+    Path((tenant, service)): Path<(String, String)>,
+    Params(params): Params<DecideParams>,
+) -> Result<Empty, AxebowError> {
+    decide(state, caller, headers, (tenant, service, None), params).await
+}
+
+/// Removes a service and its history.
+#[utoipa::path(delete, path = "/api/1.0-beta/tenant/{tenant}/service/{service}", tag = "services",
+    params(("tenant" = String, Path, description = "Tenant name"), ("service" = String, Path, description = "Service name"), RevisionParams),
+    responses((status = 200, description = "Removed", body = Empty)))]
+pub async fn delete(
+    State(state): State<ApiState>,
+    caller: Caller,
+    headers: HeaderMap,
+    Path((tenant, service)): Path<(String, String)>,
+    Params(params): Params<RevisionParams>,
+) -> Result<Empty, AxebowError> {
+    no_wait(&params)?;
+    store::write_service(&state, caller.0, ServiceOp::Delete { tenant, service }, &headers).await?;
+    Ok(done())
+}
+
+/// The names of a tenant's services.
+#[utoipa::path(get, path = "/api/1.0-beta/tenant/{tenant}/service", tag = "services",
+    params(("tenant" = String, Path, description = "Tenant name")),
+    responses((status = 200, description = "Names", body = Envelope<Vec<String>>)))]
+pub async fn list(
+    State(state): State<ApiState>,
+    Caller(caller): Caller,
+    Path(tenant): Path<String>,
+) -> Result<Envelope<Vec<String>>, AxebowError> {
+    store::read(&state, &caller, PlatformRead::Tenant(&tenant), |p, _| {
+        Ok(p.tenant(&tenant)
+            .map(|t| t.services.keys().cloned().collect())
+            .unwrap_or_default())
+    })
+    .await
+    .map(ok)
+}
+
+/// One service: the summary (`summary=true`) or the full view of its current revision.
+#[utoipa::path(get, path = "/api/1.0-beta/tenant/{tenant}/service/{service}", tag = "services",
+    params(("tenant" = String, Path, description = "Tenant name"), ("service" = String, Path, description = "Service name"), GetParams),
+    responses((status = 200, description = "The service", body = Envelope<ServiceView>)))]
+pub async fn get(
+    State(state): State<ApiState>,
+    Caller(caller): Caller,
+    Path((tenant, service)): Path<(String, String)>,
+    Params(params): Params<GetParams>,
+) -> Result<Envelope<ServiceView>, AxebowError> {
+    store::read(&state, &caller, PlatformRead::Tenant(&tenant), |p, _| {
+        let stored = p.service(&tenant, &service)?;
+        if params.summary == Some(true) {
+            return Ok(ServiceView::Summary(stored.summary()));
+        }
+        stored
+            .full()
+            .map(ServiceView::Full)
+            .ok_or_else(|| missing(&tenant, &service))
+    })
+    .await
+    .map(ok)
+}
+
+/// Instances by role of the current revision.
+#[utoipa::path(get, path = "/api/1.0-beta/tenant/{tenant}/service/{service}/scale", tag = "services",
+    params(("tenant" = String, Path, description = "Tenant name"), ("service" = String, Path, description = "Service name")),
+    responses((status = 200, description = "Instances by role", body = Envelope<BTreeMap<String, u32>>)))]
+pub async fn get_scale(
+    State(state): State<ApiState>,
+    Caller(caller): Caller,
+    Path((tenant, service)): Path<(String, String)>,
+) -> Result<Envelope<BTreeMap<String, u32>>, AxebowError> {
+    store::read(&state, &caller, PlatformRead::Tenant(&tenant), |p, _| {
+        p.service(&tenant, &service).map(|s| s.scale())
+    })
+    .await
+    .map(ok)
+}
+
+/// Every revision with its type, `previous`, `original` and `reinstates`.
+#[utoipa::path(get, path = "/api/1.0-beta/tenant/{tenant}/service/{service}/history", tag = "services",
+    params(("tenant" = String, Path, description = "Tenant name"), ("service" = String, Path, description = "Service name")),
+    responses((status = 200, description = "The history", body = Envelope<Vec<HistoryEntry>>)))]
+pub async fn history(
+    State(state): State<ApiState>,
+    Caller(caller): Caller,
+    Path((tenant, service)): Path<(String, String)>,
+) -> Result<Envelope<Vec<HistoryEntry>>, AxebowError> {
+    store::read(&state, &caller, PlatformRead::Tenant(&tenant), |p, _| {
+        p.service(&tenant, &service).map(|s| s.history())
+    })
+    .await
+    .map(ok)
+}

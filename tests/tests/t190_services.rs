@@ -1,0 +1,302 @@
+//! Services and revisions through the platform API of a three-node cluster, calls spread over
+//! the nodes: dry runs store nothing (A20), the acceptance flow and the rejection of a first
+//! revision (A21), one pending revision and the `previous` check (A22), acceptance within the
+//! marks (A23), history, scale and rollback (A24), the tenant's rules refusing a user (A19), and
+//! the part-1 guards that waited for services (A9, A13, A14).
+
+use std::time::Duration;
+
+use anyhow::{ensure, Result};
+use drover_tests::cluster::{ClusterOptions, TestCluster};
+use drover_tests::platform::{token, PlatformClient};
+use reqwest::Method;
+use serde_json::{json, Value};
+
+const ELECTION: Duration = Duration::from_secs(15);
+
+fn deployment(instances: u32, cpu: u64) -> Value {
+    json!({"deployment": {
+        "roles": {"frontend": {
+            "instances": instances,
+            "resources": {"cpu_millis": cpu, "memory_mib": 64},
+            "exec": {"argv": ["sleep", "1000"]},
+        }},
+        "resources": [{"kind": "secret", "name": "db"}],
+    }, "comment": "first"})
+}
+
+async fn expect(
+    client: &PlatformClient,
+    method: Method,
+    path: &str,
+    body: Option<&Value>,
+    status: u16,
+) -> Result<Value> {
+    let answer = client.call(method.clone(), path, body).await?;
+    ensure!(
+        answer.status.as_u16() == status,
+        "{method} {path}: wanted {status}, got {answer:?}"
+    );
+    Ok(answer.body)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn services_are_revised_accepted_scaled_and_rolled_back() -> Result<()> {
+    let cluster = TestCluster::start_with_options(3, ClusterOptions::with_credentials()).await?;
+    cluster.leader(ELECTION).await?;
+    let [one, two, three] = [1, 2, 3].map(|id| cluster.platform(id, Some(token("alice"))));
+    one.register("alice").await?;
+    let bob = cluster.platform(2, Some(token("bob")));
+    let bob_uid = bob.register("bob").await?;
+    expect(&two, Method::POST, "/tenant/acme", Some(&json!({})), 200).await?;
+    expect(
+        &three,
+        Method::POST,
+        "/tenant/acme/account/main",
+        Some(&json!({"spec": {"iaas": "sim"}})),
+        200,
+    )
+    .await?;
+    let env = json!({"marks": {"vcpu": {"max": 1000}}, "labels": {"tier": "prod"}});
+    expect(
+        &one,
+        Method::POST,
+        "/tenant/acme/account/main/environment/prod",
+        Some(&env),
+        200,
+    )
+    .await?;
+    expect(
+        &two,
+        Method::POST,
+        "/tenant/acme/secret/db",
+        Some(&json!({"data": "pw"})),
+        200,
+    )
+    .await?;
+
+    // A20: a dry run answers the cost and stores nothing.
+    let dry = expect(
+        &one,
+        Method::POST,
+        "/tenant/acme/service/web?dryrun=true",
+        Some(&deployment(2, 100)),
+        200,
+    )
+    .await?;
+    ensure!(dry["data"]["environment"] == "main/prod", "{dry}");
+    let listed = expect(&two, Method::GET, "/tenant/acme/service", None, 200).await?;
+    ensure!(
+        listed["data"] == json!([]),
+        "a dry run stored something: {listed}"
+    );
+
+    // A21: without accept the first revision waits; rejecting it removes the service.
+    let created = expect(
+        &three,
+        Method::POST,
+        "/tenant/acme/service/web",
+        Some(&deployment(2, 100)),
+        200,
+    )
+    .await?;
+    ensure!(created["data"]["currentRevision"].is_null(), "{created}");
+    ensure!(created["data"]["history"][0]["accepted"] == false, "{created}");
+    expect(
+        &one,
+        Method::PUT,
+        "/tenant/acme/service/web/revision/1?accept=false",
+        None,
+        200,
+    )
+    .await?;
+    expect(&two, Method::GET, "/tenant/acme/service/web", None, 404).await?;
+
+    // A23: accept=true within the marks deploys at once.
+    let created = expect(
+        &three,
+        Method::POST,
+        "/tenant/acme/service/web?accept=true",
+        Some(&deployment(2, 100)),
+        200,
+    )
+    .await?;
+    ensure!(created["data"]["currentRevision"] == 1, "{created}");
+    let info = expect(
+        &one,
+        Method::GET,
+        "/tenant/acme/account/main/environment/prod",
+        None,
+        200,
+    )
+    .await?;
+    ensure!(
+        info["data"]["status"]["marks"]["vcpu"]["current"] == 200,
+        "{info}"
+    );
+    // Beyond the marks it waits, and accepting it is refused.
+    let scale = json!({"scale": {"frontend": 20}});
+    let beyond = expect(
+        &two,
+        Method::PATCH,
+        "/tenant/acme/service/web/revision/1/scale?accept=true",
+        Some(&scale),
+        200,
+    )
+    .await?;
+    ensure!(beyond["data"]["status"]["accepted"] == false, "{beyond}");
+    ensure!(
+        beyond["data"]["status"]["usage"]["max"]["vcpu"] == 2000,
+        "{beyond}"
+    );
+    expect(
+        &three,
+        Method::PUT,
+        "/tenant/acme/service/web/revision/2?accept=true",
+        None,
+        409,
+    )
+    .await?;
+
+    // A22: while revision 2 waits, updates are refused; then a stale previous is refused.
+    let scale = json!({"scale": {"frontend": 3}});
+    expect(
+        &one,
+        Method::PATCH,
+        "/tenant/acme/service/web/revision/1/scale",
+        Some(&scale),
+        409,
+    )
+    .await?;
+    expect(
+        &two,
+        Method::PUT,
+        "/tenant/acme/service/web/revision?accept=false",
+        None,
+        200,
+    )
+    .await?;
+    expect(
+        &three,
+        Method::PATCH,
+        "/tenant/acme/service/web/revision/7/scale",
+        Some(&scale),
+        409,
+    )
+    .await?;
+
+    // A24: PATCH, SCALE, ROLLBACK; history and config.
+    let patch = json!({"parameters": {"greeting": "hi"}});
+    let patched = expect(
+        &one,
+        Method::PATCH,
+        "/tenant/acme/service/web/revision/1?accept=true",
+        Some(&patch),
+        200,
+    )
+    .await?;
+    let patched_number = patched["data"]["revision"].as_u64().unwrap_or_default();
+    let scaled = expect(
+        &two,
+        Method::PATCH,
+        &format!("/tenant/acme/service/web/revision/{patched_number}/scale?accept=true"),
+        Some(&scale),
+        200,
+    )
+    .await?;
+    let scaled_number = scaled["data"]["revision"].as_u64().unwrap_or_default();
+    let rolled = expect(
+        &three,
+        Method::PUT,
+        &format!("/tenant/acme/service/web/revision/{scaled_number}/rollback/1?accept=true"),
+        None,
+        200,
+    )
+    .await?;
+    // Revision 1's deployment again: two instances, no greeting parameter.
+    ensure!(
+        rolled["data"]["spec"]["roles"]["frontend"]["instances"] == 2,
+        "{rolled}"
+    );
+    ensure!(rolled["data"]["spec"]["parameters"] == json!({}), "{rolled}");
+    let history = expect(&one, Method::GET, "/tenant/acme/service/web/history", None, 200).await?;
+    let types: Vec<&str> = history["data"]
+        .as_array()
+        .map(|h| h.iter().filter_map(|e| e["type"].as_str()).collect())
+        .unwrap_or_default();
+    ensure!(types == ["PUT", "PATCH", "SCALE", "ROLLBACK"], "{history}");
+    let last = &history["data"][3];
+    ensure!(
+        last["reinstates"] == 1 && last["previous"] == scaled_number,
+        "{history}"
+    );
+    let current = expect(&two, Method::GET, "/tenant/acme/service/web/scale", None, 200).await?;
+    ensure!(current["data"] == json!({"frontend": 2}), "{current}");
+    let summary = expect(
+        &three,
+        Method::GET,
+        "/tenant/acme/service/web?summary=true",
+        None,
+        200,
+    )
+    .await?;
+    ensure!(
+        summary["data"]["resources"] == json!({"secret": ["db"]}),
+        "{summary}"
+    );
+
+    // A9, A13, A14: the tenant, its environment and the secret are in use.
+    expect(&one, Method::DELETE, "/tenant/acme/secret/db", None, 409).await?;
+    expect(
+        &two,
+        Method::DELETE,
+        "/tenant/acme/account/main/environment/prod",
+        None,
+        409,
+    )
+    .await?;
+    expect(&three, Method::DELETE, "/tenant/acme", None, 409).await?;
+
+    // A19: a rule refusing plain members refuses bob, and nothing is created.
+    expect(
+        &one,
+        Method::POST,
+        &format!("/tenant/acme/user/{bob_uid}?role=plain"),
+        None,
+        200,
+    )
+    .await?;
+    expect(&bob, Method::PUT, "/tenant/acme/user?role=plain", None, 200).await?;
+    let rules = json!({"rules": {"validateEnvironmentUser": [
+        {"reason": "only owners deploy", "sel": ["$.user.role", "owner", "::eq"]}
+    ]}});
+    expect(&two, Method::PATCH, "/tenant/acme", Some(&rules), 200).await?;
+    let refused = expect(
+        &bob,
+        Method::POST,
+        "/tenant/acme/service/api",
+        Some(&deployment(1, 100)),
+        403,
+    )
+    .await?;
+    ensure!(refused.to_string().contains("only owners deploy"), "{refused}");
+    expect(&bob, Method::GET, "/tenant/acme/service/api", None, 404).await?;
+
+    // wait is refused until services run; bad bodies name the field.
+    expect(
+        &one,
+        Method::POST,
+        "/tenant/acme/service/api?wait=1",
+        Some(&deployment(1, 100)),
+        400,
+    )
+    .await?;
+    let bad = json!({"deployment": {"roles": {"frontend": {"instances": 1, "exec": {"argv": []}}}}});
+    let error = expect(&two, Method::POST, "/tenant/acme/service/api", Some(&bad), 400).await?;
+    ensure!(error["content"]["field"] == "roles.frontend.exec.argv", "{error}");
+
+    // Deleting the service frees the guards.
+    expect(&three, Method::DELETE, "/tenant/acme/service/web", None, 200).await?;
+    expect(&one, Method::DELETE, "/tenant/acme/secret/db", None, 200).await?;
+    cluster.shutdown().await
+}
