@@ -7,8 +7,9 @@
 //!  RootSupervisor (leader only) ── restart policy per child: backoff, cap per window
 //!     ├── PoolsSupervisor (config file → committed config; one TypeActor per type)
 //!     │     └── TypeActor: claim expiry, reaper, dynamic lifecycle, cleaner, janitor
-//!     └── ClustersSupervisor (one ClusterActor per registered cluster)
-//!           └── ClusterActor: probe the agent, send desired sets fenced by term, commit states
+//!     ├── ClustersSupervisor (one ClusterActor per registered cluster)
+//!     │     └── ClusterActor: probe the agent, send desired sets fenced by term, commit states
+//!     └── Placer: place accepted services on their environment's clusters
 //! ```
 //!
 //! The gate starts the root only on the leader, after the read barrier, and stops it as soon as
@@ -20,6 +21,7 @@ mod gate;
 mod metrics;
 pub mod pools;
 mod root;
+pub mod services;
 pub mod supervision;
 
 use thiserror::Error;

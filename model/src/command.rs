@@ -68,6 +68,8 @@ pub enum Command {
     Cluster(ClusterCommand),
     /// A change of services and their revisions.
     Service(ServiceCommand),
+    /// Where a service runs (proposed by the leader only).
+    Placement(crate::service::placement::Placement),
     /// Changes nothing; used to probe the write path.
     Noop,
     /// Several proposals applied one after another in one log entry. The leader groups the

@@ -36,6 +36,7 @@ enum Op {
     Platform,
     Cluster,
     Service,
+    Placement,
     Noop,
     Batch,
 }
@@ -109,6 +110,7 @@ impl Op {
             Op::Platform => Command::Platform(PlatformCommand::deserialize(fields)?),
             Op::Cluster => Command::Cluster(ClusterCommand::deserialize(fields)?),
             Op::Service => Command::Service(ServiceCommand::deserialize(fields)?),
+            Op::Placement => Command::Placement(crate::service::placement::Placement::deserialize(fields)?),
             Op::Noop => {
                 IgnoredAny::deserialize(fields)?;
                 Command::Noop

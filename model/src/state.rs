@@ -224,6 +224,10 @@ impl State {
                 let result = self.platform.apply(platform_command)?;
                 Ok((CommandResult::Platform(result), Vec::new()))
             }
+            Command::Placement(placement) => {
+                self.platform.apply_placement(placement)?;
+                Ok((CommandResult::Done, Vec::new()))
+            }
             Command::Service(service_command) => {
                 let outcome = self.platform.apply_service(now_ms, service_command)?;
                 Ok((CommandResult::Service(outcome), Vec::new()))

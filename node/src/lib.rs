@@ -19,6 +19,7 @@ use std::sync::Arc;
 use axum::serve::ListenerExt;
 use drover_actors::clusters::ClustersChild;
 use drover_actors::pools::PoolsChild;
+use drover_actors::services::ServicesChild;
 use drover_actors::{ChildSpec, GateState, LeaderGate, RestartPolicyConfig};
 use drover_api::ApiState;
 use drover_raft::{PeerNode, RaftHandle, StartOptions};
@@ -139,6 +140,10 @@ pub async fn start(
     children.insert(
         1,
         Arc::new(ClustersChild::new(config.clusters.clone(), &registry)?),
+    );
+    children.insert(
+        2,
+        Arc::new(ServicesChild::new(config.clusters.sync_interval, &registry)?),
     );
     let actors_shutdown = CancellationToken::new();
     let gate = LeaderGate::start(

@@ -117,7 +117,11 @@ impl ClusterActor {
                 facts: cluster.status.facts.clone(),
                 instances: cluster.status.instances,
                 set_errors: cluster.status.set_errors.clone(),
-                desired: desired_sets(cluster),
+                desired: {
+                    let mut desired = desired_sets(cluster);
+                    desired.extend(s.platform().service_sets_on(&args.cluster));
+                    desired
+                },
                 restarts: cluster
                     .pending_restarts
                     .iter()

@@ -77,7 +77,7 @@ pub enum ServiceView {
     /// `summary=true`.
     Summary(ServiceSummary),
     /// Otherwise.
-    Full(ServiceFull),
+    Full(Box<ServiceFull>),
 }
 
 fn no_wait(params: &RevisionParams) -> Result<(), AxebowError> {
@@ -374,7 +374,7 @@ pub async fn get(
         }
         stored
             .full()
-            .map(ServiceView::Full)
+            .map(|full| ServiceView::Full(Box::new(full)))
             .ok_or_else(|| missing(&tenant, &service))
     })
     .await

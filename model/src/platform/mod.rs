@@ -282,7 +282,7 @@ pub struct Platform {
     /// User id by issuer and subject.
     identities: BTreeMap<String, BTreeMap<String, String>>,
     /// Tenants by name.
-    tenants: BTreeMap<String, Tenant>,
+    pub(crate) tenants: BTreeMap<String, Tenant>,
 }
 
 impl Platform {

@@ -140,6 +140,9 @@ impl Platform {
                 let tenant_ref = self.tenant_ref(tenant)?;
                 let accepted =
                     *accept && selectable && over_marks(tenant_ref, &environment, service, usage).is_none();
+                let stored = self.service_mut(tenant, service)?;
+                let role_revisions =
+                    Revision::role_revisions_of(number, &next, stored.revisions.get(previous));
                 let revision = Revision {
                     number,
                     kind: change.kind(),
@@ -150,8 +153,8 @@ impl Platform {
                     usage,
                     accepted,
                     created_ms: now_ms,
+                    role_revisions,
                 };
-                let stored = self.service_mut(tenant, service)?;
                 stored.revisions.insert(number, revision);
                 if accepted {
                     stored.current = Some(number);
@@ -262,6 +265,7 @@ impl Platform {
             usage,
             accepted,
             created_ms: now_ms,
+            role_revisions: Revision::role_revisions_of(1, deployment, None),
         };
         let stored = Service {
             uid: uid.to_string(),
@@ -269,6 +273,7 @@ impl Platform {
             revisions: BTreeMap::from([(1, revision)]),
             current: accepted.then_some(1),
             pending: (!accepted).then_some(1),
+            placement: None,
             created_ms: now_ms,
         };
         self.tenant_mut_for_services(tenant)?

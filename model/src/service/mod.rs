@@ -9,6 +9,7 @@
 //! revision; it is not part of this module.
 
 mod deployment;
+pub mod placement;
 mod revise;
 #[cfg(test)]
 mod tests;
@@ -64,6 +65,35 @@ pub struct Revision {
     pub accepted: bool,
     /// Leader time it was made (ms since the epoch).
     pub created_ms: u64,
+    /// For each role, the revision that last changed what its instances run (program,
+    /// resources, environment): instance ids carry it, so a revision that only scales keeps
+    /// the running instances and one that changes a role replaces that role's.
+    #[serde(default)]
+    pub role_revisions: BTreeMap<String, u64>,
+}
+
+impl Revision {
+    /// The role revisions of a revision numbered `number` deploying `deployment`, made from
+    /// `previous` (none for the first).
+    pub fn role_revisions_of(
+        number: u64,
+        deployment: &Deployment,
+        previous: Option<&Revision>,
+    ) -> BTreeMap<String, u64> {
+        deployment
+            .roles
+            .iter()
+            .map(|(role, spec)| {
+                let kept = previous.and_then(|before| {
+                    let old = before.deployment.roles.get(role)?;
+                    let same =
+                        old.exec == spec.exec && old.resources == spec.resources && old.env == spec.env;
+                    same.then(|| before.role_revisions.get(role).copied())?
+                });
+                (role.clone(), kept.unwrap_or(number))
+            })
+            .collect()
+    }
 }
 
 /// Where a service is deployed: one environment of one of its tenant's accounts.
@@ -95,6 +125,9 @@ pub struct Service {
     pub current: Option<u64>,
     /// The revision waiting for acceptance, if any (at most one).
     pub pending: Option<u64>,
+    /// The cluster its instances run on, once the leader placed it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub placement: Option<crate::cluster::ClusterRef>,
     /// Leader time it was created (ms since the epoch).
     pub created_ms: u64,
 }

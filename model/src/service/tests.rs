@@ -345,6 +345,12 @@ fn history_types_merge_patches_scale_and_rollback() {
     assert_eq!(patched.parameters, json!({"greeting": "hi"}));
     assert_eq!(stored.revisions[&3].deployment.roles["frontend"].instances, 3);
     assert_eq!(stored.revisions[&4].deployment, stored.revisions[&1].deployment);
+    // Instance ids follow what a role runs: the patch changed it, the scale did not, the
+    // rollback changed it back (new instances again).
+    let role_revisions: Vec<u64> = (1..=4)
+        .map(|n| stored.revisions[&n].role_revisions["frontend"])
+        .collect();
+    assert_eq!(role_revisions, [1, 2, 2, 4]);
     assert_eq!(stored.current, Some(4));
     // Bad changes name what to fix.
     for (change, field) in [

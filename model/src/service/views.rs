@@ -131,6 +131,8 @@ pub struct ServiceFull {
     pub environment: String,
     /// The revision waiting for acceptance, if any.
     pub pending: Option<u64>,
+    /// The cluster its instances run on, once placed.
+    pub cluster: Option<crate::cluster::ClusterRef>,
 }
 
 fn resources_of(revision: &Revision) -> BTreeMap<String, Vec<String>> {
@@ -207,6 +209,7 @@ impl Service {
             last_modification: shown.created_ms,
             environment: self.environment.name(),
             pending: self.pending,
+            cluster: self.placement.clone(),
         })
     }
 

@@ -1,0 +1,188 @@
+//! Placement, first cut: which cluster a service's instances run on, as a pure function of the
+//! clusters its environment may use (their state and free capacity as their agents last
+//! reported) and where it runs now. A placed service stays on its cluster while that cluster is
+//! still one its environment may use; moving it when its cluster fails (migration, create first)
+//! is Krake's full scheduler, the next step. The leader commits each decision as a
+//! [`Placement`], so a new leader knows where every service runs.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use super::Usage;
+use crate::cluster::agent_api::{InstanceId, InstanceSpec, SetName};
+use crate::cluster::views::UsableCluster;
+use crate::cluster::{ClusterRef, ClusterState};
+use crate::platform::{Platform, PlatformError};
+
+/// A placement decision (`Command::Placement`), proposed by the leader only.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Placement {
+    /// Tenant name.
+    pub tenant: String,
+    /// Service name.
+    pub service: String,
+    /// The service's uid (a service created again under the same name is another).
+    pub uid: String,
+    /// Where it runs.
+    pub cluster: ClusterRef,
+}
+
+/// Where a service needing `needed` should run: its `current` cluster while its environment may
+/// still use it, else the `ONLINE` cluster with the most free CPU (then memory, then name) that
+/// fits it; `None` when none fits.
+pub fn place(
+    candidates: &[UsableCluster],
+    needed: Usage,
+    current: Option<&ClusterRef>,
+) -> Option<ClusterRef> {
+    let reference = |c: &UsableCluster| ClusterRef {
+        tenant: c.tenant.clone(),
+        name: c.name.clone(),
+    };
+    if let Some(current) = current {
+        if candidates.iter().any(|c| reference(c) == *current) {
+            return Some(current.clone());
+        }
+    }
+    candidates
+        .iter()
+        .filter(|c| c.state == ClusterState::Online)
+        .filter_map(|c| c.free.map(|free| (c, free)))
+        .filter(|(_, free)| free.cpu_millis >= needed.vcpu_millis && free.memory_mib >= needed.memory_mib)
+        .max_by(|(a, a_free), (b, b_free)| {
+            a_free
+                .cpu_millis
+                .cmp(&b_free.cpu_millis)
+                .then(a_free.memory_mib.cmp(&b_free.memory_mib))
+                .then((&b.tenant, &b.name).cmp(&(&a.tenant, &a.name)))
+        })
+        .map(|(c, _)| reference(c))
+}
+
+/// The desired set name of a service: `{tenant}.{service}`.
+pub fn set_name(tenant: &str, service: &str) -> Option<SetName> {
+    SetName::parse(&format!("{tenant}.{service}")).ok()
+}
+
+impl Platform {
+    /// Records a placement, if the service still has that uid.
+    pub fn apply_placement(&mut self, placement: &Placement) -> Result<(), PlatformError> {
+        let stored = self
+            .tenants
+            .get_mut(&placement.tenant)
+            .and_then(|t| t.services.get_mut(&placement.service))
+            .filter(|s| s.uid == placement.uid);
+        if let Some(stored) = stored {
+            stored.placement = Some(placement.cluster.clone());
+        }
+        Ok(())
+    }
+
+    /// The desired sets of the services placed on `cluster`: every instance of each one's
+    /// current revision, with ids `{tenant}.{service}.{role}.r{role revision}.{ordinal}`.
+    pub fn service_sets_on(&self, cluster: &ClusterRef) -> BTreeMap<SetName, Vec<InstanceSpec>> {
+        let mut sets = BTreeMap::new();
+        for (tenant, stored) in self.tenants() {
+            for (name, service) in &stored.services {
+                if service.placement.as_ref() != Some(cluster) {
+                    continue;
+                }
+                let (Some(revision), Some(set)) = (
+                    service.current.and_then(|n| service.revisions.get(&n)),
+                    set_name(tenant, name),
+                ) else {
+                    continue;
+                };
+                let mut instances = Vec::new();
+                for (role, spec) in &revision.deployment.roles {
+                    let role_revision = revision
+                        .role_revisions
+                        .get(role)
+                        .copied()
+                        .unwrap_or(revision.number);
+                    for ordinal in 0..spec.instances {
+                        let Ok(id) = InstanceId::derive(set.as_str(), role_revision, role, ordinal) else {
+                            continue;
+                        };
+                        instances.push(InstanceSpec {
+                            id,
+                            exec: spec.exec.clone(),
+                            resources: spec.resources,
+                            env: spec.env.clone(),
+                        });
+                    }
+                }
+                sets.insert(set, instances);
+            }
+        }
+        sets
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cluster::agent_api::Resources;
+
+    fn cluster(name: &str, state: ClusterState, cpu: u64) -> UsableCluster {
+        UsableCluster {
+            tenant: "operator".into(),
+            name: name.into(),
+            state,
+            labels: BTreeMap::new(),
+            capacity: Some(Resources {
+                cpu_millis: 8000,
+                memory_mib: 8192,
+            }),
+            free: Some(Resources {
+                cpu_millis: cpu,
+                memory_mib: 4096,
+            }),
+        }
+    }
+
+    fn at(name: &str) -> ClusterRef {
+        ClusterRef {
+            tenant: "operator".into(),
+            name: name.into(),
+        }
+    }
+
+    #[test]
+    fn the_roomiest_online_cluster_that_fits_and_stickiness() {
+        let needed = Usage {
+            vcpu_millis: 1000,
+            memory_mib: 512,
+        };
+        let candidates = [
+            cluster("a", ClusterState::Online, 2000),
+            cluster("b", ClusterState::Online, 3000),
+            cluster("c", ClusterState::Offline, 9000),
+            cluster("d", ClusterState::Online, 500),
+            cluster("e", ClusterState::Online, 3000),
+        ];
+        let table: [(Option<ClusterRef>, Option<ClusterRef>); 4] = [
+            // New: the most free CPU among ONLINE clusters that fit; a tie goes to the first name.
+            (None, Some(at("b"))),
+            // Placed: stays, even on a cluster that is offline or full now.
+            (Some(at("c")), Some(at("c"))),
+            (Some(at("d")), Some(at("d"))),
+            // Placed on a cluster the environment may no longer use: placed again.
+            (Some(at("gone")), Some(at("b"))),
+        ];
+        for (current, expected) in table {
+            assert_eq!(
+                place(&candidates, needed, current.as_ref()),
+                expected,
+                "{current:?}"
+            );
+        }
+        let huge = Usage {
+            vcpu_millis: 5000,
+            memory_mib: 1,
+        };
+        assert_eq!(place(&candidates, huge, None), None);
+        assert_eq!(place(&[], needed, None), None);
+    }
+}

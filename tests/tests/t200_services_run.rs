@@ -1,0 +1,196 @@
+//! Services run: three `drover serve` processes and an `exec` agent registered as a
+//! platform-wide cluster. An accepted service is placed on the cluster and its instances run as
+//! real processes (checked in `/proc`); scaling keeps the running ones and adds more, across a
+//! leader SIGKILL; a change of what a role runs replaces its instances; a rollback runs the old
+//! program again; deleting the service stops every process.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use anyhow::{ensure, Context, Result};
+use drover_model::cluster::agent_api::{InstanceState, Inventory};
+use drover_tests::agent::{processes_of_instance, AgentClient, AgentProcess, AGENT_TOKEN};
+use drover_tests::platform::{process_platform_args, token, PlatformClient, OPERATOR_SUBJECT};
+use drover_tests::process::ProcessCluster;
+use drover_tests::wait::eventually;
+use reqwest::{Method, StatusCode};
+use serde_json::{json, Value};
+use tempfile::TempDir;
+
+const ELECTION: Duration = Duration::from_secs(20);
+const CONVERGE: Duration = Duration::from_secs(30);
+const SET: &str = "acme.t200";
+
+async fn expect(client: &PlatformClient, method: Method, path: &str, body: Option<&Value>) -> Result<Value> {
+    let answer = client.call(method.clone(), path, body).await?;
+    ensure!(answer.status == StatusCode::OK, "{method} {path}: {answer:?}");
+    Ok(answer.body)
+}
+
+/// Waits until the agent runs exactly `ids` for the service's set, each once in `/proc`, and
+/// returns their pids by id.
+async fn runs_exactly(agent: &AgentClient, ids: &[String]) -> Result<BTreeMap<String, u32>> {
+    let inventory: Inventory = eventually(CONVERGE, &format!("the agent to run exactly {ids:?}"), || async {
+        let inventory = agent.inventory().await.ok()?;
+        let mine: Vec<_> = inventory
+            .instances
+            .iter()
+            .filter(|i| i.set.as_str() == SET)
+            .collect();
+        let have: Vec<&str> = mine.iter().map(|i| i.id.as_str()).collect();
+        let running = mine
+            .iter()
+            .all(|i| i.state == InstanceState::Running && i.pid.is_some());
+        (have == ids && running).then_some(inventory)
+    })
+    .await?;
+    let mut pids = BTreeMap::new();
+    for instance in inventory.instances.iter().filter(|i| i.set.as_str() == SET) {
+        let pid = instance.pid.context("no pid")?;
+        ensure!(
+            processes_of_instance(instance.id.as_str()) == vec![pid],
+            "instance {} is not exactly process {pid}",
+            instance.id
+        );
+        pids.insert(instance.id.to_string(), pid);
+    }
+    Ok(pids)
+}
+
+fn ids(revision: u64, count: u32) -> Vec<String> {
+    (0..count)
+        .map(|i| format!("{SET}.frontend.r{revision}.{i}"))
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_accepted_service_runs_scales_changes_rolls_back_and_goes() -> Result<()> {
+    let dir = TempDir::new()?;
+    let mut args = process_platform_args(dir.path())?;
+    args.push("--cluster-probe-interval=200ms".to_string());
+    let mut nodes = ProcessCluster::start_with_args(3, &args)?;
+    let agent = AgentProcess::exec(&[])?;
+    let client = agent.client();
+    let leader = nodes.leader(ELECTION).await?;
+    let addresses: BTreeMap<u64, String> = (1..=3).map(|id| (id, nodes.api_addr(id))).collect();
+    let as_user = |id: u64, subject: &str| PlatformClient::new(&addresses[&id], Some(token(subject)));
+    let root = as_user(leader, OPERATOR_SUBJECT);
+    root.register(OPERATOR_SUBJECT).await?;
+    let registration = json!({"endpoint": format!("http://{}", agent.addr()), "join_token": AGENT_TOKEN});
+    expect(
+        &root,
+        Method::POST,
+        "/tenant/operator/cluster/exec",
+        Some(&registration),
+    )
+    .await?;
+    let alice = as_user(leader, "alice");
+    alice.register("alice").await?;
+    expect(&alice, Method::POST, "/tenant/acme", Some(&json!({}))).await?;
+    expect(
+        &alice,
+        Method::POST,
+        "/tenant/acme/account/main",
+        Some(&json!({"spec": {"iaas": "sim"}})),
+    )
+    .await?;
+    let env = json!({"marks": {"vcpu": {"max": 4000}}});
+    expect(
+        &alice,
+        Method::POST,
+        "/tenant/acme/account/main/environment/prod",
+        Some(&env),
+    )
+    .await?;
+
+    // Created and accepted: placed on the cluster, two real processes.
+    let deployment = json!({"deployment": {"roles": {"frontend": {
+        "instances": 2,
+        "resources": {"cpu_millis": 10, "memory_mib": 8},
+        "exec": {"argv": ["sh", "-c", "echo v1 $DROVER_INSTANCE_ID; exec sleep 1000"]},
+    }}}});
+    expect(
+        &alice,
+        Method::POST,
+        "/tenant/acme/service/t200?accept=true",
+        Some(&deployment),
+    )
+    .await?;
+    let first = runs_exactly(&client, &ids(1, 2)).await?;
+    let service = expect(&alice, Method::GET, "/tenant/acme/service/t200", None).await?;
+    ensure!(
+        service["data"]["cluster"] == json!({"tenant": "operator", "name": "exec"}),
+        "{service}"
+    );
+
+    // Scale 2 → 5 and kill the leader: the two keep running, three more start.
+    let scale = json!({"scale": {"frontend": 5}});
+    expect(
+        &alice,
+        Method::PATCH,
+        "/tenant/acme/service/t200/revision/1/scale?accept=true",
+        Some(&scale),
+    )
+    .await?;
+    nodes.kill(leader)?;
+    let scaled = runs_exactly(&client, &ids(1, 5)).await?;
+    for (id, pid) in &first {
+        ensure!(
+            scaled.get(id) == Some(pid),
+            "{id} was restarted by a scale: {pid} → {:?}",
+            scaled.get(id)
+        );
+    }
+    let others: Vec<u64> = (1..=3).filter(|id| *id != leader).collect();
+    let alice = as_user(others[0], "alice");
+
+    // A new program: every instance replaced by the new role revision; 5 → 1 at once.
+    let patch = json!({"roles": {"frontend": {"instances": 1, "exec": {"argv": ["sh", "-c", "echo v3 $DROVER_INSTANCE_ID; exec sleep 1000"]}}}});
+    expect(
+        &alice,
+        Method::PATCH,
+        "/tenant/acme/service/t200/revision/2?accept=true",
+        Some(&patch),
+    )
+    .await?;
+    let changed = runs_exactly(&client, &ids(3, 1)).await?;
+    for pid in scaled.values() {
+        ensure!(
+            !drover_tests::agent::alive(*pid),
+            "an instance of the old program lives on: {pid}"
+        );
+    }
+
+    // Rollback to revision 1: its program and count again, under new ids.
+    expect(
+        &alice,
+        Method::PUT,
+        "/tenant/acme/service/t200/revision/3/rollback/1?accept=true",
+        None,
+    )
+    .await?;
+    runs_exactly(&client, &ids(4, 2)).await?;
+    ensure!(!changed.values().any(|pid| drover_tests::agent::alive(*pid)));
+    let logs = client
+        .get(&format!("/v1/instances/{SET}.frontend.r4.0/logs"))
+        .await?;
+    ensure!(logs.body.contains("v1 acme.t200.frontend.r4.0"), "{}", logs.body);
+
+    // Deleted: every process goes.
+    let last: Vec<u32> = client
+        .inventory()
+        .await?
+        .instances
+        .iter()
+        .filter_map(|i| i.pid)
+        .collect();
+    expect(&alice, Method::DELETE, "/tenant/acme/service/t200", None).await?;
+    eventually(CONVERGE, "the service's processes to stop", || async {
+        let inventory = client.inventory().await.ok()?;
+        (inventory.instances.iter().all(|i| i.set.as_str() != SET)
+            && last.iter().all(|pid| !drover_tests::agent::alive(*pid)))
+        .then_some(())
+    })
+    .await?;
+    Ok(())
+}
