@@ -176,6 +176,12 @@ code=$(platform_call PUT /tenant/operator/cluster/local-exec/set/hello "$hello")
 code=$(platform_call PUT /tenant/operator/cluster/local-sim/set/fleet \
   '{"count":50,"exec":{"argv":["web"]},"resources":{"cpu_millis":100,"memory_mib":128}}')
 [ "$code" = 200 ] || { echo "demo: pinning set fleet answered $code" >&2; exit 1; }
+# A service of tenant demo: its environment uses the exec cluster, so the leader places it there.
+code=$(platform_call PATCH /tenant/demo/account/main/environment/prod '{"clusters":{"names":["operator/local-exec"]}}')
+[ "$code" = 200 ] || { echo "demo: selecting the environment's cluster answered $code" >&2; exit 1; }
+greeter='{"deployment":{"roles":{"greeter":{"instances":2,"resources":{"cpu_millis":10,"memory_mib":16},"exec":{"argv":["sh","-c","while true; do echo greetings from $DROVER_INSTANCE_ID; sleep 5; done"]}}}},"comment":"demo"}'
+code=$(platform_call POST '/tenant/demo/service/greeter?accept=true' "$greeter")
+case "$code" in 200|409) ;; *) echo "demo: creating service greeter answered $code" >&2; exit 1 ;; esac
 
 leader=$(curl -fsS http://127.0.0.1:7401/cluster | python3 -c 'import json,sys; print(json.load(sys.stdin)["leader"])')
 cat <<MSG
@@ -209,14 +215,18 @@ The platform API (Axebow 1.0-beta), browsable at http://127.0.0.1:7401/docs/ :
   curl -H @alice-header http://127.0.0.1:7401/api/1.0-beta/tenant/alice-team
   (the operator "admin" owns tenant "demo": --subject admin)
 
-Two workload clusters, each a drover agent (docs/CLUSTERS.md): local-exec runs set "hello"
-(2 real processes), local-sim pretends to run set "fleet" (50 instances on 3 simulated machines):
+Two workload clusters, each a drover agent (docs/CLUSTERS.md): local-exec runs set "hello" and
+the demo tenant's service "greeter" (2 real processes each), local-sim pretends to run set
+"fleet" (50 instances on 3 simulated machines):
   agent local-exec http://127.0.0.1:7701   log $state/agent-exec.log   data $state/agent-exec/
   agent local-sim  http://127.0.0.1:7702   log $state/agent-sim.log    data $state/agent-sim/
   curl -H @$state/admin-header http://127.0.0.1:7402/api/1.0-beta/cluster
   curl -H @$state/admin-header http://127.0.0.1:7403/api/1.0-beta/tenant/operator/cluster/local-exec/inventory
   curl -H @$state/admin-header 'http://127.0.0.1:7401/api/1.0-beta/tenant/operator/cluster/local-exec/instance/hello.main.r1.0/logs?tail=5'
   curl -H @$state/join-header http://127.0.0.1:7701/v1/inventory      (the agent's own truth)
+  curl -H @$state/admin-header http://127.0.0.1:7402/api/1.0-beta/tenant/demo/service/greeter/history
+  curl -H @$state/admin-header -H 'Content-Type: application/json' -X PATCH -d '{"scale":{"greeter":3}}' \
+       'http://127.0.0.1:7403/api/1.0-beta/tenant/demo/service/greeter/revision/1/scale?accept=true'
 
 MSG
 
@@ -235,14 +245,14 @@ if [ "${DROVER_DEMO_ONESHOT:-}" = "1" ]; then
   [ "$code" = 401 ] || { echo "demo: an anonymous tenant read answered $code" >&2; exit 1; }
   # The agents run what was pinned: two real processes, fifty simulated instances.
   until [ "$(curl -fsS -H @"$state/admin-header" "$platform/tenant/operator/cluster/local-exec" 2>/dev/null \
-      | python3 -c 'import json,sys; s=json.load(sys.stdin)["data"]["status"]; print(s["state"], s["instances"]["running"])' 2>/dev/null)" = "ONLINE 2" ]; do
-    if [ "$SECONDS" -ge "$((deadline + 60))" ]; then echo "demo: cluster local-exec is not ONLINE with 2 instances" >&2; exit 1; fi
+      | python3 -c 'import json,sys; s=json.load(sys.stdin)["data"]["status"]; print(s["state"], s["instances"]["running"])' 2>/dev/null)" = "ONLINE 4" ]; do
+    if [ "$SECONDS" -ge "$((deadline + 60))" ]; then echo "demo: cluster local-exec is not ONLINE with 4 instances" >&2; exit 1; fi
     sleep 0.2
   done
   for pid in $(curl -fsS -H @"$state/join-header" http://127.0.0.1:7701/v1/inventory \
       | python3 -c 'import json,sys; [print(i["pid"]) for i in json.load(sys.stdin)["instances"]]'); do
-    tr '\0' '\n' < "/proc/$pid/environ" | grep -q '^DROVER_INSTANCE_ID=hello\.main\.r1\.' \
-      || { echo "demo: process $pid is not an instance of set hello" >&2; exit 1; }
+    tr '\0' '\n' < "/proc/$pid/environ" | grep -qE '^DROVER_INSTANCE_ID=(hello\.main|demo\.greeter\.greeter)\.r1\.' \
+      || { echo "demo: process $pid is not an instance of set hello or service greeter" >&2; exit 1; }
   done
   until [ "$(curl -fsS -H @"$state/admin-header" "$platform/tenant/operator/cluster/local-sim" 2>/dev/null \
       | python3 -c 'import json,sys; print(json.load(sys.stdin)["data"]["status"]["instances"]["running"])' 2>/dev/null)" = 50 ]; do
