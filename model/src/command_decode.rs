@@ -269,6 +269,7 @@ mod tests {
                     facts: None,
                     instances: Some(Default::default()),
                     set_errors: None,
+                    sets: None,
                     restarted: Vec::new(),
                 },
             )),

@@ -57,6 +57,21 @@ async fn runs_exactly(agent: &AgentClient, ids: &[String]) -> Result<BTreeMap<St
     Ok(pids)
 }
 
+/// Waits until the service reports that exactly its current revision runs, `count` instances.
+async fn converged(client: &PlatformClient, count: u32) -> Result<()> {
+    eventually(
+        CONVERGE,
+        &format!("the service to report {count} instances converged"),
+        || async {
+            let answer = client.get("/tenant/acme/service/t200").await.ok()?;
+            let status = &answer.body["data"]["status"];
+            (status["converged"] == true && status["running"] == count && status["desired"] == count)
+                .then_some(())
+        },
+    )
+    .await
+}
+
 fn ids(revision: u64, count: u32) -> Vec<String> {
     (0..count)
         .map(|i| format!("{SET}.frontend.r{revision}.{i}"))
@@ -117,6 +132,7 @@ async fn an_accepted_service_runs_scales_changes_rolls_back_and_goes() -> Result
     )
     .await?;
     let first = runs_exactly(&client, &ids(1, 2)).await?;
+    converged(&alice, 2).await?;
     let service = expect(&alice, Method::GET, "/tenant/acme/service/t200", None).await?;
     ensure!(
         service["data"]["cluster"] == json!({"tenant": "operator", "name": "exec"}),
@@ -143,6 +159,7 @@ async fn an_accepted_service_runs_scales_changes_rolls_back_and_goes() -> Result
     }
     let others: Vec<u64> = (1..=3).filter(|id| *id != leader).collect();
     let alice = as_user(others[0], "alice");
+    converged(&alice, 5).await?;
 
     // A new program: every instance replaced by the new role revision; 5 → 1 at once.
     let patch = json!({"roles": {"frontend": {"instances": 1, "exec": {"argv": ["sh", "-c", "echo v3 $DROVER_INSTANCE_ID; exec sleep 1000"]}}}});
@@ -154,6 +171,7 @@ async fn an_accepted_service_runs_scales_changes_rolls_back_and_goes() -> Result
     )
     .await?;
     let changed = runs_exactly(&client, &ids(3, 1)).await?;
+    converged(&alice, 1).await?;
     for pid in scaled.values() {
         ensure!(
             !drover_tests::agent::alive(*pid),
@@ -170,6 +188,7 @@ async fn an_accepted_service_runs_scales_changes_rolls_back_and_goes() -> Result
     )
     .await?;
     runs_exactly(&client, &ids(4, 2)).await?;
+    converged(&alice, 2).await?;
     ensure!(!changed.values().any(|pid| drover_tests::agent::alive(*pid)));
     let logs = client
         .get(&format!("/v1/instances/{SET}.frontend.r4.0/logs"))

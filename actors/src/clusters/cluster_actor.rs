@@ -11,7 +11,8 @@ use drover_model::cluster::agent_api::{
     Fence, InstanceId, InstanceSpec, InstanceState, Inventory, NodeFacts, SetName,
 };
 use drover_model::cluster::{
-    ClusterCommand, ClusterFacts, ClusterObservation, ClusterRef, ClusterState, InstanceCounts,
+    ids_digest, ClusterCommand, ClusterFacts, ClusterObservation, ClusterRef, ClusterState, InstanceCounts,
+    SetObservation,
 };
 use drover_model::{Command, CommandResult, Proposal};
 use ractor::{Actor, ActorProcessingErr, ActorRef};
@@ -59,6 +60,7 @@ struct Committed {
     facts: Option<ClusterFacts>,
     instances: InstanceCounts,
     set_errors: BTreeMap<SetName, String>,
+    sets: BTreeMap<SetName, SetObservation>,
     desired: BTreeMap<SetName, Vec<InstanceSpec>>,
     restarts: Vec<(InstanceId, u64)>,
 }
@@ -91,6 +93,31 @@ fn counts(inventory: &Inventory) -> InstanceCounts {
     counts
 }
 
+/// Each set's instances, running ones and the digest of the running ones' ids.
+fn set_observations(inventory: &Inventory) -> BTreeMap<SetName, SetObservation> {
+    let mut running: BTreeMap<&SetName, Vec<&InstanceId>> = BTreeMap::new();
+    let mut totals: BTreeMap<&SetName, u32> = BTreeMap::new();
+    for instance in &inventory.instances {
+        *totals.entry(&instance.set).or_default() += 1;
+        let ids = running.entry(&instance.set).or_default();
+        if instance.state == InstanceState::Running {
+            ids.push(&instance.id);
+        }
+    }
+    totals
+        .into_iter()
+        .map(|(set, total)| {
+            let ids = running.remove(set).unwrap_or_default();
+            let observation = SetObservation {
+                total,
+                running: u32::try_from(ids.len()).unwrap_or(u32::MAX),
+                digest: ids_digest(ids),
+            };
+            (set.clone(), observation)
+        })
+        .collect()
+}
+
 fn replicated_facts(facts: &NodeFacts) -> ClusterFacts {
     ClusterFacts {
         nodes: facts.nodes,
@@ -117,6 +144,7 @@ impl ClusterActor {
                 facts: cluster.status.facts.clone(),
                 instances: cluster.status.instances,
                 set_errors: cluster.status.set_errors.clone(),
+                sets: cluster.status.sets.clone(),
                 desired: {
                     let mut desired = desired_sets(cluster);
                     desired.extend(s.platform().service_sets_on(&args.cluster));
@@ -248,6 +276,10 @@ impl ClusterActor {
             .probe_seconds
             .observe(started.elapsed().as_secs_f64());
         let answered = probed.is_ok();
+        let sets = probed
+            .as_ref()
+            .ok()
+            .map(|(_, inventory)| set_observations(inventory));
         let (outcome, facts, instances) = match &probed {
             Ok((facts, inventory)) => {
                 state.failing_since = None;
@@ -282,6 +314,7 @@ impl ClusterActor {
             && facts.as_ref().is_none_or(|f| committed.facts.as_ref() == Some(f))
             && instances.is_none_or(|i| i == committed.instances)
             && set_errors.as_ref().is_none_or(|e| *e == committed.set_errors)
+            && sets.as_ref().is_none_or(|s| *s == committed.sets)
             && sent.restarted.is_empty();
         if unchanged {
             return Ok(true);
@@ -294,6 +327,7 @@ impl ClusterActor {
             facts,
             instances,
             set_errors,
+            sets,
             restarted: sent.restarted,
         };
         let proposal = Proposal::new(Command::Cluster(ClusterCommand::Observe(observation)));

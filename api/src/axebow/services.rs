@@ -372,10 +372,9 @@ pub async fn get(
         if params.summary == Some(true) {
             return Ok(ServiceView::Summary(stored.summary()));
         }
-        stored
-            .full()
-            .map(|full| ServiceView::Full(Box::new(full)))
-            .ok_or_else(|| missing(&tenant, &service))
+        let mut full = stored.full().ok_or_else(|| missing(&tenant, &service))?;
+        full.status = Some(p.service_run_status(&tenant, &service)?);
+        Ok(ServiceView::Full(Box::new(full)))
     })
     .await
     .map(ok)

@@ -121,6 +121,9 @@ pub struct ClusterObservation {
     /// Why the agent refused pinned sets, when it answered.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub set_errors: Option<BTreeMap<SetName, String>>,
+    /// Each set the agent has, when it answered.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sets: Option<BTreeMap<SetName, super::object::SetObservation>>,
     /// Restart requests carried out (instance and the request's time): each is cleared unless
     /// a newer request came meanwhile.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]

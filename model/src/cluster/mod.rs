@@ -11,6 +11,7 @@ pub mod views;
 
 pub use command::{ClusterCommand, ClusterObservation, ClusterOp};
 pub use object::{
-    Cluster, ClusterEvent, ClusterFacts, ClusterPatch, ClusterRef, ClusterRegistration, ClusterState,
-    ClusterStatus, InstanceCounts, SetSpec, StoredSet, EVENTS_KEPT, MAX_JOIN_TOKEN_LEN,
+    ids_digest, Cluster, ClusterEvent, ClusterFacts, ClusterPatch, ClusterRef, ClusterRegistration,
+    ClusterState, ClusterStatus, InstanceCounts, SetObservation, SetSpec, StoredSet, EVENTS_KEPT,
+    MAX_JOIN_TOKEN_LEN,
 };

@@ -128,6 +128,37 @@ pub struct ClusterStatus {
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     #[schema(value_type = Object)]
     pub set_errors: BTreeMap<SetName, String>,
+    /// What runs of each set the agent has, as its inventory last said.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    #[schema(value_type = Object)]
+    pub sets: BTreeMap<SetName, SetObservation>,
+}
+
+/// One set as the agent reported it: enough to tell whether exactly the desired instances run,
+/// without replicating every instance.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct SetObservation {
+    /// Instances of the set the agent has, in any state.
+    pub total: u32,
+    /// Those running.
+    pub running: u32,
+    /// [`ids_digest`] of the running instances' ids.
+    pub digest: u64,
+}
+
+/// A digest of a set of instance ids (FNV-1a over the sorted ids): equal sets of ids give equal
+/// digests on every node and every run.
+pub fn ids_digest<'a>(ids: impl IntoIterator<Item = &'a InstanceId>) -> u64 {
+    let mut sorted: Vec<&str> = ids.into_iter().map(InstanceId::as_str).collect();
+    sorted.sort_unstable();
+    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+    for id in sorted {
+        for byte in id.bytes().chain(std::iter::once(b'\n')) {
+            hash ^= u64::from(byte);
+            hash = hash.wrapping_mul(0x0100_0000_01b3);
+        }
+    }
+    hash
 }
 
 /// The part of an agent's facts that is replicated (changes rarely).

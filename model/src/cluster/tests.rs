@@ -190,6 +190,7 @@ fn observe(state: ClusterState, reason: &str, uid: &str) -> ClusterCommand {
             ..InstanceCounts::default()
         }),
         set_errors: None,
+        sets: None,
         restarted: Vec::new(),
     })
 }
@@ -508,6 +509,7 @@ fn an_environment_lists_its_usable_clusters_and_their_free_capacity() {
             facts: Some(facts(free)),
             instances: None,
             set_errors: None,
+            sets: None,
             restarted: Vec::new(),
         });
         platform.apply_cluster(2_000, &observe).unwrap();
@@ -597,6 +599,7 @@ fn restart_requests_wait_for_the_actor_and_a_newer_one_is_not_lost() {
             facts: None,
             instances: None,
             set_errors: Some(BTreeMap::from([(set.clone(), "no room".to_string())])),
+            sets: None,
             restarted: vec![(id.clone(), requested)],
         })
     };
@@ -623,4 +626,18 @@ fn restart_requests_wait_for_the_actor_and_a_newer_one_is_not_lost() {
     .unwrap();
     let stored = platform.cluster(&at("acme", "edge")).unwrap();
     assert!(stored.pending_restarts.is_empty() && stored.status.set_errors.is_empty());
+}
+
+#[test]
+fn the_ids_digest_depends_on_the_set_of_ids_only() {
+    let ids =
+        |names: &[&str]| -> Vec<InstanceId> { names.iter().map(|n| InstanceId::parse(n).unwrap()).collect() };
+    let one = ids(&["web.a.r1.0", "web.a.r1.1"]);
+    let other_order = ids(&["web.a.r1.1", "web.a.r1.0"]);
+    let newer = ids(&["web.a.r2.0", "web.a.r2.1"]);
+    assert_eq!(ids_digest(&one), ids_digest(&other_order));
+    assert_ne!(ids_digest(&one), ids_digest(&newer));
+    assert_ne!(ids_digest(&one), ids_digest(&one[..1]));
+    // Joined names must not collide with split ones.
+    assert_ne!(ids_digest(&ids(&["a.b", "c"])), ids_digest(&ids(&["a", "b.c"])));
 }

@@ -230,6 +230,7 @@ impl Platform {
                         facts: None,
                         instances: Default::default(),
                         set_errors: BTreeMap::new(),
+                        sets: BTreeMap::new(),
                     },
                     events: VecDeque::new(),
                     sets: BTreeMap::new(),
@@ -330,6 +331,9 @@ impl Platform {
         }
         if let Some(errors) = &observation.set_errors {
             stored.status.set_errors = errors.clone();
+        }
+        if let Some(sets) = &observation.sets {
+            stored.status.sets = sets.clone();
         }
         for (instance, requested_ms) in &observation.restarted {
             if stored.pending_restarts.get(instance) == Some(requested_ms) {

@@ -9,10 +9,10 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use super::Usage;
+use super::{Revision, Usage};
 use crate::cluster::agent_api::{InstanceId, InstanceSpec, SetName};
 use crate::cluster::views::UsableCluster;
-use crate::cluster::{ClusterRef, ClusterState};
+use crate::cluster::{ids_digest, ClusterRef, ClusterState};
 use crate::platform::{Platform, PlatformError};
 
 /// A placement decision (`Command::Placement`), proposed by the leader only.
@@ -80,7 +80,7 @@ impl Platform {
     }
 
     /// The desired sets of the services placed on `cluster`: every instance of each one's
-    /// current revision, with ids `{tenant}.{service}.{role}.r{role revision}.{ordinal}`.
+    /// current revision.
     pub fn service_sets_on(&self, cluster: &ClusterRef) -> BTreeMap<SetName, Vec<InstanceSpec>> {
         let mut sets = BTreeMap::new();
         for (tenant, stored) in self.tenants() {
@@ -88,36 +88,83 @@ impl Platform {
                 if service.placement.as_ref() != Some(cluster) {
                     continue;
                 }
-                let (Some(revision), Some(set)) = (
+                if let (Some(revision), Some(set)) = (
                     service.current.and_then(|n| service.revisions.get(&n)),
                     set_name(tenant, name),
-                ) else {
-                    continue;
-                };
-                let mut instances = Vec::new();
-                for (role, spec) in &revision.deployment.roles {
-                    let role_revision = revision
-                        .role_revisions
-                        .get(role)
-                        .copied()
-                        .unwrap_or(revision.number);
-                    for ordinal in 0..spec.instances {
-                        let Ok(id) = InstanceId::derive(set.as_str(), role_revision, role, ordinal) else {
-                            continue;
-                        };
-                        instances.push(InstanceSpec {
-                            id,
-                            exec: spec.exec.clone(),
-                            resources: spec.resources,
-                            env: spec.env.clone(),
-                        });
-                    }
+                ) {
+                    sets.insert(set.clone(), instances_of(&set, revision));
                 }
-                sets.insert(set, instances);
             }
         }
         sets
     }
+
+    /// Where a service runs and whether exactly its current revision's instances run there,
+    /// from what the cluster's actor last committed.
+    pub fn service_run_status(&self, tenant: &str, service: &str) -> Result<RunStatus, PlatformError> {
+        let stored = self.service(tenant, service)?;
+        let revision = stored.current.and_then(|n| stored.revisions.get(&n));
+        let desired = revision.map_or(Vec::new(), |r| {
+            set_name(tenant, service).map_or(Vec::new(), |set| instances_of(&set, r))
+        });
+        let observed = stored
+            .placement
+            .as_ref()
+            .and_then(|cluster| self.cluster(cluster))
+            .and_then(|cluster| cluster.status.sets.get(&set_name(tenant, service)?).copied())
+            .unwrap_or_default();
+        let wanted = ids_digest(desired.iter().map(|i| &i.id));
+        let count = u32::try_from(desired.len()).unwrap_or(u32::MAX);
+        Ok(RunStatus {
+            cluster: stored.placement.clone(),
+            revision: stored.current,
+            desired: count,
+            running: observed.running,
+            converged: revision.is_some()
+                && stored.placement.is_some()
+                && observed.total == count
+                && observed.running == count
+                && observed.digest == wanted,
+        })
+    }
+}
+
+/// Every instance of `revision` in set `set`, with ids `{set}.{role}.r{role revision}.{ordinal}`.
+fn instances_of(set: &SetName, revision: &Revision) -> Vec<InstanceSpec> {
+    let mut instances = Vec::new();
+    for (role, spec) in &revision.deployment.roles {
+        let role_revision = revision
+            .role_revisions
+            .get(role)
+            .copied()
+            .unwrap_or(revision.number);
+        for ordinal in 0..spec.instances {
+            if let Ok(id) = InstanceId::derive(set.as_str(), role_revision, role, ordinal) {
+                instances.push(InstanceSpec {
+                    id,
+                    exec: spec.exec.clone(),
+                    resources: spec.resources,
+                    env: spec.env.clone(),
+                });
+            }
+        }
+    }
+    instances
+}
+
+/// Where a service runs and whether it has converged.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+pub struct RunStatus {
+    /// The cluster it is placed on.
+    pub cluster: Option<ClusterRef>,
+    /// Its current (accepted) revision.
+    pub revision: Option<u64>,
+    /// Instances its current revision wants.
+    pub desired: u32,
+    /// Instances of its set running on the cluster.
+    pub running: u32,
+    /// Exactly the current revision's instances run, and nothing else of the service.
+    pub converged: bool,
 }
 
 #[cfg(test)]

@@ -133,6 +133,9 @@ pub struct ServiceFull {
     pub pending: Option<u64>,
     /// The cluster its instances run on, once placed.
     pub cluster: Option<crate::cluster::ClusterRef>,
+    /// Whether exactly its current revision runs (filled in by the platform's read).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub status: Option<super::placement::RunStatus>,
 }
 
 fn resources_of(revision: &Revision) -> BTreeMap<String, Vec<String>> {
@@ -210,6 +213,7 @@ impl Service {
             environment: self.environment.name(),
             pending: self.pending,
             cluster: self.placement.clone(),
+            status: None,
         })
     }
 
