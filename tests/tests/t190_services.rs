@@ -282,11 +282,11 @@ async fn services_are_revised_accepted_scaled_and_rolled_back() -> Result<()> {
     ensure!(refused.to_string().contains("only owners deploy"), "{refused}");
     expect(&bob, Method::GET, "/tenant/acme/service/api", None, 404).await?;
 
-    // wait is refused until services run; bad bodies name the field.
+    // A wait that is no number of seconds is refused; bad bodies name the field.
     expect(
         &one,
         Method::POST,
-        "/tenant/acme/service/api?wait=1",
+        "/tenant/acme/service/api?wait=soon",
         Some(&deployment(1, 100)),
         400,
     )

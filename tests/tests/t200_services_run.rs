@@ -213,3 +213,126 @@ async fn an_accepted_service_runs_scales_changes_rolls_back_and_goes() -> Result
     .await?;
     Ok(())
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn waits_answer_201_with_a_request_id_or_408_when_they_run_out() -> Result<()> {
+    let dir = TempDir::new()?;
+    let mut args = process_platform_args(dir.path())?;
+    args.push("--cluster-probe-interval=200ms".to_string());
+    let nodes = ProcessCluster::start_with_args(3, &args)?;
+    // Instances take 4 s to start on this simulated cluster.
+    let agent = AgentProcess::start(&["--executor=sim", "--sim-start-latency-ms=4000"])?;
+    let leader = nodes.leader(ELECTION).await?;
+    let root = PlatformClient::new(&nodes.api_addr(leader), Some(token(OPERATOR_SUBJECT)));
+    root.register(OPERATOR_SUBJECT).await?;
+    let registration = json!({"endpoint": format!("http://{}", agent.addr()), "join_token": AGENT_TOKEN});
+    expect(
+        &root,
+        Method::POST,
+        "/tenant/operator/cluster/sim",
+        Some(&registration),
+    )
+    .await?;
+    let follower = (1..=3).find(|id| *id != leader).context("no follower")?;
+    let alice = PlatformClient::new(&nodes.api_addr(follower), Some(token("alice")));
+    alice.register("alice").await?;
+    expect(&alice, Method::POST, "/tenant/acme", Some(&json!({}))).await?;
+    expect(
+        &alice,
+        Method::POST,
+        "/tenant/acme/account/main",
+        Some(&json!({"spec": {"iaas": "sim"}})),
+    )
+    .await?;
+    expect(
+        &alice,
+        Method::POST,
+        "/tenant/acme/account/main/environment/prod",
+        Some(&json!({})),
+    )
+    .await?;
+    let deployment = json!({"deployment": {"roles": {"web": {"instances": 2, "exec": {"argv": ["web"]}}}}});
+
+    // Create with wait=1: 201 and a request id that resolves once the instances run.
+    let created = alice
+        .post("/tenant/acme/service/t200w?accept=true&wait=1", &deployment)
+        .await?;
+    ensure!(created.status == StatusCode::CREATED, "{created:?}");
+    let id = created.body["data"]["requestId"]
+        .as_str()
+        .context("no request id")?
+        .to_string();
+    let path = format!("/tenant/acme/service/t200w/request/{id}");
+    let pending = alice.get(&path).await?;
+    ensure!(pending.body["data"]["done"] == false, "{pending:?}");
+    eventually(CONVERGE, "the request to resolve", || async {
+        let answer = alice.get(&path).await.ok()?;
+        (answer.body["data"]["done"] == true).then_some(())
+    })
+    .await?;
+
+    // Scale with wait=1: 408 (the third instance takes 4 s), and the change is made all the same.
+    let scale = json!({"scale": {"web": 3}});
+    let scaled = alice
+        .patch(
+            "/tenant/acme/service/t200w/revision/1/scale?accept=true&wait=1",
+            &scale,
+        )
+        .await?;
+    ensure!(scaled.status == StatusCode::REQUEST_TIMEOUT, "{scaled:?}");
+
+    // wait=0 waits until it runs: a new environment for the role answers 200 once its
+    // replacement instances are up.
+    let patch = json!({"roles": {"web": {"env": {"COLOR": "blue"}}}});
+    let started = std::time::Instant::now();
+    let patched = alice
+        .patch("/tenant/acme/service/t200w/revision/2?accept=true&wait=0", &patch)
+        .await?;
+    ensure!(patched.status == StatusCode::OK, "{patched:?}");
+    let status = expect(&alice, Method::GET, "/tenant/acme/service/t200w", None).await?;
+    ensure!(
+        status["data"]["status"]["converged"] == true,
+        "wait=0 answered after {:?} before convergence: {status}",
+        started.elapsed()
+    );
+
+    // Rollback to revision 1 (its environment again, so new instances) with wait=1: 408.
+    let rolled = alice
+        .call(
+            Method::PUT,
+            "/tenant/acme/service/t200w/revision/3/rollback/1?accept=true&wait=1",
+            None,
+        )
+        .await?;
+    ensure!(rolled.status == StatusCode::REQUEST_TIMEOUT, "{rolled:?}");
+    let history = expect(&alice, Method::GET, "/tenant/acme/service/t200w/history", None).await?;
+    ensure!(history["data"].as_array().map(Vec::len) == Some(4), "{history}");
+
+    // Delete with wait=1 while the agent cannot be reached: 408; the service is gone anyway.
+    let client = agent.client();
+    let off = client
+        .call(Method::PUT, "/v1/sim/faults", Some(&json!({"unreachable": true})))
+        .await?;
+    ensure!(off.status == 200, "{off:?}");
+    let deleted = alice.delete("/tenant/acme/service/t200w?wait=1").await?;
+    ensure!(deleted.status == StatusCode::REQUEST_TIMEOUT, "{deleted:?}");
+    expect(&alice, Method::GET, "/tenant/acme/service", None).await?;
+    let on = client
+        .call(
+            Method::PUT,
+            "/v1/sim/faults",
+            Some(&json!({"unreachable": false})),
+        )
+        .await?;
+    ensure!(on.status == 200, "{on:?}");
+    eventually(CONVERGE, "the deleted service's instances to stop", || async {
+        let inventory = client.inventory().await.ok()?;
+        inventory
+            .instances
+            .iter()
+            .all(|i| !i.id.as_str().starts_with("acme.t200w."))
+            .then_some(())
+    })
+    .await?;
+    Ok(())
+}

@@ -12,6 +12,7 @@ pub mod platform_info;
 pub mod rate;
 pub mod reply;
 pub mod resources;
+pub mod service_wait;
 pub mod services;
 mod store;
 pub mod tenants;
@@ -83,6 +84,7 @@ pub fn documented_routes() -> OpenApiRouter<ApiState> {
         .routes(routes!(services::create, services::get, services::delete))
         .routes(routes!(services::get_scale))
         .routes(routes!(services::history))
+        .routes(routes!(services::request))
         .routes(routes!(services::decide_pending))
         .routes(routes!(
             services::update,

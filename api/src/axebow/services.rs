@@ -3,15 +3,15 @@
 //! full updates, merge patches, scale and rollback naming their `previous`; history, scale, the
 //! summary and full views; delete.
 //!
-//! What is not served yet: `wait` (services are recorded, costed and accepted, not yet run on
-//! clusters, so there is nothing to wait for: a `wait` parameter is refused with `400`), the
-//! multipart bundle and `…/simple` forms, roles, instances, logs and links.
+//! `wait` is in [`super::service_wait`]. Not served yet: the multipart bundle and `…/simple`
+//! forms, roles, instances, logs and links.
 
 use std::collections::BTreeMap;
 
 use axum::extract::{Path, State};
-use axum::http::HeaderMap;
+use axum::http::{HeaderMap, StatusCode};
 use drover_model::platform::{PlatformError, PlatformRead};
+use drover_model::service::placement::RunStatus;
 use drover_model::service::views::{HistoryEntry, RevisionInfo, ServiceFull, ServiceStatus, ServiceSummary};
 use drover_model::service::{Change, Deployment, ServiceOp};
 use serde::{Deserialize, Serialize};
@@ -19,7 +19,8 @@ use serde_json::Value;
 use utoipa::{IntoParams, ToSchema};
 
 use super::context::Caller;
-use super::reply::{done, ok, AxebowError, Body, Empty, Envelope, Params};
+use super::reply::{codes, done, ok, AxebowError, Body, Empty, Envelope, Params};
+use super::service_wait::{converged, gone, request_status, wait_of};
 use super::store;
 use crate::state::ApiState;
 
@@ -50,7 +51,7 @@ pub struct RevisionParams {
     pub dryrun: Option<bool>,
     /// Accept the revision at once when it is within the environment's marks.
     pub accept: Option<bool>,
-    /// Not served yet (services do not run yet); refused with `400`.
+    /// Seconds to wait until the revision runs exactly (`0`: no limit); see `service_wait`.
     pub wait: Option<String>,
 }
 
@@ -80,16 +81,6 @@ pub enum ServiceView {
     Full(Box<ServiceFull>),
 }
 
-fn no_wait(params: &RevisionParams) -> Result<(), AxebowError> {
-    if params.wait.is_some() {
-        return Err(AxebowError::invalid(
-            "wait",
-            "services are not run on clusters yet, so there is nothing to wait for; leave wait out",
-        ));
-    }
-    Ok(())
-}
-
 /// A revision number from the path; a bad one is the caller's `400` in the platform's shape.
 fn number(field: &str, text: &str) -> Result<u64, AxebowError> {
     text.parse()
@@ -100,15 +91,40 @@ fn missing(tenant: &str, service: &str) -> PlatformError {
     PlatformError::NotFound(format!("service {service:?} of tenant {tenant:?} not found"))
 }
 
-/// Makes a revision (or, with `dryrun`, computes it) and answers its info.
+/// What a call answers when its `wait` runs out.
+#[derive(Clone, Copy)]
+enum OnTimeout {
+    /// `201` with a request id (create and updates).
+    Created,
+    /// `408` (rollback, scale, delete).
+    Timeout,
+}
+
+fn request_id(revision: u64) -> String {
+    revision.to_string()
+}
+
+fn timed_out(service: &str, revision: u64) -> AxebowError {
+    AxebowError::new(
+        StatusCode::REQUEST_TIMEOUT,
+        codes::TIMEOUT,
+        format!(
+            "revision {revision} is committed but does not run yet; follow it with GET …/service/{service}/request/{}",
+            request_id(revision)
+        ),
+    )
+}
+
+/// Makes a revision (or, with `dryrun`, computes it), waits as asked, and answers its info.
 async fn revision(
     state: &ApiState,
     caller: Caller,
     headers: &HeaderMap,
     params: &RevisionParams,
     change: ServiceOp,
-) -> Result<Envelope<RevisionInfo>, AxebowError> {
-    no_wait(params)?;
+    on_timeout: OnTimeout,
+) -> Result<(StatusCode, Envelope<RevisionInfo>), AxebowError> {
+    let wait = wait_of(params.wait.as_deref())?;
     let ServiceOp::Revise { tenant, service, .. } = &change else {
         return Err(AxebowError::internal("not a revision"));
     };
@@ -123,20 +139,30 @@ async fn revision(
             info_of(p, outcome.revision)
         })
         .await
-        .map(ok);
+        .map(|info| (StatusCode::OK, ok(info)));
     }
     let outcome = store::write_service(state, caller.0.clone(), change, headers).await?;
-    store::read(state, &caller.0, PlatformRead::Tenant(&tenant), |p, _| {
+    let number = outcome.revision.unwrap_or_default();
+    let finished = !outcome.accepted || converged(state, &tenant, &service, number, wait).await;
+    let mut info = store::read(state, &caller.0, PlatformRead::Tenant(&tenant), |p, _| {
         info_of(p, outcome.revision)
     })
-    .await
-    .map(ok)
+    .await?;
+    match (finished, on_timeout) {
+        (true, _) => Ok((StatusCode::OK, ok(info))),
+        (false, OnTimeout::Created) => {
+            info.request_id = Some(request_id(number));
+            Ok((StatusCode::CREATED, ok(info)))
+        }
+        (false, OnTimeout::Timeout) => Err(timed_out(&service, number)),
+    }
 }
 
 /// Creates a service with its first revision; the tenant's rules choose the environment.
 #[utoipa::path(post, path = "/api/1.0-beta/tenant/{tenant}/service/{service}", tag = "services", request_body = DeploymentBody,
     params(("tenant" = String, Path, description = "Tenant name"), ("service" = String, Path, description = "Service name"), RevisionParams),
-    responses((status = 200, description = "Created (or, with dryrun, what would be)", body = Envelope<ServiceStatus>)))]
+    responses((status = 200, description = "Created (or, with dryrun, what would be)", body = Envelope<ServiceStatus>),
+        (status = 201, description = "Created; the wait ran out (requestId)", body = Envelope<ServiceStatus>)))]
 pub async fn create(
     State(state): State<ApiState>,
     caller: Caller,
@@ -144,8 +170,8 @@ pub async fn create(
     Path((tenant, service)): Path<(String, String)>,
     Params(params): Params<RevisionParams>,
     Body(body): Body<DeploymentBody>,
-) -> Result<Envelope<ServiceStatus>, AxebowError> {
-    no_wait(&params)?;
+) -> Result<(StatusCode, Envelope<ServiceStatus>), AxebowError> {
+    let wait = wait_of(params.wait.as_deref())?;
     let change = ServiceOp::Create {
         tenant: tenant.clone(),
         service: service.clone(),
@@ -158,21 +184,27 @@ pub async fn create(
     if params.dryrun == Some(true) {
         return store::dry_run(&state, &caller.0, change, |p, _| status_of(p))
             .await
-            .map(ok);
+            .map(|status| (StatusCode::OK, ok(status)));
     }
-    store::write_service(&state, caller.0.clone(), change, &headers).await?;
-    store::read(&state, &caller.0, PlatformRead::Tenant(&tenant), |p, _| {
+    let outcome = store::write_service(&state, caller.0.clone(), change, &headers).await?;
+    let finished = !outcome.accepted || converged(&state, &tenant, &service, 1, wait).await;
+    let mut status = store::read(&state, &caller.0, PlatformRead::Tenant(&tenant), |p, _| {
         status_of(p)
     })
-    .await
-    .map(ok)
+    .await?;
+    if finished {
+        return Ok((StatusCode::OK, ok(status)));
+    }
+    status.request_id = Some(request_id(1));
+    Ok((StatusCode::CREATED, ok(status)))
 }
 
 /// A new revision with a whole deployment, made from `previous` (the current revision).
 #[utoipa::path(post, path = "/api/1.0-beta/tenant/{tenant}/service/{service}/revision/{revision}", tag = "services", request_body = DeploymentBody,
     params(("tenant" = String, Path, description = "Tenant name"), ("service" = String, Path, description = "Service name"),
         ("revision" = String, Path, description = "The current revision's number, which the new one names as its previous"), RevisionParams),
-    responses((status = 200, description = "The new revision", body = Envelope<RevisionInfo>)))]
+    responses((status = 200, description = "The new revision", body = Envelope<RevisionInfo>),
+        (status = 201, description = "Made; the wait ran out (requestId)", body = Envelope<RevisionInfo>)))]
 pub async fn update(
     State(state): State<ApiState>,
     caller: Caller,
@@ -180,7 +212,7 @@ pub async fn update(
     Path((tenant, service, previous)): Path<(String, String, String)>,
     Params(params): Params<RevisionParams>,
     Body(body): Body<DeploymentBody>,
-) -> Result<Envelope<RevisionInfo>, AxebowError> {
+) -> Result<(StatusCode, Envelope<RevisionInfo>), AxebowError> {
     let previous = number("revision", &previous)?;
     let change = ServiceOp::Revise {
         tenant,
@@ -192,7 +224,7 @@ pub async fn update(
         comment: body.comment,
         accept: params.accept == Some(true),
     };
-    revision(&state, caller, &headers, &params, change).await
+    revision(&state, caller, &headers, &params, change, OnTimeout::Created).await
 }
 
 /// A new revision: a JSON merge patch (RFC 7396) of the deployment of `previous`.
@@ -200,7 +232,8 @@ pub async fn update(
     request_body(content = Object, description = "A merge patch of the previous revision's deployment"),
     params(("tenant" = String, Path, description = "Tenant name"), ("service" = String, Path, description = "Service name"),
         ("revision" = String, Path, description = "The current revision's number, which the new one names as its previous"), RevisionParams),
-    responses((status = 200, description = "The new revision", body = Envelope<RevisionInfo>)))]
+    responses((status = 200, description = "The new revision", body = Envelope<RevisionInfo>),
+        (status = 201, description = "Made; the wait ran out (requestId)", body = Envelope<RevisionInfo>)))]
 pub async fn patch(
     State(state): State<ApiState>,
     caller: Caller,
@@ -208,7 +241,7 @@ pub async fn patch(
     Path((tenant, service, previous)): Path<(String, String, String)>,
     Params(params): Params<RevisionParams>,
     Body(patch): Body<Value>,
-) -> Result<Envelope<RevisionInfo>, AxebowError> {
+) -> Result<(StatusCode, Envelope<RevisionInfo>), AxebowError> {
     let previous = number("revision", &previous)?;
     let change = ServiceOp::Revise {
         tenant,
@@ -218,14 +251,15 @@ pub async fn patch(
         comment: String::new(),
         accept: params.accept == Some(true),
     };
-    revision(&state, caller, &headers, &params, change).await
+    revision(&state, caller, &headers, &params, change, OnTimeout::Created).await
 }
 
 /// A new revision with new instance counts (roles left out keep theirs).
 #[utoipa::path(patch, path = "/api/1.0-beta/tenant/{tenant}/service/{service}/revision/{revision}/scale", tag = "services", request_body = ScaleBody,
     params(("tenant" = String, Path, description = "Tenant name"), ("service" = String, Path, description = "Service name"),
         ("revision" = String, Path, description = "The current revision's number, which the new one names as its previous"), RevisionParams),
-    responses((status = 200, description = "The new revision", body = Envelope<RevisionInfo>)))]
+    responses((status = 200, description = "The new revision", body = Envelope<RevisionInfo>),
+        (status = 408, description = "Made; the wait ran out", body = super::reply::ErrorBody)))]
 pub async fn scale(
     State(state): State<ApiState>,
     caller: Caller,
@@ -233,7 +267,7 @@ pub async fn scale(
     Path((tenant, service, previous)): Path<(String, String, String)>,
     Params(params): Params<RevisionParams>,
     Body(body): Body<ScaleBody>,
-) -> Result<Envelope<RevisionInfo>, AxebowError> {
+) -> Result<(StatusCode, Envelope<RevisionInfo>), AxebowError> {
     let previous = number("revision", &previous)?;
     let change = ServiceOp::Revise {
         tenant,
@@ -243,21 +277,22 @@ pub async fn scale(
         comment: String::new(),
         accept: params.accept == Some(true),
     };
-    revision(&state, caller, &headers, &params, change).await
+    revision(&state, caller, &headers, &params, change, OnTimeout::Timeout).await
 }
 
 /// A new revision of type `ROLLBACK` copying revision `target`'s deployment.
 #[utoipa::path(put, path = "/api/1.0-beta/tenant/{tenant}/service/{service}/revision/{revision}/rollback/{target}", tag = "services",
     params(("tenant" = String, Path, description = "Tenant name"), ("service" = String, Path, description = "Service name"),
         ("revision" = String, Path, description = "The current revision's number, which the new one names as its previous"), ("target" = String, Path, description = "The number of the revision to reinstate"), RevisionParams),
-    responses((status = 200, description = "The new revision", body = Envelope<RevisionInfo>)))]
+    responses((status = 200, description = "The new revision", body = Envelope<RevisionInfo>),
+        (status = 408, description = "Made; the wait ran out", body = super::reply::ErrorBody)))]
 pub async fn rollback(
     State(state): State<ApiState>,
     caller: Caller,
     headers: HeaderMap,
     Path((tenant, service, previous, target)): Path<(String, String, String, String)>,
     Params(params): Params<RevisionParams>,
-) -> Result<Envelope<RevisionInfo>, AxebowError> {
+) -> Result<(StatusCode, Envelope<RevisionInfo>), AxebowError> {
     let previous = number("revision", &previous)?;
     let change = ServiceOp::Revise {
         tenant,
@@ -269,7 +304,7 @@ pub async fn rollback(
         comment: String::new(),
         accept: params.accept == Some(true),
     };
-    revision(&state, caller, &headers, &params, change).await
+    revision(&state, caller, &headers, &params, change, OnTimeout::Timeout).await
 }
 
 async fn decide(
@@ -326,7 +361,8 @@ pub async fn decide_pending(
 /// Removes a service and its history.
 #[utoipa::path(delete, path = "/api/1.0-beta/tenant/{tenant}/service/{service}", tag = "services",
     params(("tenant" = String, Path, description = "Tenant name"), ("service" = String, Path, description = "Service name"), RevisionParams),
-    responses((status = 200, description = "Removed", body = Empty)))]
+    responses((status = 200, description = "Removed", body = Empty),
+        (status = 408, description = "Removed; its instances still run", body = super::reply::ErrorBody)))]
 pub async fn delete(
     State(state): State<ApiState>,
     caller: Caller,
@@ -334,9 +370,62 @@ pub async fn delete(
     Path((tenant, service)): Path<(String, String)>,
     Params(params): Params<RevisionParams>,
 ) -> Result<Empty, AxebowError> {
-    no_wait(&params)?;
-    store::write_service(&state, caller.0, ServiceOp::Delete { tenant, service }, &headers).await?;
+    let wait = wait_of(params.wait.as_deref())?;
+    let change = ServiceOp::Delete {
+        tenant: tenant.clone(),
+        service: service.clone(),
+    };
+    store::write_service(&state, caller.0, change, &headers).await?;
+    if !gone(&state, &tenant, &service, wait).await {
+        return Err(AxebowError::new(
+            StatusCode::REQUEST_TIMEOUT,
+            codes::TIMEOUT,
+            format!("service {service:?} is deleted but its instances have not all stopped yet"),
+        ));
+    }
     Ok(done())
+}
+
+/// What a request id resolves to.
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct RequestStatus {
+    /// The request id.
+    pub request_id: String,
+    /// Whether the revision it made runs exactly now.
+    pub done: bool,
+    /// Where the service stands.
+    pub status: RunStatus,
+}
+
+/// Looks up a request id that a `wait` answered with: whether the revision it made runs.
+#[utoipa::path(get, path = "/api/1.0-beta/tenant/{tenant}/service/{service}/request/{request}", tag = "services",
+    params(("tenant" = String, Path, description = "Tenant name"), ("service" = String, Path, description = "Service name"),
+        ("request" = String, Path, description = "The request id")),
+    responses((status = 200, description = "Where the request stands", body = Envelope<RequestStatus>)))]
+pub async fn request(
+    State(state): State<ApiState>,
+    Caller(caller): Caller,
+    Path((tenant, service, request)): Path<(String, String, String)>,
+) -> Result<Envelope<RequestStatus>, AxebowError> {
+    let revision = number("request", &request)?;
+    store::read(&state, &caller, PlatformRead::Tenant(&tenant), |p, _| {
+        let service_ref = p.service(&tenant, &service)?;
+        if !service_ref.revisions.contains_key(&revision) {
+            return Err(PlatformError::NotFound(format!(
+                "no request {request} for service {service:?}"
+            )));
+        }
+        Ok(())
+    })
+    .await?;
+    let (done, status) =
+        request_status(&state, &tenant, &service, revision).ok_or_else(|| missing(&tenant, &service))?;
+    Ok(ok(RequestStatus {
+        request_id: request,
+        done,
+        status,
+    }))
 }
 
 /// The names of a tenant's services.

@@ -42,6 +42,9 @@ pub struct ServiceStatus {
     pub history: Vec<HistoryEntry>,
     /// `account/environment` it is deployed in.
     pub environment: String,
+    /// When a `wait` ran out: the request to look up (`GET …/service/{s}/request/{id}`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub request_id: Option<String>,
 }
 
 /// Usage as Axebow reports it: vCPU in millicores, RAM in MiB.
@@ -82,6 +85,9 @@ pub struct RevisionInfo {
     pub spec: Deployment,
     /// Acceptance, resources and cost.
     pub status: RevisionStatus,
+    /// When a `wait` ran out: the request to look up (`GET …/service/{s}/request/{id}`).
+    #[serde(rename = "requestId", skip_serializing_if = "Option::is_none")]
+    pub request_id: Option<String>,
 }
 
 /// `GET …/service/{s}?summary=true`.
@@ -181,6 +187,7 @@ impl Service {
             current_revision: self.current,
             history: self.history(),
             environment: self.environment.name(),
+            request_id: None,
         }
     }
 
@@ -249,6 +256,7 @@ impl Service {
                     min: figures,
                 },
             },
+            request_id: None,
         })
     }
 }

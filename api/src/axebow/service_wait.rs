@@ -1,0 +1,126 @@
+//! `wait` on service calls (Axebow §2.5): block until the revision a call made runs exactly (or,
+//! for a delete, until the service's instances are gone). `wait=N` waits up to N seconds,
+//! `wait=0` until it happens; left out, a call answers once the change is committed. On a
+//! timeout a create or update answers `201` with a request id that `GET
+//! …/service/{s}/request/{id}` resolves later; a rollback, scale or delete answers `408` (its
+//! change is committed all the same). A revision that waits for acceptance has nothing to wait
+//! for and answers at once.
+
+use std::time::Duration;
+
+use drover_model::service::placement::{set_name, RunStatus};
+use tokio::time::Instant;
+
+use super::reply::AxebowError;
+use crate::state::ApiState;
+
+/// How often the local state is looked at while waiting.
+const POLL: Duration = Duration::from_millis(100);
+
+/// The longest finite wait, in seconds (a day).
+const MAX_WAIT_SECONDS: f64 = 86_400.0;
+
+/// What a `wait` parameter asks for.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Wait {
+    /// Answer once committed.
+    No,
+    /// Wait up to this long.
+    For(Duration),
+    /// Wait until it happens.
+    Forever,
+}
+
+/// Parses `wait`: seconds (fractions allowed), `0` for no limit.
+pub fn wait_of(text: Option<&str>) -> Result<Wait, AxebowError> {
+    let Some(text) = text else {
+        return Ok(Wait::No);
+    };
+    let seconds: f64 = text
+        .trim()
+        .parse()
+        .map_err(|_| AxebowError::invalid("wait", format!("{text:?} is not a number of seconds")))?;
+    if !seconds.is_finite() || !(0.0..=MAX_WAIT_SECONDS).contains(&seconds) {
+        return Err(AxebowError::invalid(
+            "wait",
+            format!("seconds from 0 (no limit) to {MAX_WAIT_SECONDS}"),
+        ));
+    }
+    Ok(if seconds == 0.0 {
+        Wait::Forever
+    } else {
+        Wait::For(Duration::from_secs_f64(seconds))
+    })
+}
+
+/// Where revision `revision` of a service stands: `done` when it is current and runs exactly.
+pub fn request_status(
+    state: &ApiState,
+    tenant: &str,
+    service: &str,
+    revision: u64,
+) -> Option<(bool, RunStatus)> {
+    state.raft.local_read(|s| {
+        let status = s.platform().service_run_status(tenant, service).ok()?;
+        let done = status.revision == Some(revision) && status.converged;
+        Some((done, status))
+    })
+}
+
+async fn until(wait: Wait, mut done: impl FnMut() -> bool) -> bool {
+    let deadline = match wait {
+        Wait::No => return true,
+        Wait::For(limit) => Some(Instant::now() + limit),
+        Wait::Forever => None,
+    };
+    loop {
+        if done() {
+            return true;
+        }
+        if deadline.is_some_and(|at| Instant::now() >= at) {
+            return false;
+        }
+        tokio::time::sleep(POLL).await;
+    }
+}
+
+/// Waits for revision `revision` to run exactly; `false` on a timeout.
+pub async fn converged(state: &ApiState, tenant: &str, service: &str, revision: u64, wait: Wait) -> bool {
+    until(wait, || {
+        request_status(state, tenant, service, revision).is_some_and(|(done, _)| done)
+    })
+    .await
+}
+
+/// Waits until no cluster reports instances of a deleted service; `false` on a timeout.
+pub async fn gone(state: &ApiState, tenant: &str, service: &str, wait: Wait) -> bool {
+    let Some(set) = set_name(tenant, service) else {
+        return true;
+    };
+    until(wait, || {
+        state.raft.local_read(|s| {
+            s.platform()
+                .clusters()
+                .all(|(_, cluster)| !cluster.status.sets.contains_key(&set))
+        })
+    })
+    .await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn wait_parameters() {
+        assert_eq!(wait_of(None).ok(), Some(Wait::No));
+        assert_eq!(wait_of(Some("0")).ok(), Some(Wait::Forever));
+        assert_eq!(
+            wait_of(Some("1.5")).ok(),
+            Some(Wait::For(Duration::from_millis(1500)))
+        );
+        for bad in ["", "-1", "soon", "NaN", "inf", "86401"] {
+            assert!(wait_of(Some(bad)).is_err(), "{bad:?}");
+        }
+    }
+}
