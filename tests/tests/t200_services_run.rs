@@ -131,13 +131,49 @@ async fn an_accepted_service_runs_scales_changes_rolls_back_and_goes() -> Result
         Some(&deployment),
     )
     .await?;
-    let first = runs_exactly(&client, &ids(1, 2)).await?;
+    let started = runs_exactly(&client, &ids(1, 2)).await?;
     converged(&alice, 2).await?;
     let service = expect(&alice, Method::GET, "/tenant/acme/service/t200", None).await?;
     ensure!(
         service["data"]["cluster"] == json!({"tenant": "operator", "name": "exec"}),
         "{service}"
     );
+
+    // The role's instances, their logs, and restarting one (S6, S9, S10).
+    let role = expect(
+        &alice,
+        Method::GET,
+        "/tenant/acme/service/t200/role/frontend",
+        None,
+    )
+    .await?;
+    let instances = role["data"]["instances"].as_object().context("no instances")?;
+    ensure!(
+        instances.len() == 2 && instances.values().all(|i| i["ready"] == true),
+        "{role}"
+    );
+    let logs_path = format!("/tenant/acme/logs/service/t200/role/frontend/instance/{SET}.frontend.r1.0");
+    let http = reqwest::Client::new();
+    let logs = eventually(CONVERGE, "the instance's output", || async {
+        let url = format!("http://{}/api/1.0-beta{logs_path}?tail=10", addresses[&leader]);
+        let answer = http.get(url).bearer_auth(token("alice")).send().await.ok()?;
+        let text = answer.text().await.ok()?;
+        text.contains("v1 acme.t200.frontend.r1.0").then_some(text)
+    })
+    .await?;
+    ensure!(logs.lines().count() <= 10, "{logs}");
+    let wrong = alice.get(&format!("{logs_path}/container/backend")).await?;
+    ensure!(wrong.status == StatusCode::NOT_FOUND, "{wrong:?}");
+    let victim = format!("{SET}.frontend.r1.1");
+    let restart = format!("/tenant/acme/service/t200/role/frontend/instance/{victim}");
+    expect(&alice, Method::DELETE, &restart, None).await?;
+    eventually(CONVERGE, "the requested restart", || async {
+        let now = client.instance(&victim).await.ok()??;
+        let new_pid = now.pid.is_some_and(|pid| Some(&pid) != started.get(&victim));
+        (now.restarts >= 1 && new_pid).then_some(())
+    })
+    .await?;
+    let first = runs_exactly(&client, &ids(1, 2)).await?;
 
     // Scale 2 → 5 and kill the leader: the two keep running, three more start.
     let scale = json!({"scale": {"frontend": 5}});

@@ -275,7 +275,7 @@ async fn agent_of(
     .await
 }
 
-fn read_failed(error: AgentReadError) -> AxebowError {
+pub(super) fn read_failed(error: AgentReadError) -> AxebowError {
     match error {
         AgentReadError::Unreachable(_) => AxebowError::new(
             StatusCode::SERVICE_UNAVAILABLE,
@@ -290,7 +290,7 @@ fn read_failed(error: AgentReadError) -> AxebowError {
     }
 }
 
-fn agents(state: &ApiState) -> Result<std::sync::Arc<dyn crate::agents::AgentReads>, AxebowError> {
+pub(super) fn agents(state: &ApiState) -> Result<std::sync::Arc<dyn crate::agents::AgentReads>, AxebowError> {
     state.agents.clone().ok_or_else(|| {
         AxebowError::new(
             StatusCode::SERVICE_UNAVAILABLE,

@@ -12,6 +12,7 @@ pub mod platform_info;
 pub mod rate;
 pub mod reply;
 pub mod resources;
+pub mod service_roles;
 pub mod service_wait;
 pub mod services;
 mod store;
@@ -85,6 +86,10 @@ pub fn documented_routes() -> OpenApiRouter<ApiState> {
         .routes(routes!(services::get_scale))
         .routes(routes!(services::history))
         .routes(routes!(services::request))
+        .routes(routes!(service_roles::role, service_roles::restart_role))
+        .routes(routes!(service_roles::restart_instance))
+        .routes(routes!(service_roles::logs))
+        .routes(routes!(service_roles::container_logs))
         .routes(routes!(services::decide_pending))
         .routes(routes!(
             services::update,

@@ -3,8 +3,8 @@
 //! full updates, merge patches, scale and rollback naming their `previous`; history, scale, the
 //! summary and full views; delete.
 //!
-//! `wait` is in [`super::service_wait`]. Not served yet: the multipart bundle and `…/simple`
-//! forms, roles, instances, logs and links.
+//! `wait` is in [`super::service_wait`], roles, instances and logs in [`super::service_roles`].
+//! Not served yet: the multipart bundle and `…/simple` forms, and links.
 
 use std::collections::BTreeMap;
 

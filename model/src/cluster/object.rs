@@ -295,10 +295,13 @@ impl Cluster {
     /// Forgets a removed set's refusal and the restart requests of its instances.
     pub fn forget_set(&mut self, set: &SetName) {
         self.status.set_errors.remove(set);
+        // A pinned set's instance ids are `{set}.main.r…`; a service's (`{tenant}.{service}.…`)
+        // stay.
+        let prefix = format!("{set}.main.r");
         let pinned: Vec<InstanceId> = self
             .pending_restarts
             .keys()
-            .filter(|id| !self.pins(id))
+            .filter(|id| id.as_str().starts_with(&prefix))
             .cloned()
             .collect();
         for id in pinned {

@@ -7,7 +7,7 @@ use std::collections::{BTreeMap, VecDeque};
 
 use super::entities::{ClusterSelection, Role};
 use super::{Platform, PlatformError, Requirement, OPERATOR_TENANT};
-use crate::cluster::agent_api::{SetName, MAX_ID_LEN, MAX_SET_INSTANCES};
+use crate::cluster::agent_api::{SetName, MAX_SET_INSTANCES};
 use crate::cluster::{
     Cluster, ClusterCommand, ClusterObservation, ClusterOp, ClusterRef, ClusterState, ClusterStatus, SetSpec,
     StoredSet, MAX_JOIN_TOKEN_LEN,
@@ -65,11 +65,12 @@ pub fn validate_join_token(token: &str) -> Result<(), PlatformError> {
 /// Checks a desired set: its name leaves room for instance ids, its count is bounded, its
 /// program is named and its environment is well formed.
 pub fn validate_set(set: &SetName, spec: &SetSpec) -> Result<(), PlatformError> {
-    // `{set}.main.r{revision}.{ordinal}` must stay a valid id.
-    if set.as_str().len() > MAX_ID_LEN - 40 {
+    // `{set}.main.r{revision}.{ordinal}` must stay a valid id, and a pinned set's name has no
+    // dot, so it never equals a service's set `{tenant}.{service}`.
+    if !crate::validation::is_label(set.as_str()) {
         return Err(PlatformError::invalid(
             "set",
-            format!("at most {} characters", MAX_ID_LEN - 40),
+            "1-63 lower-case letters, digits or '-', starting and ending with a letter or digit",
         ));
     }
     if spec.count as usize > MAX_SET_INSTANCES {

@@ -222,6 +222,12 @@ impl Platform {
                     removed: first,
                 })
             }
+            ServiceOp::Restart {
+                tenant,
+                service,
+                role,
+                instance,
+            } => self.restart_service(now_ms, tenant, service, role, instance.as_ref()),
             ServiceOp::Delete { tenant, service } => {
                 self.service(tenant, service)?;
                 self.tenant_mut_for_services(tenant)?.services.remove(service);
@@ -282,6 +288,62 @@ impl Platform {
         Ok(ServiceOutcome {
             revision: Some(1),
             accepted,
+            environment: Some(environment),
+            removed: false,
+        })
+    }
+
+    /// Records restart requests for a role's instances (or one) on the service's cluster.
+    fn restart_service(
+        &mut self,
+        now_ms: u64,
+        tenant: &str,
+        service: &str,
+        role: &str,
+        instance: Option<&crate::cluster::agent_api::InstanceId>,
+    ) -> Outcome {
+        let stored = self.service(tenant, service)?;
+        let revision = stored
+            .current
+            .and_then(|n| stored.revisions.get(&n))
+            .ok_or_else(|| conflict(format!("service {service:?} has no accepted revision running")))?;
+        if !revision.deployment.roles.contains_key(role) {
+            return Err(PlatformError::NotFound(format!(
+                "service {service:?} has no role {role:?}"
+            )));
+        }
+        let cluster = stored
+            .placement
+            .clone()
+            .ok_or_else(|| conflict(format!("service {service:?} is not placed on a cluster yet")))?;
+        let set = crate::service::placement::set_name(tenant, service)
+            .ok_or_else(|| PlatformError::invalid("service", "no valid set name"))?;
+        let prefix = format!("{set}.{role}.");
+        let ids: Vec<crate::cluster::agent_api::InstanceId> =
+            crate::service::placement::instances_of(&set, revision)
+                .into_iter()
+                .map(|spec| spec.id)
+                .filter(|id| id.as_str().starts_with(&prefix))
+                .filter(|id| instance.is_none_or(|wanted| wanted == id))
+                .collect();
+        if let (Some(wanted), true) = (instance, ids.is_empty()) {
+            return Err(PlatformError::NotFound(format!(
+                "instance {wanted} is not an instance of role {role:?} of {service:?}"
+            )));
+        }
+        let environment = stored.environment.clone();
+        let current = stored.current;
+        let stored_cluster = self
+            .tenants
+            .get_mut(&cluster.tenant)
+            .and_then(|t| t.clusters.get_mut(&cluster.name))
+            .ok_or_else(|| conflict(format!("the service's cluster {cluster} is no longer registered")))?;
+        for id in ids {
+            stored_cluster.pending_restarts.insert(id, now_ms);
+        }
+        Ok(ServiceOutcome {
+            revision: current,
+            accepted: true,
             environment: Some(environment),
             removed: false,
         })

@@ -220,6 +220,19 @@ pub enum ServiceOp {
         /// Service name.
         service: String,
     },
+    /// Restart every instance of a role, or one of them (Axebow's `DELETE` on a role or an
+    /// instance): the request is committed on the service's cluster and carried out by its
+    /// actor.
+    Restart {
+        /// Tenant name.
+        tenant: String,
+        /// Service name.
+        service: String,
+        /// Role name.
+        role: String,
+        /// One instance of the role; all of them when `None`.
+        instance: Option<crate::cluster::agent_api::InstanceId>,
+    },
 }
 
 impl ServiceOp {
@@ -229,7 +242,8 @@ impl ServiceOp {
             ServiceOp::Create { tenant, .. }
             | ServiceOp::Revise { tenant, .. }
             | ServiceOp::Decide { tenant, .. }
-            | ServiceOp::Delete { tenant, .. } => tenant,
+            | ServiceOp::Delete { tenant, .. }
+            | ServiceOp::Restart { tenant, .. } => tenant,
         }
     }
 }

@@ -130,7 +130,7 @@ impl Platform {
 }
 
 /// Every instance of `revision` in set `set`, with ids `{set}.{role}.r{role revision}.{ordinal}`.
-fn instances_of(set: &SetName, revision: &Revision) -> Vec<InstanceSpec> {
+pub(crate) fn instances_of(set: &SetName, revision: &Revision) -> Vec<InstanceSpec> {
     let mut instances = Vec::new();
     for (role, spec) in &revision.deployment.roles {
         let role_revision = revision

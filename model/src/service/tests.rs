@@ -571,3 +571,83 @@ fn a_tenant_without_environments_cannot_deploy() {
         "{error:?}"
     );
 }
+
+#[test]
+fn restarting_a_role_or_an_instance_asks_the_services_cluster() {
+    use crate::cluster::agent_api::InstanceId;
+    use crate::cluster::{ClusterCommand, ClusterOp, ClusterRef, ClusterRegistration};
+    let mut platform = world();
+    let cluster = ClusterRef {
+        tenant: "operator".into(),
+        name: "edge".into(),
+    };
+    let register = ClusterOp::Register {
+        cluster: cluster.clone(),
+        uid: "c-1".into(),
+        registration: ClusterRegistration {
+            endpoint: "http://127.0.0.1:7700".into(),
+            join_token: "a-join-token-of-some-length".into(),
+            labels: BTreeMap::new(),
+        },
+    };
+    platform
+        .apply_cluster(
+            1_000,
+            &ClusterCommand::User {
+                caller: who("dave"),
+                change: register,
+            },
+        )
+        .unwrap();
+    run(&mut platform, "bob", create("web", deployment(2, 100), true)).unwrap();
+    let restart = |instance: Option<&str>| ServiceOp::Restart {
+        tenant: "acme".into(),
+        service: "web".into(),
+        role: "frontend".into(),
+        instance: instance.map(|i| InstanceId::parse(i).unwrap()),
+    };
+    assert!(
+        matches!(
+            refused(&mut platform, "bob", restart(None)),
+            PlatformError::Conflict(_)
+        ),
+        "not placed yet"
+    );
+    let uid = platform.service("acme", "web").unwrap().uid.clone();
+    let placement = placement::Placement {
+        tenant: "acme".into(),
+        service: "web".into(),
+        uid,
+        cluster: cluster.clone(),
+    };
+    platform.apply_placement(&placement).unwrap();
+    run(&mut platform, "bob", restart(Some("acme.web.frontend.r1.1"))).unwrap();
+    let pending: Vec<String> = platform
+        .cluster(&cluster)
+        .unwrap()
+        .pending_restarts
+        .keys()
+        .map(|i| i.to_string())
+        .collect();
+    assert_eq!(pending, ["acme.web.frontend.r1.1"]);
+    run(&mut platform, "bob", restart(None)).unwrap();
+    assert_eq!(platform.cluster(&cluster).unwrap().pending_restarts.len(), 2);
+    assert!(matches!(
+        refused(&mut platform, "bob", restart(Some("acme.web.frontend.r1.7"))),
+        PlatformError::NotFound(_)
+    ));
+    let other_role = ServiceOp::Restart {
+        tenant: "acme".into(),
+        service: "web".into(),
+        role: "backend".into(),
+        instance: None,
+    };
+    assert!(matches!(
+        refused(&mut platform, "bob", other_role),
+        PlatformError::NotFound(_)
+    ));
+    assert!(matches!(
+        refused(&mut platform, "carol", restart(None)),
+        PlatformError::NotFound(_)
+    ));
+}
