@@ -300,3 +300,105 @@ async fn services_are_revised_accepted_scaled_and_rolled_back() -> Result<()> {
     expect(&one, Method::DELETE, "/tenant/acme/secret/db", None, 200).await?;
     cluster.shutdown().await
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrent_updates_of_one_previous_and_a_retried_create() -> Result<()> {
+    let cluster = TestCluster::start_with_options(3, ClusterOptions::with_credentials()).await?;
+    cluster.leader(ELECTION).await?;
+    let clients = [1, 2, 3].map(|id| cluster.platform(id, Some(token("alice"))));
+    clients[0].register("alice").await?;
+    expect(&clients[1], Method::POST, "/tenant/acme", Some(&json!({})), 200).await?;
+    expect(
+        &clients[2],
+        Method::POST,
+        "/tenant/acme/account/main",
+        Some(&json!({"spec": {"iaas": "sim"}})),
+        200,
+    )
+    .await?;
+    expect(
+        &clients[0],
+        Method::POST,
+        "/tenant/acme/account/main/environment/prod",
+        Some(&json!({})),
+        200,
+    )
+    .await?;
+    expect(
+        &clients[1],
+        Method::POST,
+        "/tenant/acme/secret/db",
+        Some(&json!({"data": "pw"})),
+        200,
+    )
+    .await?;
+
+    // A create retried with the same Idempotency-Key (as after a timeout): one service, one
+    // revision.
+    let http = reqwest::Client::new();
+    let mut answers = Vec::new();
+    for id in [1, 2] {
+        let answer = http
+            .post(format!(
+                "http://{}/api/1.0-beta/tenant/acme/service/web?accept=true",
+                cluster.api_addr(id)
+            ))
+            .bearer_auth(token("alice"))
+            .header("Idempotency-Key", "create-web-1")
+            .json(&deployment(1, 100))
+            .send()
+            .await?;
+        answers.push(answer.status().as_u16());
+    }
+    ensure!(answers == [200, 200], "a retried create answered {answers:?}");
+    let history = expect(
+        &clients[2],
+        Method::GET,
+        "/tenant/acme/service/web/history",
+        None,
+        200,
+    )
+    .await?;
+    ensure!(history["data"].as_array().map(Vec::len) == Some(1), "{history}");
+
+    // Twenty PATCHes naming the same previous at once: exactly one makes revision 2.
+    let patches = (0..20).map(|i| {
+        let client = clients[i % 3].clone();
+        async move {
+            let patch = json!({"parameters": {"writer": i}});
+            client
+                .call(
+                    Method::PATCH,
+                    "/tenant/acme/service/web/revision/1?accept=true",
+                    Some(&patch),
+                )
+                .await
+                .map(|answer| answer.status.as_u16())
+        }
+    });
+    let statuses: Vec<u16> = futures::future::join_all(patches)
+        .await
+        .into_iter()
+        .collect::<Result<_>>()?;
+    let won = statuses.iter().filter(|s| **s == 200).count();
+    let lost = statuses.iter().filter(|s| **s == 409).count();
+    ensure!(won == 1 && lost == 19, "statuses {statuses:?}");
+    let history = expect(
+        &clients[0],
+        Method::GET,
+        "/tenant/acme/service/web/history",
+        None,
+        200,
+    )
+    .await?;
+    let chain: Vec<(u64, Option<u64>)> = history["data"]
+        .as_array()
+        .map(|h| {
+            h.iter()
+                .map(|e| (e["revision"].as_u64().unwrap_or(0), e["previous"].as_u64()))
+                .collect()
+        })
+        .unwrap_or_default();
+    ensure!(chain == [(1, None), (2, Some(1))], "{history}");
+    cluster.shutdown().await
+}
