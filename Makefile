@@ -3,7 +3,7 @@
 CARGO_TARGET_DIR ?= $(HOME)/.cache/drover-target
 export CARGO_TARGET_DIR
 
-.PHONY: setup demo test lint bench bench-scale bench-leasing bench-clusters soak chaos chaos-five chaos-sim chaos-planted
+.PHONY: setup demo test lint bench bench-scale bench-leasing bench-clusters bench-services soak chaos chaos-five chaos-sim chaos-planted
 
 ## setup: install what a fresh machine lacks (clang, libclang, iptables, libfaketime, etcd, the
 ## Kubernetes Python client)
@@ -46,6 +46,12 @@ bench-leasing: setup
 bench-clusters: setup
 	cargo build --release -p drover-node -p drover-bench
 	$(CARGO_TARGET_DIR)/release/drover-bench clusters --instances 10000 --steady-secs 60
+
+## bench-services: 200 services of three roles placed and run on three sim clusters; placements
+## per second and the leader's CPU per service
+bench-services: setup
+	cargo build --release -p drover-node -p drover-bench
+	$(CARGO_TARGET_DIR)/release/drover-bench services --services 200 --roles 3
 
 ## soak: the hardening issue's exhaustion floods (huge objects under fresh idempotency keys,
 ## silent watchers, unauthenticated 1 MiB bodies, half-sent and idle sockets, new Boskos state

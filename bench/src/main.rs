@@ -19,6 +19,7 @@ mod leasing;
 mod proc;
 mod report;
 mod scale;
+mod services;
 mod soak;
 
 use anyhow::Result;
@@ -47,6 +48,8 @@ enum Workload {
     Scale(scale::ScaleArgs),
     /// One cluster actor observing many `sim` instances, and its steady-state Raft writes.
     Clusters(clusters::ClustersArgs),
+    /// Services placed and run on three `sim` clusters.
+    Services(services::ServicesArgs),
     /// The hardening issue's exhaustion findings repeated for minutes, RSS printed each minute.
     Soak(soak::SoakArgs),
 }
@@ -59,5 +62,6 @@ async fn main() -> Result<()> {
         Workload::Scale(args) => scale::run(args).await,
         Workload::Soak(args) => soak::run(args).await,
         Workload::Clusters(args) => clusters::run(args).await,
+        Workload::Services(args) => services::run(args).await,
     }
 }

@@ -333,6 +333,11 @@ impl ProcessCluster {
             .collect()
     }
 
+    /// Process id of node `id`, while it runs.
+    pub fn pid_of(&self, id: u64) -> Option<u32> {
+        self.nodes.get(&id)?.child.as_ref().map(Child::id)
+    }
+
     /// Kills a node with SIGKILL and reaps it.
     pub fn kill(&mut self, id: u64) -> Result<()> {
         let node = self.nodes.get_mut(&id).ok_or_else(|| anyhow!("no node {id}"))?;

@@ -114,26 +114,34 @@ impl Actor for Placer {
         state: &mut PlacerArgs,
     ) -> Result<(), ActorProcessingErr> {
         let PlacerMsg::Tick = message;
-        for placement in Self::decide(&state.context) {
-            let shown = format!(
-                "{}/{} on {}",
-                placement.tenant, placement.service, placement.cluster
-            );
-            match state
-                .context
-                .raft
-                .write(Proposal::new(Command::Placement(placement)))
-                .await
-            {
-                Ok(written) if !matches!(written.result, CommandResult::Refused(_)) => {
-                    state.placements.inc();
-                    tracing::info!(service = %shown, "service placed");
-                }
-                Ok(written) => {
-                    tracing::warn!(service = %shown, result = ?written.result, "placement refused")
-                }
-                Err(error) => tracing::warn!(service = %shown, %error, "placement not committed"),
+        let decisions = Self::decide(&state.context);
+        if decisions.is_empty() {
+            return Ok(());
+        }
+        // One log entry for the whole pass: a burst of new services costs one append.
+        let count = decisions.len();
+        let proposals = decisions
+            .into_iter()
+            .map(|placement| Proposal::new(Command::Placement(placement)))
+            .collect();
+        match state
+            .context
+            .raft
+            .write(Proposal::new(Command::Batch { proposals }))
+            .await
+        {
+            Ok(written) => {
+                let placed = match &written.result {
+                    CommandResult::Batch { results } => results
+                        .iter()
+                        .filter(|r| !matches!(r, CommandResult::Refused(_)))
+                        .count(),
+                    _ => 0,
+                };
+                state.placements.inc_by(u64::try_from(placed).unwrap_or(0));
+                tracing::info!(placed, of = count, "services placed");
             }
+            Err(error) => tracing::warn!(%error, count, "placements not committed"),
         }
         Ok(())
     }

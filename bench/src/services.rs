@@ -1,0 +1,198 @@
+//! `drover-bench services`: how long 200 services of three roles take to be placed and to run
+//! on three `sim` clusters (no start latency), placements per second, and the leader's CPU per
+//! placement. Three `drover serve` processes with the binary's defaults; figures are printed,
+//! never asserted.
+
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context, Result};
+use clap::Args;
+use drover_tests::agent::{AgentProcess, AGENT_TOKEN};
+use drover_tests::platform::{process_platform_args, token, PlatformClient, OPERATOR_SUBJECT};
+use drover_tests::process::ProcessCluster;
+use reqwest::StatusCode;
+use serde_json::{json, Value};
+
+/// `drover-bench services` flags.
+#[derive(Debug, Args)]
+pub struct ServicesArgs {
+    /// Services to create.
+    #[arg(long, default_value_t = 200)]
+    services: usize,
+    /// Roles per service (one instance each).
+    #[arg(long, default_value_t = 3)]
+    roles: usize,
+    /// Clients creating services at once.
+    #[arg(long, default_value_t = 8)]
+    clients: usize,
+}
+
+/// CPU time (user + system) of a process in seconds, from `/proc`.
+fn cpu_seconds(pid: u32) -> Option<f64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let fields: Vec<&str> = stat.rsplit_once(')')?.1.split_whitespace().collect();
+    let ticks: u64 = fields.get(11)?.parse::<u64>().ok()? + fields.get(12)?.parse::<u64>().ok()?;
+    // Linux reports CPU time in clock ticks of 1/100 s (USER_HZ).
+    Some(ticks as f64 / 100.0)
+}
+
+async fn call(
+    client: &PlatformClient,
+    method: reqwest::Method,
+    path: &str,
+    body: Option<&Value>,
+) -> Result<Value> {
+    let answer = client.call(method.clone(), path, body).await?;
+    if answer.status != StatusCode::OK {
+        bail!("{method} {path}: {answer:?}");
+    }
+    Ok(answer.body)
+}
+
+/// Counts the services that are placed and those that run exactly their revision.
+async fn progress(client: &PlatformClient, services: usize) -> Result<(usize, usize)> {
+    let mut placed = 0;
+    let mut converged = 0;
+    for i in 0..services {
+        let body = call(
+            client,
+            reqwest::Method::GET,
+            &format!("/tenant/bench/service/s{i}"),
+            None,
+        )
+        .await?;
+        let status = &body["data"]["status"];
+        placed += usize::from(!status["cluster"].is_null());
+        converged += usize::from(status["converged"] == true);
+    }
+    Ok((placed, converged))
+}
+
+/// Runs the benchmark.
+pub async fn run(args: ServicesArgs) -> Result<()> {
+    let dir = tempfile::TempDir::new()?;
+    let mut flags = process_platform_args(dir.path())?;
+    // One caller makes every call here: lift the per-caller rate limit (50/s by default).
+    flags.extend([
+        "--rate-limit=1000000".to_string(),
+        "--rate-burst=1000000".to_string(),
+    ]);
+    let nodes = ProcessCluster::start_with_exact_args(3, &flags)?;
+    let leader = nodes.leader(Duration::from_secs(30)).await?;
+    let address = nodes.api_addr(leader);
+    let agents = (0..3)
+        .map(|_| AgentProcess::start(&["--executor=sim", "--sim-start-latency-ms=0", "--sim-nodes=10"]))
+        .collect::<Result<Vec<_>>>()?;
+    let root = PlatformClient::new(&address, Some(token(OPERATOR_SUBJECT)));
+    root.register(OPERATOR_SUBJECT).await?;
+    for (i, agent) in agents.iter().enumerate() {
+        let registration = json!({"endpoint": format!("http://{}", agent.addr()), "join_token": AGENT_TOKEN});
+        call(
+            &root,
+            reqwest::Method::POST,
+            &format!("/tenant/operator/cluster/sim-{i}"),
+            Some(&registration),
+        )
+        .await?;
+    }
+    call(&root, reqwest::Method::POST, "/tenant/bench", Some(&json!({}))).await?;
+    call(
+        &root,
+        reqwest::Method::POST,
+        "/tenant/bench/account/main",
+        Some(&json!({"spec": {"iaas": "sim"}})),
+    )
+    .await?;
+    call(
+        &root,
+        reqwest::Method::POST,
+        "/tenant/bench/account/main/environment/prod",
+        Some(&json!({})),
+    )
+    .await?;
+    // Wait for the three clusters to report their capacity.
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let usable = call(
+            &root,
+            reqwest::Method::GET,
+            "/tenant/bench/account/main/environment/prod/clusters",
+            None,
+        )
+        .await?;
+        let online = usable["data"]["clusters"]
+            .as_array()
+            .map_or(0, |c| c.iter().filter(|c| c["state"] == "ONLINE").count());
+        if online == 3 {
+            break;
+        }
+        if Instant::now() > deadline {
+            bail!("the clusters did not come online");
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let roles: serde_json::Map<String, Value> = (0..args.roles)
+        .map(|r| {
+            let role = json!({"instances": 1, "resources": {"cpu_millis": 10, "memory_mib": 16}, "exec": {"argv": ["web"]}});
+            (format!("r{r}"), role)
+        })
+        .collect();
+    let deployment = json!({"deployment": {"roles": roles}});
+    let leader_pid = nodes.pid_of(leader).context("no leader pid")?;
+    let cpu_before = cpu_seconds(leader_pid).context("leader CPU")?;
+    let started = Instant::now();
+    let clients = args.clients.max(1);
+    let creators = (0..clients).map(|c| {
+        let client = PlatformClient::new(&nodes.api_addr(1 + (c as u64 % 3)), Some(token(OPERATOR_SUBJECT)));
+        let deployment = deployment.clone();
+        let services = args.services;
+        async move {
+            for i in (c..services).step_by(clients) {
+                call(
+                    &client,
+                    reqwest::Method::POST,
+                    &format!("/tenant/bench/service/s{i}?accept=true"),
+                    Some(&deployment),
+                )
+                .await?;
+            }
+            Ok::<_, anyhow::Error>(())
+        }
+    });
+    for result in futures::future::join_all(creators).await {
+        result?;
+    }
+    let created = started.elapsed();
+    let mut all_placed = None;
+    let deadline = Instant::now() + Duration::from_secs(300);
+    let converged_at = loop {
+        let (placed, converged) = progress(&root, args.services).await?;
+        if placed == args.services && all_placed.is_none() {
+            all_placed = Some(started.elapsed());
+        }
+        if converged == args.services {
+            break started.elapsed();
+        }
+        if Instant::now() > deadline {
+            bail!("{converged} of {} services converged within 300 s", args.services);
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    let cpu = cpu_seconds(leader_pid).context("leader CPU")? - cpu_before;
+    let placed_at = all_placed.unwrap_or(converged_at);
+    println!(
+        "services: {} services x {} roles created by {clients} clients in {:.2} s; all placed after {:.2} s ({:.0} placements/s); all running exactly their revision on 3 sim clusters after {:.2} s",
+        args.services,
+        args.roles,
+        created.as_secs_f64(),
+        placed_at.as_secs_f64(),
+        args.services as f64 / placed_at.as_secs_f64(),
+        converged_at.as_secs_f64()
+    );
+    println!(
+        "services: leader CPU {:.2} s over the run, {:.1} ms per service (creating, placing, sending and observing it; the status polls of this program included)",
+        cpu,
+        cpu / args.services as f64 * 1000.0
+    );
+    Ok(())
+}
