@@ -3,6 +3,8 @@
 //! the cluster behaves, the actor moves it to `ONLINE` through Raft. The driver here stands in
 //! for the world outside (an agent), the only place a fake belongs.
 
+mod common;
+
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -10,6 +12,7 @@ use std::time::Duration;
 
 use anyhow::{bail, ensure, Result};
 use async_trait::async_trait;
+use common::single_node;
 use drover_actors::clusters::{ClusterActorsConfig, ClustersChild, Driver, DriverError, DriverFactory};
 use drover_actors::{ChildSpec, LeaderGate, RestartPolicyConfig};
 use drover_model::cluster::agent_api::{
@@ -18,7 +21,7 @@ use drover_model::cluster::agent_api::{
 use drover_model::cluster::{ClusterCommand, ClusterOp, ClusterRef, ClusterRegistration, ClusterState};
 use drover_model::platform::{Identity, PlatformCommand, PlatformOp, UserProfile};
 use drover_model::{Command, CommandResult, Proposal};
-use drover_raft::{PeerNode, RaftConfig, RaftHandle, StartOptions};
+use drover_raft::RaftHandle;
 use tokio_util::sync::CancellationToken;
 
 /// A cluster whose first `crashes` probes make its actor panic.
@@ -73,27 +76,6 @@ impl Driver for Flaky {
     async fn logs(&self, _: &InstanceId, _: Option<u32>, _: Option<&str>) -> Result<String, DriverError> {
         Ok(String::new())
     }
-}
-
-async fn single_node() -> Result<(tempfile::TempDir, RaftHandle)> {
-    let dir = tempfile::tempdir()?;
-    let raft = RaftHandle::start(
-        StartOptions {
-            id: 1,
-            node: PeerNode {
-                peer_addr: "127.0.0.1:9".into(),
-                api_addr: String::new(),
-            },
-            data_dir: dir.path().join("raft"),
-            config: RaftConfig::default(),
-            cluster_secret: "drover-test-cluster-secret".into(),
-            initial_members: BTreeMap::from([(1, "127.0.0.1:9".to_string())]),
-            peer_source_ip: None,
-        },
-        &prometheus::Registry::new(),
-    )
-    .await?;
-    Ok((dir, raft))
 }
 
 async fn commit(raft: &RaftHandle, command: Command) -> Result<()> {

@@ -1,13 +1,14 @@
 //! The root supervisor on a real single-node Raft: a failing child is restarted with growing
 //! backoff until its budget is spent; then the root fails and the gate starts it again.
 
-use std::collections::BTreeMap;
+mod common;
+
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use anyhow::{ensure, Result};
+use common::single_node;
 use drover_actors::{ChildSpec, LeaderContext, LeaderGate, RestartPolicyConfig, StartFuture};
-use drover_raft::{PeerNode, RaftConfig, RaftHandle, StartOptions};
 use ractor::{Actor, ActorCell, ActorProcessingErr, ActorRef};
 use tokio_util::sync::CancellationToken;
 
@@ -63,27 +64,6 @@ impl ChildSpec for CrasherSpec {
             Ok(actor.get_cell())
         })
     }
-}
-
-async fn single_node() -> Result<(tempfile::TempDir, RaftHandle)> {
-    let dir = tempfile::tempdir()?;
-    let raft = RaftHandle::start(
-        StartOptions {
-            id: 1,
-            node: PeerNode {
-                peer_addr: "127.0.0.1:9".into(),
-                api_addr: String::new(),
-            },
-            data_dir: dir.path().join("raft"),
-            config: RaftConfig::default(),
-            cluster_secret: "drover-test-cluster-secret".into(),
-            initial_members: BTreeMap::from([(1, "127.0.0.1:9".to_string())]),
-            peer_source_ip: None,
-        },
-        &prometheus::Registry::new(),
-    )
-    .await?;
-    Ok((dir, raft))
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -72,6 +72,43 @@ async fn converged(client: &PlatformClient, count: u32) -> Result<()> {
     .await
 }
 
+/// Registers `root` (an operator) and the agent as platform-wide cluster `cluster`, and lets
+/// alice make tenant `acme` with account `main` and environment `prod` (4000m of vCPU).
+async fn tenant_with_cluster(
+    root: &PlatformClient,
+    alice: &PlatformClient,
+    agent: &AgentProcess,
+    cluster: &str,
+) -> Result<()> {
+    root.register(OPERATOR_SUBJECT).await?;
+    let registration = json!({"endpoint": format!("http://{}", agent.addr()), "join_token": AGENT_TOKEN});
+    expect(
+        root,
+        Method::POST,
+        &format!("/tenant/operator/cluster/{cluster}"),
+        Some(&registration),
+    )
+    .await?;
+    alice.register("alice").await?;
+    expect(alice, Method::POST, "/tenant/acme", Some(&json!({}))).await?;
+    expect(
+        alice,
+        Method::POST,
+        "/tenant/acme/account/main",
+        Some(&json!({"spec": {"iaas": "sim"}})),
+    )
+    .await?;
+    let env = json!({"marks": {"vcpu": {"max": 4000}}});
+    expect(
+        alice,
+        Method::POST,
+        "/tenant/acme/account/main/environment/prod",
+        Some(&env),
+    )
+    .await?;
+    Ok(())
+}
+
 fn ids(revision: u64, count: u32) -> Vec<String> {
     (0..count)
         .map(|i| format!("{SET}.frontend.r{revision}.{i}"))
@@ -89,36 +126,8 @@ async fn an_accepted_service_runs_scales_changes_rolls_back_and_goes() -> Result
     let leader = nodes.leader(ELECTION).await?;
     let addresses: BTreeMap<u64, String> = (1..=3).map(|id| (id, nodes.api_addr(id))).collect();
     let as_user = |id: u64, subject: &str| PlatformClient::new(&addresses[&id], Some(token(subject)));
-    let root = as_user(leader, OPERATOR_SUBJECT);
-    root.register(OPERATOR_SUBJECT).await?;
-    let registration = json!({"endpoint": format!("http://{}", agent.addr()), "join_token": AGENT_TOKEN});
-    expect(
-        &root,
-        Method::POST,
-        "/tenant/operator/cluster/exec",
-        Some(&registration),
-    )
-    .await?;
     let alice = as_user(leader, "alice");
-    alice.register("alice").await?;
-    expect(&alice, Method::POST, "/tenant/acme", Some(&json!({}))).await?;
-    expect(
-        &alice,
-        Method::POST,
-        "/tenant/acme/account/main",
-        Some(&json!({"spec": {"iaas": "sim"}})),
-    )
-    .await?;
-    let env = json!({"marks": {"vcpu": {"max": 4000}}});
-    expect(
-        &alice,
-        Method::POST,
-        "/tenant/acme/account/main/environment/prod",
-        Some(&env),
-    )
-    .await?;
-
-    // Created and accepted: placed on the cluster, two real processes.
+    tenant_with_cluster(&as_user(leader, OPERATOR_SUBJECT), &alice, &agent, "exec").await?;
     let deployment = json!({"deployment": {"roles": {"frontend": {
         "instances": 2,
         "resources": {"cpu_millis": 10, "memory_mib": 8},
@@ -260,33 +269,9 @@ async fn waits_answer_201_with_a_request_id_or_408_when_they_run_out() -> Result
     let agent = AgentProcess::start(&["--executor=sim", "--sim-start-latency-ms=4000"])?;
     let leader = nodes.leader(ELECTION).await?;
     let root = PlatformClient::new(&nodes.api_addr(leader), Some(token(OPERATOR_SUBJECT)));
-    root.register(OPERATOR_SUBJECT).await?;
-    let registration = json!({"endpoint": format!("http://{}", agent.addr()), "join_token": AGENT_TOKEN});
-    expect(
-        &root,
-        Method::POST,
-        "/tenant/operator/cluster/sim",
-        Some(&registration),
-    )
-    .await?;
     let follower = (1..=3).find(|id| *id != leader).context("no follower")?;
     let alice = PlatformClient::new(&nodes.api_addr(follower), Some(token("alice")));
-    alice.register("alice").await?;
-    expect(&alice, Method::POST, "/tenant/acme", Some(&json!({}))).await?;
-    expect(
-        &alice,
-        Method::POST,
-        "/tenant/acme/account/main",
-        Some(&json!({"spec": {"iaas": "sim"}})),
-    )
-    .await?;
-    expect(
-        &alice,
-        Method::POST,
-        "/tenant/acme/account/main/environment/prod",
-        Some(&json!({})),
-    )
-    .await?;
+    tenant_with_cluster(&root, &alice, &agent, "sim").await?;
     let deployment = json!({"deployment": {"roles": {"web": {"instances": 2, "exec": {"argv": ["web"]}}}}});
 
     // Create with wait=1: 201 and a request id that resolves once the instances run.
