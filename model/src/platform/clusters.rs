@@ -270,6 +270,19 @@ impl Platform {
             }
             ClusterOp::Deregister { cluster } => {
                 self.cluster_mut(cluster)?;
+                // Its agent would keep running them while they were placed elsewhere: two
+                // copies. Moving services off a cluster is the scheduler's (next) work.
+                let placed = self.tenants.iter().find_map(|(tenant, t)| {
+                    t.services
+                        .iter()
+                        .find(|(_, s)| s.placement.as_ref() == Some(cluster))
+                        .map(|(name, _)| format!("{tenant}/{name}"))
+                });
+                if let Some(service) = placed {
+                    return Err(PlatformError::Conflict(format!(
+                        "service {service} runs on cluster {cluster}; delete it (or its other services) first"
+                    )));
+                }
                 if let Some(tenant) = self.tenants.get_mut(&cluster.tenant) {
                     tenant.clusters.remove(&cluster.name);
                 }
