@@ -265,8 +265,8 @@ async fn waits_answer_201_with_a_request_id_or_408_when_they_run_out() -> Result
     let mut args = process_platform_args(dir.path())?;
     args.push("--cluster-probe-interval=200ms".to_string());
     let nodes = ProcessCluster::start_with_args(3, &args)?;
-    // Instances take 4 s to start on this simulated cluster.
-    let agent = AgentProcess::start(&["--executor=sim", "--sim-start-latency-ms=4000"])?;
+    // Instances take 2 s to start on this simulated cluster.
+    let agent = AgentProcess::start(&["--executor=sim", "--sim-start-latency-ms=2000"])?;
     let leader = nodes.leader(ELECTION).await?;
     let root = PlatformClient::new(&nodes.api_addr(leader), Some(token(OPERATOR_SUBJECT)));
     let follower = (1..=3).find(|id| *id != leader).context("no follower")?;
@@ -292,7 +292,7 @@ async fn waits_answer_201_with_a_request_id_or_408_when_they_run_out() -> Result
     })
     .await?;
 
-    // Scale with wait=1: 408 (the third instance takes 4 s), and the change is made all the same.
+    // Scale with wait=1: 408 (the third instance takes 2 s), and the change is made all the same.
     let scale = json!({"scale": {"web": 3}});
     let scaled = alice
         .patch(
@@ -301,23 +301,44 @@ async fn waits_answer_201_with_a_request_id_or_408_when_they_run_out() -> Result
         )
         .await?;
     ensure!(scaled.status == StatusCode::REQUEST_TIMEOUT, "{scaled:?}");
+    eventually(CONVERGE, "three instances", || async {
+        let answer = alice.get("/tenant/acme/service/t200w").await.ok()?;
+        (answer.body["data"]["status"]["converged"] == true).then_some(())
+    })
+    .await?;
 
-    // wait=0 waits until it runs: a new environment for the role answers 200 once its
-    // replacement instances are up.
+    // A new environment for the role rolls it: one new instance at a time (a surge of one for
+    // three), and the three old ones keep running until new ones run in their place.
+    let client = agent.client();
     let patch = json!({"roles": {"web": {"env": {"COLOR": "blue"}}}});
-    let started = std::time::Instant::now();
-    let patched = alice
-        .patch("/tenant/acme/service/t200w/revision/2?accept=true&wait=0", &patch)
-        .await?;
-    ensure!(patched.status == StatusCode::OK, "{patched:?}");
-    let status = expect(&alice, Method::GET, "/tenant/acme/service/t200w", None).await?;
+    expect(
+        &alice,
+        Method::PATCH,
+        "/tenant/acme/service/t200w/revision/2?accept=true",
+        Some(&patch),
+    )
+    .await?;
+    let (old, new) = eventually(CONVERGE, "the rollout's first step on the agent", || async {
+        let inventory = client.inventory().await.ok()?;
+        let of = |revision: &str| -> Vec<InstanceState> {
+            inventory
+                .instances
+                .iter()
+                .filter(|i| i.id.as_str().starts_with(&format!("acme.t200w.web.{revision}.")))
+                .map(|i| i.state)
+                .collect()
+        };
+        let (old, new) = (of("r1"), of("r3"));
+        (!new.is_empty()).then_some((old, new))
+    })
+    .await?;
+    ensure!(new == [InstanceState::Starting], "the surge is one: {new:?}");
     ensure!(
-        status["data"]["status"]["converged"] == true,
-        "wait=0 answered after {:?} before convergence: {status}",
-        started.elapsed()
+        old.len() == 3 && old.iter().all(|s| *s == InstanceState::Running),
+        "the old ones stay: {old:?}"
     );
 
-    // Rollback to revision 1 (its environment again, so new instances) with wait=1: 408.
+    // Rollback to revision 1 (its environment again, so a new rollout) with wait=1: 408.
     let rolled = alice
         .call(
             Method::PUT,
@@ -326,11 +347,24 @@ async fn waits_answer_201_with_a_request_id_or_408_when_they_run_out() -> Result
         )
         .await?;
     ensure!(rolled.status == StatusCode::REQUEST_TIMEOUT, "{rolled:?}");
+
+    // wait=0 waits until it runs: another environment answers 200 once the whole rollout is done.
+    let patch = json!({"roles": {"web": {"env": {"COLOR": "green"}}}});
+    let started = std::time::Instant::now();
+    let patched = alice
+        .patch("/tenant/acme/service/t200w/revision/4?accept=true&wait=0", &patch)
+        .await?;
+    ensure!(patched.status == StatusCode::OK, "{patched:?}");
+    let status = expect(&alice, Method::GET, "/tenant/acme/service/t200w", None).await?;
+    ensure!(
+        status["data"]["status"]["converged"] == true,
+        "wait=0 answered after {:?} before convergence: {status}",
+        started.elapsed()
+    );
     let history = expect(&alice, Method::GET, "/tenant/acme/service/t200w/history", None).await?;
-    ensure!(history["data"].as_array().map(Vec::len) == Some(4), "{history}");
+    ensure!(history["data"].as_array().map(Vec::len) == Some(5), "{history}");
 
     // Delete with wait=1 while the agent cannot be reached: 408; the service is gone anyway.
-    let client = agent.client();
     let off = client
         .call(Method::PUT, "/v1/sim/faults", Some(&json!({"unreachable": true})))
         .await?;

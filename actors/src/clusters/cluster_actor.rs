@@ -8,12 +8,13 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use drover_model::cluster::agent_api::{
-    Fence, InstanceId, InstanceSpec, InstanceState, Inventory, NodeFacts, SetName,
+    Fence, InstanceId, InstanceSpec, InstanceState, InstanceStatus, Inventory, NodeFacts, SetName,
 };
 use drover_model::cluster::{
     ids_digest, ClusterCommand, ClusterFacts, ClusterObservation, ClusterRef, ClusterState, InstanceCounts,
     SetObservation,
 };
+use drover_model::service::rollout::{roll, RoleTarget};
 use drover_model::{Command, CommandResult, Proposal};
 use ractor::{Actor, ActorProcessingErr, ActorRef};
 
@@ -61,8 +62,32 @@ struct Committed {
     instances: InstanceCounts,
     set_errors: BTreeMap<SetName, String>,
     sets: BTreeMap<SetName, SetObservation>,
+    /// Pinned sets.
     desired: BTreeMap<SetName, Vec<InstanceSpec>>,
+    /// Services' sets, role by role, to roll against what the agent reports.
+    rollouts: BTreeMap<SetName, Vec<RoleTarget>>,
     restarts: Vec<(InstanceId, u64)>,
+}
+
+impl Committed {
+    /// Every desired set now: the pinned ones, and each service's roles rolled against the
+    /// agent's inventory (bounded surge, old instances kept until new ones run).
+    fn desired_now(&self, inventory: &Inventory) -> BTreeMap<SetName, Vec<InstanceSpec>> {
+        let mut desired = self.desired.clone();
+        for (set, roles) in &self.rollouts {
+            let observed: Vec<InstanceStatus> = inventory
+                .instances
+                .iter()
+                .filter(|i| i.set == *set)
+                .cloned()
+                .collect();
+            desired.insert(
+                set.clone(),
+                roles.iter().flat_map(|role| roll(role, &observed)).collect(),
+            );
+        }
+        desired
+    }
 }
 
 /// What one pass of sending did.
@@ -145,11 +170,8 @@ impl ClusterActor {
                 instances: cluster.status.instances,
                 set_errors: cluster.status.set_errors.clone(),
                 sets: cluster.status.sets.clone(),
-                desired: {
-                    let mut desired = desired_sets(cluster);
-                    desired.extend(s.platform().service_sets_on(&args.cluster));
-                    desired
-                },
+                desired: desired_sets(cluster),
+                rollouts: s.platform().service_rollouts_on(&args.cluster),
                 restarts: cluster
                     .pending_restarts
                     .iter()
@@ -193,7 +215,7 @@ impl ClusterActor {
             term: args.context.term,
             leader: args.context.raft.id(),
         };
-        let pushes = plan_sets(&committed.desired, inventory, !state.sent_all);
+        let pushes = plan_sets(&committed.desired_now(inventory), inventory, !state.sent_all);
         let mut sent = Sent {
             changed: !pushes.is_empty() || !committed.restarts.is_empty(),
             ..Sent::default()

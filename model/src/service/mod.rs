@@ -11,6 +11,7 @@
 mod deployment;
 pub mod placement;
 mod revise;
+pub mod rollout;
 #[cfg(test)]
 mod tests;
 pub mod views;

@@ -9,6 +9,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+use super::rollout::RoleTarget;
 use super::{Revision, Usage};
 use crate::cluster::agent_api::{InstanceId, InstanceSpec, SetName};
 use crate::cluster::views::UsableCluster;
@@ -79,21 +80,64 @@ impl Platform {
         Ok(())
     }
 
-    /// The desired sets of the services placed on `cluster`: every instance of each one's
-    /// current revision.
-    pub fn service_sets_on(&self, cluster: &ClusterRef) -> BTreeMap<SetName, Vec<InstanceSpec>> {
+    /// What each service placed on `cluster` should run, role by role: its current revision's
+    /// instances, and what older role revisions run so a rollout can keep them unchanged while
+    /// the new ones start ([`super::rollout::roll`]).
+    pub fn service_rollouts_on(&self, cluster: &ClusterRef) -> BTreeMap<SetName, Vec<RoleTarget>> {
         let mut sets = BTreeMap::new();
         for (tenant, stored) in self.tenants() {
             for (name, service) in &stored.services {
                 if service.placement.as_ref() != Some(cluster) {
                     continue;
                 }
-                if let (Some(revision), Some(set)) = (
+                let (Some(revision), Some(set)) = (
                     service.current.and_then(|n| service.revisions.get(&n)),
                     set_name(tenant, name),
-                ) {
-                    sets.insert(set.clone(), instances_of(&set, revision));
-                }
+                ) else {
+                    continue;
+                };
+                let instances = instances_of(&set, revision);
+                let roles = revision
+                    .deployment
+                    .roles
+                    .keys()
+                    .map(|role| {
+                        let prefix = format!("{set}.{role}.");
+                        let current = revision
+                            .role_revisions
+                            .get(role)
+                            .copied()
+                            .unwrap_or(revision.number);
+                        let older = service
+                            .revisions
+                            .values()
+                            .filter(|r| r.accepted)
+                            .filter_map(|r| {
+                                let rev = r.role_revisions.get(role).copied()?;
+                                let spec = r.deployment.roles.get(role)?;
+                                let id = InstanceId::derive(set.as_str(), rev, role, 0).ok()?;
+                                let template = InstanceSpec {
+                                    id,
+                                    exec: spec.exec.clone(),
+                                    resources: spec.resources,
+                                    env: spec.env.clone(),
+                                };
+                                (rev != current).then_some((rev, template))
+                            })
+                            .collect();
+                        RoleTarget {
+                            target: instances
+                                .iter()
+                                .filter(|i| i.id.as_str().starts_with(&prefix))
+                                .cloned()
+                                .collect(),
+                            prefix,
+                            revision: current,
+                            older,
+                        }
+                    })
+                    .collect();
+                sets.insert(set, roles);
             }
         }
         sets
