@@ -70,12 +70,18 @@ fn world() -> Platform {
     platform
 }
 
+/// Registers `cluster` with an agent endpoint of its own.
 fn register(cluster: ClusterRef) -> ClusterOp {
+    let endpoint = format!("http://{}.{}.test:7700", cluster.name, cluster.tenant);
+    register_at(cluster, &endpoint)
+}
+
+fn register_at(cluster: ClusterRef, endpoint: &str) -> ClusterOp {
     ClusterOp::Register {
         cluster,
         uid: "c-1".into(),
         registration: ClusterRegistration {
-            endpoint: "http://127.0.0.1:7700".into(),
+            endpoint: endpoint.into(),
             join_token: "a-join-token-of-some-length".into(),
             labels: BTreeMap::from([("zone".into(), "a".into())]),
         },
@@ -382,7 +388,7 @@ fn drain_patch_and_deregister() {
     let stored = platform.cluster(&at("acme", "edge")).unwrap();
     assert!(stored.draining);
     assert_eq!(stored.labels["zone"], "b");
-    assert_eq!(stored.endpoint, "http://127.0.0.1:7700");
+    assert_eq!(stored.endpoint, "http://edge.acme.test:7700");
     run(
         &mut platform,
         "alice",
@@ -640,4 +646,57 @@ fn the_ids_digest_depends_on_the_set_of_ids_only() {
     assert_ne!(ids_digest(&one), ids_digest(&one[..1]));
     // Joined names must not collide with split ones.
     assert_ne!(ids_digest(&ids(&["a.b", "c"])), ids_digest(&ids(&["a", "b.c"])));
+}
+
+#[test]
+fn one_agent_is_one_cluster() {
+    let mut platform = world();
+    run(&mut platform, "alice", register(at("acme", "edge"))).unwrap();
+    // The same agent again, under another name or by another tenant's operator: refused, and
+    // the message does not name the registration that holds it.
+    let error = refused(
+        &mut platform,
+        "dave",
+        register_at(at("operator", "twin"), "http://edge.acme.test:7700"),
+    );
+    assert!(
+        matches!(&error, PlatformError::Conflict(m) if !m.contains("\"edge\"") && !m.contains("\"acme\"")),
+        "{error:?}"
+    );
+    let again = ClusterOp::Register {
+        cluster: at("acme", "twin"),
+        uid: "c-2".into(),
+        registration: ClusterRegistration {
+            endpoint: "http://EDGE.acme.test:7700/".into(),
+            join_token: "a-join-token-of-some-length".into(),
+            labels: BTreeMap::new(),
+        },
+    };
+    assert!(matches!(
+        refused(&mut platform, "alice", again),
+        PlatformError::Conflict(_)
+    ));
+    // Moving another cluster onto it is refused too; keeping its own endpoint is not.
+    let other = ClusterOp::Register {
+        cluster: at("acme", "other"),
+        uid: "c-3".into(),
+        registration: ClusterRegistration {
+            endpoint: "http://127.0.0.1:7701".into(),
+            join_token: "a-join-token-of-some-length".into(),
+            labels: BTreeMap::new(),
+        },
+    };
+    run(&mut platform, "alice", other).unwrap();
+    let onto = |name: &str| ClusterOp::Patch {
+        cluster: at("acme", name),
+        patch: ClusterPatch {
+            endpoint: Some("http://edge.acme.test:7700".into()),
+            ..ClusterPatch::default()
+        },
+    };
+    assert!(matches!(
+        refused(&mut platform, "alice", onto("other")),
+        PlatformError::Conflict(_)
+    ));
+    run(&mut platform, "alice", onto("edge")).unwrap();
 }

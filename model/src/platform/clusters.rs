@@ -197,6 +197,23 @@ impl Platform {
             .ok_or_else(|| cluster_not_found(cluster))
     }
 
+    /// One agent is one cluster: two registrations of one agent would have two cluster actors
+    /// each removing the other's sets (or two leaders' worth of instances on one agent). The
+    /// other registration is not named: it may be another tenant's.
+    fn check_endpoint_free(&self, endpoint: &str, except: &ClusterRef) -> Result<(), PlatformError> {
+        let normal = |e: &str| e.trim_end_matches('/').to_ascii_lowercase();
+        let wanted = normal(endpoint);
+        let taken = self
+            .clusters()
+            .any(|(other, stored)| other != *except && normal(&stored.endpoint) == wanted);
+        if taken {
+            return Err(PlatformError::Conflict(format!(
+                "another registered cluster already uses the agent at {endpoint}; an agent belongs to one cluster"
+            )));
+        }
+        Ok(())
+    }
+
     fn change_cluster(&mut self, now_ms: u64, change: &ClusterOp) -> Result<(), PlatformError> {
         match change {
             ClusterOp::Register {
@@ -208,7 +225,7 @@ impl Platform {
                 validate_endpoint(&registration.endpoint)?;
                 validate_join_token(&registration.join_token)?;
                 labels_checked(&registration.labels)?;
-                let tenant = self.tenants.get_mut(&cluster.tenant).ok_or_else(|| {
+                let tenant = self.tenants.get(&cluster.tenant).ok_or_else(|| {
                     PlatformError::NotFound(format!("tenant {:?} not found", cluster.tenant))
                 })?;
                 if tenant.clusters.contains_key(&cluster.name) {
@@ -217,6 +234,13 @@ impl Platform {
                         cluster.tenant, cluster.name
                     )));
                 }
+                self.check_endpoint_free(&registration.endpoint, cluster)?;
+                let Some(tenant) = self.tenants.get_mut(&cluster.tenant) else {
+                    return Err(PlatformError::NotFound(format!(
+                        "tenant {:?} not found",
+                        cluster.tenant
+                    )));
+                };
                 let mut stored = Cluster {
                     uid: uid.clone(),
                     endpoint: registration.endpoint.clone(),
@@ -250,6 +274,10 @@ impl Platform {
                 }
                 if let Some(labels) = &patch.labels {
                     labels_checked(labels)?;
+                }
+                self.cluster_mut(cluster)?;
+                if let Some(endpoint) = &patch.endpoint {
+                    self.check_endpoint_free(endpoint, cluster)?;
                 }
                 let stored = self.cluster_mut(cluster)?;
                 if let Some(endpoint) = &patch.endpoint {
