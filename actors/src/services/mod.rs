@@ -51,6 +51,11 @@ impl Placer {
                     let Some(revision) = service.current.and_then(|n| service.revisions.get(&n)) else {
                         continue;
                     };
+                    let registered = |c: &ClusterRef| platform.cluster(c).is_some();
+                    if service.placement.as_ref().is_some_and(registered) {
+                        // Placed and its cluster is still there: nothing to decide.
+                        continue;
+                    }
                     let environment = &service.environment;
                     let Ok(mut usable) =
                         platform.environment_clusters(tenant, &environment.account, &environment.environment)
@@ -66,13 +71,14 @@ impl Placer {
                             *free = free.minus(*used);
                         }
                     }
-                    let Some(cluster) = place(&usable.clusters, revision.usage, service.placement.as_ref())
-                    else {
+                    let Some(cluster) = place(
+                        &usable.clusters,
+                        revision.usage,
+                        service.placement.as_ref(),
+                        registered,
+                    ) else {
                         continue;
                     };
-                    if service.placement.as_ref() == Some(&cluster) {
-                        continue;
-                    }
                     let usage = Resources {
                         cpu_millis: revision.usage.vcpu_millis,
                         memory_mib: revision.usage.memory_mib,

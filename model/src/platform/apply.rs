@@ -287,6 +287,17 @@ impl Platform {
                         "tenant {tenant:?} has other owners; only its sole owner may delete it"
                     )));
                 }
+                // Its clusters go with it: not while services (of any tenant) run on them.
+                let hosting = self
+                    .tenants
+                    .values()
+                    .flat_map(|t| t.services.values())
+                    .any(|s| s.placement.as_ref().is_some_and(|c| c.tenant == *tenant));
+                if hosting {
+                    return Err(conflict(format!(
+                        "services run on clusters of tenant {tenant:?}; they must be deleted first"
+                    )));
+                }
                 self.tenants.remove(tenant);
                 Ok(PlatformResult::Done)
             }

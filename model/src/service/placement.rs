@@ -1,9 +1,11 @@
 //! Placement, first cut: which cluster a service's instances run on, as a pure function of the
 //! clusters its environment may use (their state and free capacity as their agents last
 //! reported) and where it runs now. A placed service stays on its cluster while that cluster is
-//! still one its environment may use; moving it when its cluster fails (migration, create first)
-//! is Krake's full scheduler, the next step. The leader commits each decision as a
-//! [`Placement`], so a new leader knows where every service runs.
+//! registered, whatever its state or the environment's selection: moving it (migration, create
+//! first, remove the old copies only once their cluster answers) is Krake's full scheduler, the
+//! next step; until then nothing here can leave a copy on one cluster while starting another.
+//! The leader commits each decision as a [`Placement`], so a new leader knows where every
+//! service runs.
 
 use std::collections::BTreeMap;
 
@@ -29,23 +31,22 @@ pub struct Placement {
     pub cluster: ClusterRef,
 }
 
-/// Where a service needing `needed` should run: its `current` cluster while its environment may
-/// still use it, else the `ONLINE` cluster with the most free CPU (then memory, then name) that
+/// Where a service needing `needed` should run: its `current` cluster while that cluster is
+/// `registered`, else the `ONLINE` cluster with the most free CPU (then memory, then name) that
 /// fits it; `None` when none fits.
 pub fn place(
     candidates: &[UsableCluster],
     needed: Usage,
     current: Option<&ClusterRef>,
+    registered: impl Fn(&ClusterRef) -> bool,
 ) -> Option<ClusterRef> {
+    if let Some(current) = current.filter(|c| registered(c)) {
+        return Some(current.clone());
+    }
     let reference = |c: &UsableCluster| ClusterRef {
         tenant: c.tenant.clone(),
         name: c.name.clone(),
     };
-    if let Some(current) = current {
-        if candidates.iter().any(|c| reference(c) == *current) {
-            return Some(current.clone());
-        }
-    }
     candidates
         .iter()
         .filter(|c| c.state == ClusterState::Online)
@@ -253,18 +254,22 @@ mod tests {
             cluster("d", ClusterState::Online, 500),
             cluster("e", ClusterState::Online, 3000),
         ];
-        let table: [(Option<ClusterRef>, Option<ClusterRef>); 4] = [
+        let registered = |c: &ClusterRef| c.name != "gone";
+        let table: [(Option<ClusterRef>, Option<ClusterRef>); 5] = [
             // New: the most free CPU among ONLINE clusters that fit; a tie goes to the first name.
             (None, Some(at("b"))),
             // Placed: stays, even on a cluster that is offline or full now.
             (Some(at("c")), Some(at("c"))),
             (Some(at("d")), Some(at("d"))),
-            // Placed on a cluster the environment may no longer use: placed again.
+            // Placed on a registered cluster the environment no longer selects: stays (moving
+            // it would run a second copy there until the first is removed).
+            (Some(at("unselected")), Some(at("unselected"))),
+            // Placed on a cluster that is no longer registered: placed again.
             (Some(at("gone")), Some(at("b"))),
         ];
         for (current, expected) in table {
             assert_eq!(
-                place(&candidates, needed, current.as_ref()),
+                place(&candidates, needed, current.as_ref(), registered),
                 expected,
                 "{current:?}"
             );
@@ -273,7 +278,7 @@ mod tests {
             vcpu_millis: 5000,
             memory_mib: 1,
         };
-        assert_eq!(place(&candidates, huge, None), None);
-        assert_eq!(place(&[], needed, None), None);
+        assert_eq!(place(&candidates, huge, None, registered), None);
+        assert_eq!(place(&[], needed, None, registered), None);
     }
 }
