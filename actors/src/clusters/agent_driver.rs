@@ -12,6 +12,9 @@ use serde::de::DeserializeOwned;
 
 use super::driver::{Driver, DriverError};
 
+/// Largest answer read from an agent (an inventory of 10,000 instances is about 3 MiB).
+const MAX_ANSWER_BYTES: u64 = 64 * 1024 * 1024;
+
 /// A client of one agent.
 #[derive(Clone)]
 pub struct AgentDriver {
@@ -70,6 +73,14 @@ impl AgentDriver {
 
     async fn json<T: DeserializeOwned>(&self, request: RequestBuilder) -> Result<T, DriverError> {
         let response = self.send(request).await?;
+        if response
+            .content_length()
+            .is_some_and(|bytes| bytes > MAX_ANSWER_BYTES)
+        {
+            return Err(DriverError::Decode(format!(
+                "the agent's answer is over {MAX_ANSWER_BYTES} bytes"
+            )));
+        }
         response
             .json::<T>()
             .await

@@ -108,14 +108,29 @@ fn counts(inventory: &Inventory) -> InstanceCounts {
     let mut counts = InstanceCounts::default();
     for instance in &inventory.instances {
         match instance.state {
-            InstanceState::Starting => counts.starting += 1,
-            InstanceState::Running => counts.running += 1,
-            InstanceState::Exited => counts.exited += 1,
-            InstanceState::Failed => counts.failed += 1,
+            InstanceState::Starting => counts.starting = counts.starting.saturating_add(1),
+            InstanceState::Running => counts.running = counts.running.saturating_add(1),
+            InstanceState::Exited => counts.exited = counts.exited.saturating_add(1),
+            InstanceState::Failed => counts.failed = counts.failed.saturating_add(1),
         }
-        counts.restarts += u64::from(instance.restarts);
+        counts.restarts = counts.restarts.saturating_add(u64::from(instance.restarts));
     }
     counts
+}
+
+/// Most characters of an agent's text (an error, its version) that go into the replicated
+/// state: an agent is outside the control plane, and a megabyte of it must not be replicated.
+const MAX_AGENT_TEXT: usize = 512;
+
+/// Most sets of one agent whose counts are replicated.
+const MAX_OBSERVED_SETS: usize = 10_000;
+
+/// `text` cut to [`MAX_AGENT_TEXT`] characters.
+fn bounded(text: &str) -> String {
+    match text.char_indices().nth(MAX_AGENT_TEXT) {
+        Some((at, _)) => format!("{}…", &text[..at]),
+        None => text.to_string(),
+    }
 }
 
 /// Each set's instances, running ones and the digest of the running ones' ids.
@@ -123,7 +138,8 @@ fn set_observations(inventory: &Inventory) -> BTreeMap<SetName, SetObservation> 
     let mut running: BTreeMap<&SetName, Vec<&InstanceId>> = BTreeMap::new();
     let mut totals: BTreeMap<&SetName, u32> = BTreeMap::new();
     for instance in &inventory.instances {
-        *totals.entry(&instance.set).or_default() += 1;
+        let total = totals.entry(&instance.set).or_default();
+        *total = total.saturating_add(1);
         let ids = running.entry(&instance.set).or_default();
         if instance.state == InstanceState::Running {
             ids.push(&instance.id);
@@ -131,6 +147,7 @@ fn set_observations(inventory: &Inventory) -> BTreeMap<SetName, SetObservation> 
     }
     totals
         .into_iter()
+        .take(MAX_OBSERVED_SETS)
         .map(|(set, total)| {
             let ids = running.remove(set).unwrap_or_default();
             let observation = SetObservation {
@@ -148,8 +165,8 @@ fn replicated_facts(facts: &NodeFacts) -> ClusterFacts {
         nodes: facts.nodes,
         capacity: facts.capacity,
         free: facts.free,
-        executor: facts.executor.clone(),
-        version: facts.version.clone(),
+        executor: bounded(&facts.executor),
+        version: bounded(&facts.version),
     }
 }
 
@@ -236,7 +253,7 @@ impl ClusterActor {
                     if committed.set_errors.get(&push.set) != Some(&message) {
                         tracing::warn!(cluster = %args.cluster, set = %push.set, %message, "the agent refuses a desired set");
                     }
-                    sent.set_errors.insert(push.set, message);
+                    sent.set_errors.insert(push.set, bounded(&message));
                 }
                 Err(error) => {
                     all_sent = false;
@@ -345,7 +362,7 @@ impl ClusterActor {
             cluster: state.args.cluster.clone(),
             uid: state.args.uid.clone(),
             state: next,
-            reason: reason.clone(),
+            reason: bounded(&reason),
             facts,
             instances,
             set_errors,
@@ -420,5 +437,19 @@ impl Actor for ClusterActor {
                 Ok(())
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_agents_text_is_cut_before_it_is_replicated() {
+        assert_eq!(bounded("short"), "short");
+        let long = "é".repeat(MAX_AGENT_TEXT + 10);
+        let cut = bounded(&long);
+        assert_eq!(cut.chars().count(), MAX_AGENT_TEXT + 1);
+        assert!(cut.ends_with('…'));
     }
 }
