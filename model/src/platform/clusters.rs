@@ -14,7 +14,7 @@ use crate::cluster::{
 };
 use crate::validation::validate_metadata;
 
-/// Most bytes of argv and env in one set.
+/// Most bytes of argv and env of one instance.
 const MAX_SET_SPEC_BYTES: usize = 64 * 1024;
 
 /// Checks an agent endpoint: `http://host:port`, nothing else. Agents serve plain HTTP for now
@@ -79,31 +79,55 @@ pub fn validate_set(set: &SetName, spec: &SetSpec) -> Result<(), PlatformError> 
             format!("at most {MAX_SET_INSTANCES} instances"),
         ));
     }
-    if spec.exec.argv.first().is_none_or(|program| program.is_empty()) {
+    validate_program("", &spec.exec, &spec.env)
+}
+
+/// Checks what an instance runs, for a pinned set and a service's role alike: a program named
+/// first, no NUL in arguments or the environment, environment names without `=`, a probe path
+/// that is a plain path, and at most 64 KiB of arguments and environment. Fields are named
+/// under `prefix` (`roles.web.` for a role).
+pub fn validate_program(
+    prefix: &str,
+    exec: &crate::cluster::agent_api::ExecSpec,
+    env: &BTreeMap<String, String>,
+) -> Result<(), PlatformError> {
+    let field = |name: &str| format!("{prefix}{name}");
+    if exec.argv.first().is_none_or(|program| program.is_empty()) {
         return Err(PlatformError::invalid(
-            "exec.argv",
+            field("exec.argv"),
             "name the program to run first",
         ));
     }
-    if spec.exec.argv.iter().any(|arg| arg.contains('\0')) {
-        return Err(PlatformError::invalid("exec.argv", "arguments cannot hold NUL"));
+    if exec.argv.iter().any(|arg| arg.contains('\0')) {
+        return Err(PlatformError::invalid(
+            field("exec.argv"),
+            "arguments cannot hold NUL",
+        ));
     }
-    if let Some(key) = spec
-        .env
+    if let Some(key) = env
         .iter()
         .find(|(key, value)| key.is_empty() || key.contains(['=', '\0']) || value.contains('\0'))
         .map(|(key, _)| key)
     {
         return Err(PlatformError::invalid(
-            format!("env.{key}"),
+            field(&format!("env.{key}")),
             "names must be non-empty without '=' or NUL; values without NUL",
         ));
     }
-    let bytes: usize = spec.exec.argv.iter().map(String::len).sum::<usize>()
-        + spec.env.iter().map(|(k, v)| k.len() + v.len()).sum::<usize>();
+    if let Some(crate::cluster::agent_api::Probe::Http { path, .. }) = &exec.probe {
+        let plain = path.starts_with('/') && path.len() <= 1024 && path.bytes().all(|b| b.is_ascii_graphic());
+        if !plain {
+            return Err(PlatformError::invalid(
+                field("exec.probe.http.path"),
+                "a path starting with '/', at most 1024 visible ASCII characters",
+            ));
+        }
+    }
+    let bytes: usize = exec.argv.iter().map(String::len).sum::<usize>()
+        + env.iter().map(|(k, v)| k.len() + v.len()).sum::<usize>();
     if bytes > MAX_SET_SPEC_BYTES {
         return Err(PlatformError::invalid(
-            "exec",
+            field("exec"),
             format!("argv and env hold {bytes} bytes; at most {MAX_SET_SPEC_BYTES}"),
         ));
     }

@@ -26,7 +26,8 @@ use thiserror::Error;
 
 pub use authz::{Grant, PlatformRead, Requirement};
 pub use clusters::{
-    environment_may_use, validate_endpoint, validate_join_token, validate_selection, validate_set,
+    environment_may_use, validate_endpoint, validate_join_token, validate_program, validate_selection,
+    validate_set,
 };
 pub use entities::{
     Account, AccountMeta, AccountSpec, ClusterSelection, EnvironmentPatch, EnvironmentSpec, Identity, Member,

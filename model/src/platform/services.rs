@@ -161,6 +161,7 @@ impl Platform {
                 } else {
                     stored.pending = Some(number);
                 }
+                stored.forget_oldest_revisions();
                 Ok(ServiceOutcome {
                     revision: Some(number),
                     accepted,

@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use utoipa::ToSchema;
 
-use crate::cluster::agent_api::{ExecSpec, Resources};
+use crate::cluster::agent_api::{ExecSpec, Resources, MAX_SET_INSTANCES};
 use crate::platform::PlatformError;
 use crate::validation::is_label;
 
@@ -17,6 +17,9 @@ pub const MAX_ROLE_INSTANCES: u32 = 1_000;
 
 /// Most roles of one service.
 const MAX_ROLES: usize = 64;
+
+/// Most bytes of a deployment's parameters.
+const MAX_PARAMETER_BYTES: usize = 64 * 1024;
 
 /// One role of a deployment.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
@@ -112,29 +115,23 @@ impl Deployment {
                     format!("at most {MAX_ROLE_INSTANCES}"),
                 ));
             }
-            if role.exec.argv.first().is_none_or(|program| program.is_empty()) {
-                return Err(PlatformError::invalid(
-                    field(".exec.argv"),
-                    "name the program to run first",
-                ));
-            }
-            if role.exec.argv.iter().any(|arg| arg.contains('\0')) {
-                return Err(PlatformError::invalid(
-                    field(".exec.argv"),
-                    "arguments cannot hold NUL",
-                ));
-            }
-            if let Some(key) = role
-                .env
-                .iter()
-                .find(|(key, value)| key.is_empty() || key.contains(['=', '\0']) || value.contains('\0'))
-                .map(|(key, _)| key)
-            {
-                return Err(PlatformError::invalid(
-                    field(&format!(".env.{key}")),
-                    "names must be non-empty without '=' or NUL; values without NUL",
-                ));
-            }
+            crate::platform::validate_program(&format!("roles.{name}."), &role.exec, &role.env)?;
+        }
+        let instances: u64 = self.roles.values().map(|role| u64::from(role.instances)).sum();
+        if instances > MAX_SET_INSTANCES as u64 {
+            return Err(PlatformError::invalid(
+                "roles",
+                format!(
+                    "{instances} instances in all; at most {MAX_SET_INSTANCES} (one agent's desired set)"
+                ),
+            ));
+        }
+        let parameters = serde_json::to_vec(&self.parameters).map_or(usize::MAX, |bytes| bytes.len());
+        if parameters > MAX_PARAMETER_BYTES {
+            return Err(PlatformError::invalid(
+                "parameters",
+                format!("{parameters} bytes; at most {MAX_PARAMETER_BYTES}"),
+            ));
         }
         if !self.parameters.is_object() {
             return Err(PlatformError::invalid("parameters", "must be a JSON object"));

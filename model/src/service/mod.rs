@@ -133,7 +133,27 @@ pub struct Service {
     pub created_ms: u64,
 }
 
+/// Most revisions a service keeps; older ones (never the current or the pending one) are
+/// forgotten and can no longer be rolled back to.
+pub const REVISIONS_KEPT: usize = 100;
+
 impl Service {
+    /// Forgets the oldest revisions beyond [`REVISIONS_KEPT`], keeping the current and the
+    /// pending one.
+    pub fn forget_oldest_revisions(&mut self) {
+        while self.revisions.len() > REVISIONS_KEPT {
+            let Some(oldest) = self
+                .revisions
+                .keys()
+                .copied()
+                .find(|n| Some(*n) != self.current && Some(*n) != self.pending)
+            else {
+                break;
+            };
+            self.revisions.remove(&oldest);
+        }
+    }
+
     /// The current revision's usage (nothing before the first acceptance).
     pub fn deployed_usage(&self) -> Usage {
         self.current

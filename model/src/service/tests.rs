@@ -651,3 +651,52 @@ fn restarting_a_role_or_an_instance_asks_the_services_cluster() {
         PlatformError::NotFound(_)
     ));
 }
+
+#[test]
+fn a_service_keeps_its_last_hundred_revisions_and_bounded_deployments() {
+    let mut platform = world();
+    run(&mut platform, "alice", create("web", deployment(1, 10), true)).unwrap();
+    for previous in 1..=(REVISIONS_KEPT as u64 + 5) {
+        let scale = Change::Scale {
+            scale: BTreeMap::from([("frontend".into(), 1 + (previous % 2) as u32)]),
+        };
+        run(&mut platform, "alice", revise(previous, scale, true)).unwrap();
+    }
+    let stored = platform.service("acme", "web").unwrap();
+    assert_eq!(stored.revisions.len(), REVISIONS_KEPT);
+    assert_eq!(stored.current, Some(REVISIONS_KEPT as u64 + 6));
+    assert_eq!(stored.revisions.keys().next(), Some(&7));
+    assert!(matches!(
+        refused(
+            &mut platform,
+            "alice",
+            revise(106, Change::Rollback { target: 1 }, true)
+        ),
+        PlatformError::NotFound(_)
+    ));
+    // Too many instances for one agent's set, too large parameters, a probe path that is no path.
+    let mut many = deployment(1000, 1);
+    for role in ["a", "b", "c", "d", "e", "f", "g", "h", "i", "j", "k"] {
+        let spec = many.roles["frontend"].clone();
+        many.roles.insert(role.into(), spec);
+    }
+    let mut huge = deployment(1, 1);
+    huge.parameters = json!({"blob": "x".repeat(70 * 1024)});
+    let mut probe = deployment(1, 1);
+    if let Some(role) = probe.roles.get_mut("frontend") {
+        role.exec.probe = Some(crate::cluster::agent_api::Probe::Http {
+            port: 80,
+            path: "/ok\r\nX: y".into(),
+        });
+    }
+    for (deployment, field) in [
+        (many, "roles"),
+        (huge, "parameters"),
+        (probe, "roles.frontend.exec.probe.http.path"),
+    ] {
+        match refused(&mut platform, "alice", create("api", deployment, true)) {
+            PlatformError::Invalid { field: got, .. } => assert_eq!(got, field),
+            other => panic!("{field}: {other:?}"),
+        }
+    }
+}
