@@ -292,21 +292,14 @@ impl Cluster {
         }
     }
 
-    /// Forgets a removed set's refusal and the restart requests of its instances.
-    pub fn forget_set(&mut self, set: &SetName) {
-        self.status.set_errors.remove(set);
-        // A pinned set's instance ids are `{set}.main.r…`; a service's (`{tenant}.{service}.…`)
-        // stay.
-        let prefix = format!("{set}.main.r");
-        let pinned: Vec<InstanceId> = self
-            .pending_restarts
-            .keys()
-            .filter(|id| id.as_str().starts_with(&prefix))
-            .cloned()
-            .collect();
-        for id in pinned {
+    /// Removes a pinned set, its refusal and the restart requests of its instances.
+    pub fn remove_set(&mut self, name: &SetName) -> Option<StoredSet> {
+        let removed = self.sets.remove(name)?;
+        self.status.set_errors.remove(name);
+        for id in removed.instance_ids(name) {
             self.pending_restarts.remove(&id);
         }
+        Some(removed)
     }
 
     /// Whether `id` is an instance of one of its pinned sets.

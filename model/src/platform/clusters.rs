@@ -359,11 +359,9 @@ impl Platform {
             }
             ClusterOp::DeleteSet { cluster, set } => {
                 let stored = self.cluster_mut(cluster)?;
-                stored.sets.remove(set).ok_or_else(|| {
+                stored.remove_set(set).map(|_| ()).ok_or_else(|| {
                     PlatformError::NotFound(format!("set {set} of cluster {cluster} not found"))
-                })?;
-                stored.forget_set(set);
-                Ok(())
+                })
             }
             ClusterOp::RestartInstance { cluster, instance } => {
                 let stored = self.cluster_mut(cluster)?;
