@@ -115,20 +115,42 @@ fn timed_out(service: &str, revision: u64) -> AxebowError {
     )
 }
 
+/// A call that makes a revision: the path's tenant, service and previous revision, the change
+/// and what a timed-out `wait` answers.
+struct RevisionCall {
+    tenant: String,
+    service: String,
+    previous: String,
+    change: Change,
+    comment: String,
+    on_timeout: OnTimeout,
+}
+
 /// Makes a revision (or, with `dryrun`, computes it), waits as asked, and answers its info.
 async fn revision(
     state: &ApiState,
     caller: Caller,
     headers: &HeaderMap,
     params: &RevisionParams,
-    change: ServiceOp,
-    on_timeout: OnTimeout,
+    call: RevisionCall,
 ) -> Result<(StatusCode, Envelope<RevisionInfo>), AxebowError> {
     let wait = wait_of(params.wait.as_deref())?;
-    let ServiceOp::Revise { tenant, service, .. } = &change else {
-        return Err(AxebowError::internal("not a revision"));
+    let RevisionCall {
+        tenant,
+        service,
+        previous,
+        change,
+        comment,
+        on_timeout,
+    } = call;
+    let change = ServiceOp::Revise {
+        tenant: tenant.clone(),
+        service: service.clone(),
+        previous: number("revision", &previous)?,
+        change,
+        comment,
+        accept: params.accept == Some(true),
     };
-    let (tenant, service) = (tenant.clone(), service.clone());
     let info_of = |p: &drover_model::platform::Platform, number: Option<u64>| {
         p.service(&tenant, &service)?
             .revision_info(number.unwrap_or_default())
@@ -213,8 +235,7 @@ pub async fn update(
     Params(params): Params<RevisionParams>,
     Body(body): Body<DeploymentBody>,
 ) -> Result<(StatusCode, Envelope<RevisionInfo>), AxebowError> {
-    let previous = number("revision", &previous)?;
-    let change = ServiceOp::Revise {
+    let call = RevisionCall {
         tenant,
         service,
         previous,
@@ -222,9 +243,9 @@ pub async fn update(
             deployment: body.deployment,
         },
         comment: body.comment,
-        accept: params.accept == Some(true),
+        on_timeout: OnTimeout::Created,
     };
-    revision(&state, caller, &headers, &params, change, OnTimeout::Created).await
+    revision(&state, caller, &headers, &params, call).await
 }
 
 /// A new revision: a JSON merge patch (RFC 7396) of the deployment of `previous`.
@@ -242,16 +263,15 @@ pub async fn patch(
     Params(params): Params<RevisionParams>,
     Body(patch): Body<Value>,
 ) -> Result<(StatusCode, Envelope<RevisionInfo>), AxebowError> {
-    let previous = number("revision", &previous)?;
-    let change = ServiceOp::Revise {
+    let call = RevisionCall {
         tenant,
         service,
         previous,
         change: Change::Patch { patch },
         comment: String::new(),
-        accept: params.accept == Some(true),
+        on_timeout: OnTimeout::Created,
     };
-    revision(&state, caller, &headers, &params, change, OnTimeout::Created).await
+    revision(&state, caller, &headers, &params, call).await
 }
 
 /// A new revision with new instance counts (roles left out keep theirs).
@@ -268,16 +288,15 @@ pub async fn scale(
     Params(params): Params<RevisionParams>,
     Body(body): Body<ScaleBody>,
 ) -> Result<(StatusCode, Envelope<RevisionInfo>), AxebowError> {
-    let previous = number("revision", &previous)?;
-    let change = ServiceOp::Revise {
+    let call = RevisionCall {
         tenant,
         service,
         previous,
         change: Change::Scale { scale: body.scale },
         comment: String::new(),
-        accept: params.accept == Some(true),
+        on_timeout: OnTimeout::Timeout,
     };
-    revision(&state, caller, &headers, &params, change, OnTimeout::Timeout).await
+    revision(&state, caller, &headers, &params, call).await
 }
 
 /// A new revision of type `ROLLBACK` copying revision `target`'s deployment.
@@ -293,8 +312,7 @@ pub async fn rollback(
     Path((tenant, service, previous, target)): Path<(String, String, String, String)>,
     Params(params): Params<RevisionParams>,
 ) -> Result<(StatusCode, Envelope<RevisionInfo>), AxebowError> {
-    let previous = number("revision", &previous)?;
-    let change = ServiceOp::Revise {
+    let call = RevisionCall {
         tenant,
         service,
         previous,
@@ -302,9 +320,9 @@ pub async fn rollback(
             target: number("target", &target)?,
         },
         comment: String::new(),
-        accept: params.accept == Some(true),
+        on_timeout: OnTimeout::Timeout,
     };
-    revision(&state, caller, &headers, &params, change, OnTimeout::Timeout).await
+    revision(&state, caller, &headers, &params, call).await
 }
 
 async fn decide(
