@@ -8,8 +8,10 @@
 //!     ├── PoolsSupervisor (config file → committed config; one TypeActor per type)
 //!     │     └── TypeActor: claim expiry, reaper, dynamic lifecycle, cleaner, janitor
 //!     ├── ClustersSupervisor (one ClusterActor per registered cluster)
-//!     │     └── ClusterActor: probe the agent, send desired sets fenced by term, commit states
-//!     └── Placer: place accepted services on their environment's clusters
+//!     │     └── ClusterActor: fence the agent, probe it, send pinned sets, publish what it saw
+//!     └── ServicesSupervisor (placement pass)
+//!           └── TenantSupervisor (one per tenant with services)
+//!                 └── ServiceActor: plan, send the service's set fenced by term, report
 //! ```
 //!
 //! The gate starts the root only on the leader, after the read barrier, and stops it as soon as
@@ -18,6 +20,7 @@
 
 pub mod clusters;
 mod gate;
+mod keyed;
 mod metrics;
 pub mod pools;
 mod root;

@@ -65,8 +65,12 @@ impl Driver for Flaky {
         })
     }
 
-    async fn apply_set(&self, _: Fence, _: &SetName, _: Vec<InstanceSpec>) -> Result<(), DriverError> {
-        Ok(())
+    async fn raise_fence(&self, _: Fence) -> Result<Inventory, DriverError> {
+        self.inventory().await
+    }
+
+    async fn apply_set(&self, _: Fence, _: &SetName, _: Vec<InstanceSpec>) -> Result<Inventory, DriverError> {
+        self.inventory().await
     }
 
     async fn restart(&self, _: Fence, _: &InstanceId) -> Result<(), DriverError> {
@@ -163,7 +167,12 @@ async fn a_crashing_cluster_actor_is_restarted_and_then_brings_its_cluster_onlin
         sync_interval: Duration::from_millis(50),
         ..ClusterActorsConfig::default()
     };
-    let child: Arc<dyn ChildSpec> = Arc::new(ClustersChild::with_drivers(config, &registry, drivers)?);
+    let child: Arc<dyn ChildSpec> = Arc::new(ClustersChild::with_drivers(
+        config,
+        &registry,
+        drivers,
+        Default::default(),
+    )?);
     let shutdown = CancellationToken::new();
     let gate = LeaderGate::start(
         raft.clone(),

@@ -201,19 +201,36 @@ impl Agent {
         Ok(self.inventory(Some(&set)))
     }
 
+    /// `PUT /v1/fence`: records `offered` as the highest fence when it is newer, changing
+    /// nothing else, so that a new leader can shut out the deposed one's late calls before it
+    /// reads the inventory it will act on. Returns the whole inventory.
+    pub async fn raise_fence(&self, offered: Fence) -> Result<Inventory, AgentError> {
+        let _serial = self.mutations.lock().await;
+        let accepted = {
+            let memory = self.shared.lock();
+            self.check_fence(memory.fence, offered)?
+        };
+        if let Accepted::Newer(fence) = accepted {
+            self.shared.commit(&Plan::fence_only(fence)).await?;
+            tracing::info!(%fence, "accepted a newer fence");
+        }
+        Ok(self.inventory(None))
+    }
+
     /// `POST /v1/instances/{id}/restart`: stops `id` and starts it again.
     pub async fn restart(&self, id: InstanceId, offered: Fence) -> Result<InstanceStatus, AgentError> {
         let _serial = self.mutations.lock().await;
-        let (set, accepted) = {
+        let accepted = {
             let memory = self.shared.lock();
-            let entry = memory
-                .instances
-                .get(&id)
-                .ok_or_else(|| AgentError::NotFound(format!("id: no instance {id} on this agent")))?;
-            (entry.set.clone(), self.check_fence(memory.fence, offered)?)
+            if !memory.instances.contains_key(&id) {
+                return Err(AgentError::NotFound(format!(
+                    "id: no instance {id} on this agent"
+                )));
+            }
+            self.check_fence(memory.fence, offered)?
         };
         if let Accepted::Newer(fence) = accepted {
-            self.shared.commit(&Plan::fence_only(set, fence)).await?;
+            self.shared.commit(&Plan::fence_only(fence)).await?;
             tracing::info!(%fence, "accepted a newer fence");
         }
         tracing::info!(instance = %id, "restarting on request");
@@ -353,6 +370,40 @@ mod tests {
             vec![InstanceId::parse("a").unwrap(), InstanceId::parse("b").unwrap()]
         );
         assert_eq!(agent.facts().free.cpu_millis, 800);
+    }
+
+    #[tokio::test]
+    async fn raising_the_fence_changes_only_the_fence_and_shuts_out_older_leaders() {
+        let dir = tempfile::tempdir().unwrap();
+        let (agent, fake, layout) = agent(dir.path());
+        agent
+            .put_set(web(), desired(5, 1, vec![spec("a", &["x"])]))
+            .await
+            .unwrap();
+        let raised = agent.raise_fence(Fence { term: 6, leader: 2 }).await.unwrap();
+        assert_eq!(raised.fence, Fence { term: 6, leader: 2 });
+        assert_eq!(raised.instances.len(), 1, "what runs is untouched");
+        assert_eq!(fake.started.lock().unwrap().len(), 1);
+        assert!(fake.stopped.lock().unwrap().is_empty());
+        // Recorded on disk: a restarted agent keeps refusing the deposed leader.
+        let disk = String::from_utf8(std::fs::read(layout.state_file()).unwrap()).unwrap();
+        assert!(
+            disk.contains("\"term\":6") || disk.contains("\"term\": 6"),
+            "{disk}"
+        );
+        let e = agent.put_set(web(), desired(5, 1, vec![])).await.unwrap_err();
+        assert!(e.to_string().starts_with("fenced: "), "{e}");
+        assert_eq!(agent.inventory(None).instances.len(), 1);
+        // The same fence again is no change; an older one is refused.
+        agent.raise_fence(Fence { term: 6, leader: 2 }).await.unwrap();
+        assert_eq!(
+            agent
+                .raise_fence(Fence { term: 5, leader: 1 })
+                .await
+                .unwrap_err()
+                .status(),
+            409
+        );
     }
 
     #[tokio::test]

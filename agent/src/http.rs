@@ -7,6 +7,7 @@
 //! | `GET /v1/facts` | bearer | [`NodeFacts`](drover_model::cluster::agent_api::NodeFacts) |
 //! | `GET /v1/inventory` | bearer | [`Inventory`] |
 //! | `PUT /v1/sets/{set}` | bearer | body [`DesiredSet`]; the set's [`Inventory`] |
+//! | `PUT /v1/fence` | bearer | body [`Fenced`]; raises the fence only; the whole [`Inventory`] |
 //! | `POST /v1/instances/{id}/restart` | bearer | body [`Fenced`]; the instance's status |
 //! | `GET /v1/instances/{id}/logs?tail=N&since=RFC3339` | bearer | text (see [`crate::logs`]) |
 //! | `PUT /v1/sim/faults` | bearer | body [`SimFaults`]; the switches now on (sim only) |
@@ -65,6 +66,7 @@ pub fn router(agent: Arc<Agent>, token: JoinToken, layout: Layout) -> Router {
     let v1 = Router::new()
         .route("/v1/facts", get(facts))
         .route("/v1/inventory", get(inventory))
+        .route("/v1/fence", put(raise_fence))
         .route("/v1/sets/{set}", put(put_set))
         .route("/v1/instances/{id}/restart", post(restart))
         .route("/v1/instances/{id}/logs", get(instance_logs))
@@ -145,6 +147,14 @@ async fn put_set(
     let set = SetName::parse(&set).map_err(|e| AgentError::BadRequest(format!("set: {e}")))?;
     let desired: DesiredSet = json_body(body)?;
     Ok(Json(state.agent.put_set(set, desired).await?))
+}
+
+async fn raise_fence(
+    State(state): State<AppState>,
+    body: Result<Bytes, BytesRejection>,
+) -> Result<Json<Inventory>, AgentError> {
+    let fenced: Fenced = json_body(body)?;
+    Ok(Json(state.agent.raise_fence(fenced.fence).await?))
 }
 
 fn instance_id(text: &str) -> Result<InstanceId, AgentError> {

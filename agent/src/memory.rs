@@ -203,7 +203,7 @@ impl Memory {
             }
         }
         Plan {
-            set: set.clone(),
+            set: Some(set.clone()),
             fence,
             start,
             replace,
@@ -214,10 +214,13 @@ impl Memory {
     /// Applies `plan`.
     pub fn apply(&mut self, plan: &Plan) {
         self.fence = plan.fence;
+        let Some(set) = &plan.set else {
+            return;
+        };
         for id in &plan.remove {
             self.instances.remove(id);
         }
-        let members = self.sets.entry(plan.set.clone()).or_default();
+        let members = self.sets.entry(set.clone()).or_default();
         for id in &plan.remove {
             members.remove(id);
         }
@@ -227,7 +230,7 @@ impl Memory {
             self.instances.insert(
                 spec.id.clone(),
                 Entry {
-                    set: plan.set.clone(),
+                    set: set.clone(),
                     spec: spec.clone(),
                     run: Run::default(),
                     epoch: *epoch,
@@ -235,7 +238,7 @@ impl Memory {
             );
         }
         if members.is_empty() {
-            self.sets.remove(&plan.set);
+            self.sets.remove(set);
         }
     }
 }
@@ -243,8 +246,8 @@ impl Memory {
 /// One desired-set change.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Plan {
-    /// The set.
-    pub set: SetName,
+    /// The set (none for a plan that only records a fence).
+    pub set: Option<SetName>,
     /// The fence to record (the same one when it is not newer).
     pub fence: Fence,
     /// New instances with their epochs.
@@ -257,9 +260,9 @@ pub struct Plan {
 
 impl Plan {
     /// A plan that records `fence` and changes nothing else.
-    pub fn fence_only(set: SetName, fence: Fence) -> Self {
+    pub fn fence_only(fence: Fence) -> Self {
         Self {
-            set,
+            set: None,
             fence,
             start: Vec::new(),
             replace: Vec::new(),

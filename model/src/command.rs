@@ -70,6 +70,8 @@ pub enum Command {
     Service(ServiceCommand),
     /// Where a service runs (proposed by the leader only).
     Placement(crate::service::placement::Placement),
+    /// A service actor's status report, or the end of a deleted service (leader only).
+    ServiceReport(crate::service::reconcile::ServiceReport),
     /// Changes nothing; used to probe the write path.
     Noop,
     /// Several proposals applied one after another in one log entry. The leader groups the

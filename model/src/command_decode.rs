@@ -37,6 +37,7 @@ enum Op {
     Cluster,
     Service,
     Placement,
+    ServiceReport,
     Noop,
     Batch,
 }
@@ -111,6 +112,9 @@ impl Op {
             Op::Cluster => Command::Cluster(ClusterCommand::deserialize(fields)?),
             Op::Service => Command::Service(ServiceCommand::deserialize(fields)?),
             Op::Placement => Command::Placement(crate::service::placement::Placement::deserialize(fields)?),
+            Op::ServiceReport => {
+                Command::ServiceReport(crate::service::reconcile::ServiceReport::deserialize(fields)?)
+            }
             Op::Noop => {
                 IgnoredAny::deserialize(fields)?;
                 Command::Noop

@@ -14,6 +14,7 @@ pub mod platform;
 pub mod pool;
 pub mod service;
 pub mod state;
+pub mod time;
 pub mod validation;
 
 pub use command::{Command, CommandResult, Precondition, Proposal};

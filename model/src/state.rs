@@ -228,6 +228,10 @@ impl State {
                 self.platform.apply_placement(placement)?;
                 Ok((CommandResult::Done, Vec::new()))
             }
+            Command::ServiceReport(report) => {
+                self.platform.apply_service_report(now_ms, report)?;
+                Ok((CommandResult::Done, Vec::new()))
+            }
             Command::Service(service_command) => {
                 let outcome = self.platform.apply_service(now_ms, service_command)?;
                 Ok((CommandResult::Service(outcome), Vec::new()))

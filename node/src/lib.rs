@@ -17,9 +17,9 @@ pub mod tls;
 use std::sync::Arc;
 
 use axum::serve::ListenerExt;
-use drover_actors::clusters::ClustersChild;
+use drover_actors::clusters::{ClustersChild, Observations};
 use drover_actors::pools::PoolsChild;
-use drover_actors::services::ServicesChild;
+use drover_actors::services::{ServiceActorsConfig, ServicesChild};
 use drover_actors::{ChildSpec, GateState, LeaderGate, RestartPolicyConfig};
 use drover_api::ApiState;
 use drover_raft::{PeerNode, RaftHandle, StartOptions};
@@ -137,13 +137,24 @@ pub async fn start(
     tracing::info!("starting leadership gate");
     let mut children = children;
     children.insert(0, Arc::new(PoolsChild::new(config.pools.clone(), &registry)?));
+    // What the cluster actors see of their agents, shared with the service actors.
+    let observations = Observations::default();
     children.insert(
         1,
-        Arc::new(ClustersChild::new(config.clusters.clone(), &registry)?),
+        Arc::new(ClustersChild::new(
+            config.clusters.clone(),
+            &registry,
+            observations.clone(),
+        )?),
     );
+    let services = ServiceActorsConfig {
+        interval: config.clusters.probe_interval,
+        sync_interval: config.clusters.sync_interval,
+        ..ServiceActorsConfig::default()
+    };
     children.insert(
         2,
-        Arc::new(ServicesChild::new(config.clusters.sync_interval, &registry)?),
+        Arc::new(ServicesChild::new(services, &registry, observations)?),
     );
     let actors_shutdown = CancellationToken::new();
     let gate = LeaderGate::start(

@@ -116,10 +116,15 @@ impl Driver for AgentDriver {
         fence: Fence,
         set: &SetName,
         instances: Vec<InstanceSpec>,
-    ) -> Result<(), DriverError> {
+    ) -> Result<Inventory, DriverError> {
         let body = DesiredSet { fence, instances };
         let request = self.http.put(self.url(&format!("/v1/sets/{set}"))).json(&body);
-        self.send(request).await.map(|_| ())
+        self.json(request).await
+    }
+
+    async fn raise_fence(&self, fence: Fence) -> Result<Inventory, DriverError> {
+        let request = self.http.put(self.url("/v1/fence")).json(&Fenced { fence });
+        self.json(request).await
     }
 
     async fn restart(&self, fence: Fence, id: &InstanceId) -> Result<(), DriverError> {

@@ -1,25 +1,27 @@
-//! One cluster's actor: probes its agent, sends the committed desired sets and restart requests
-//! (fenced by the term and this leader's id), and commits what it observed (state transitions,
-//! facts, instance counts, refused sets, restarts done) through Raft, only when something
-//! changed.
+//! One cluster's actor: raises its agent's fence to this term first, then probes it, sends the
+//! pinned desired sets and restart requests (fenced by the term and this leader's id), removes
+//! sets nothing owns any more, publishes what it saw to the service actors ([`Observations`]),
+//! and commits what it observed (state transitions, facts, instance counts, refused sets,
+//! restarts done) through Raft, only when something changed. Services' sets are their service
+//! actors' to send.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use drover_model::cluster::agent_api::{
-    Fence, InstanceId, InstanceSpec, InstanceState, InstanceStatus, Inventory, NodeFacts, SetName,
+    Fence, InstanceId, InstanceSpec, InstanceState, Inventory, NodeFacts, SetName,
 };
 use drover_model::cluster::{
     ids_digest, ClusterCommand, ClusterFacts, ClusterObservation, ClusterRef, ClusterState, InstanceCounts,
     SetObservation,
 };
-use drover_model::service::rollout::{roll, RoleTarget};
 use drover_model::{Command, CommandResult, Proposal};
 use ractor::{Actor, ActorProcessingErr, ActorRef};
 
 use super::driver::{Driver, DriverError};
 use super::lifecycle::{next_state, ProbeOutcome};
+use super::observed::{by_set, Observation, Observations};
 use super::plan::{desired_sets, plan_sets};
 use super::{ClusterActorMetrics, ClusterActorsConfig, DriverFactory};
 use crate::root::LeaderContext;
@@ -39,6 +41,7 @@ pub struct ClusterArgs {
     pub(crate) config: Arc<ClusterActorsConfig>,
     pub(crate) metrics: ClusterActorMetrics,
     pub(crate) drivers: DriverFactory,
+    pub(crate) observations: Observations,
 }
 
 /// State of a cluster actor.
@@ -48,7 +51,9 @@ pub struct ClusterActorState {
     driver: Option<(String, String, Arc<dyn Driver>)>,
     /// When probes started failing.
     failing_since: Option<Instant>,
-    /// Whether every committed set was sent in this term.
+    /// Whether the agent accepted this term's fence.
+    fenced: bool,
+    /// Whether every pinned set was sent in this term.
     sent_all: bool,
 }
 
@@ -64,30 +69,7 @@ struct Committed {
     sets: BTreeMap<SetName, SetObservation>,
     /// Pinned sets.
     desired: BTreeMap<SetName, Vec<InstanceSpec>>,
-    /// Services' sets, role by role, to roll against what the agent reports.
-    rollouts: BTreeMap<SetName, Vec<RoleTarget>>,
     restarts: Vec<(InstanceId, u64)>,
-}
-
-impl Committed {
-    /// Every desired set now: the pinned ones, and each service's roles rolled against the
-    /// agent's inventory (bounded surge, old instances kept until new ones run).
-    fn desired_now(&self, inventory: &Inventory) -> BTreeMap<SetName, Vec<InstanceSpec>> {
-        let mut desired = self.desired.clone();
-        for (set, roles) in &self.rollouts {
-            let observed: Vec<InstanceStatus> = inventory
-                .instances
-                .iter()
-                .filter(|i| i.set == *set)
-                .cloned()
-                .collect();
-            desired.insert(
-                set.clone(),
-                roles.iter().flat_map(|role| roll(role, &observed)).collect(),
-            );
-        }
-        desired
-    }
 }
 
 /// What one pass of sending did.
@@ -188,7 +170,6 @@ impl ClusterActor {
                 set_errors: cluster.status.set_errors.clone(),
                 sets: cluster.status.sets.clone(),
                 desired: desired_sets(cluster),
-                rollouts: s.platform().service_rollouts_on(&args.cluster),
                 restarts: cluster
                     .pending_restarts
                     .iter()
@@ -213,14 +194,42 @@ impl ClusterActor {
         Ok(driver)
     }
 
-    async fn probe(driver: &dyn Driver) -> Result<(NodeFacts, Inventory), DriverError> {
-        let facts = driver.facts().await?;
-        let inventory = driver.inventory().await?;
-        Ok((facts, inventory))
+    fn fence(args: &ClusterArgs) -> Fence {
+        Fence {
+            term: args.context.term,
+            leader: args.context.raft.id(),
+        }
     }
 
-    /// Sends the sets that differ (all of them on the term's first pass), then the requested
-    /// restarts, all under this leader's fence.
+    /// Facts and inventory, and when the inventory was asked for. The term's first probe
+    /// raises the agent's fence and takes the inventory from that call, so nothing a deposed
+    /// leader sends afterwards can change what this leader acts on.
+    async fn probe(
+        state: &mut ClusterActorState,
+        driver: &dyn Driver,
+    ) -> Result<(NodeFacts, Inventory, Instant), DriverError> {
+        let facts = driver.facts().await?;
+        let read_at = Instant::now();
+        let inventory = if state.fenced {
+            driver.inventory().await?
+        } else {
+            let inventory = driver.raise_fence(Self::fence(&state.args)).await?;
+            state.fenced = true;
+            inventory
+        };
+        Ok((facts, inventory, read_at))
+    }
+
+    /// The sets of the services placed on this cluster, read after the inventory: a set a
+    /// service actor sent is then known to belong to a service.
+    fn service_sets(args: &ClusterArgs) -> BTreeSet<SetName> {
+        args.context
+            .raft
+            .local_read(|s| s.platform().service_sets_on(&args.cluster))
+    }
+
+    /// Sends the pinned sets that differ (all of them on the term's first pass) and removes the
+    /// sets nothing owns, then the requested restarts, all under this leader's fence.
     async fn send(
         state: &mut ClusterActorState,
         driver: &dyn Driver,
@@ -228,11 +237,9 @@ impl ClusterActor {
         inventory: &Inventory,
     ) -> Sent {
         let args = &state.args;
-        let fence = Fence {
-            term: args.context.term,
-            leader: args.context.raft.id(),
-        };
-        let pushes = plan_sets(&committed.desired_now(inventory), inventory, !state.sent_all);
+        let fence = Self::fence(args);
+        let services = Self::service_sets(args);
+        let pushes = plan_sets(&committed.desired, inventory, !state.sent_all, &services);
         let mut sent = Sent {
             changed: !pushes.is_empty() || !committed.restarts.is_empty(),
             ..Sent::default()
@@ -245,7 +252,7 @@ impl ClusterActor {
                 .with_label_values(&["apply_set", outcome(&result)])
                 .inc();
             match result {
-                Ok(()) => {}
+                Ok(_) => {}
                 Err(DriverError::Refused { message, .. }) => {
                     // The agent will refuse it again until the set changes: say why on the
                     // cluster, and log it once rather than every probe. It did hear this
@@ -295,17 +302,34 @@ impl ClusterActor {
         let started = Instant::now();
         let mut sent = Sent::default();
         let probed = match Self::driver(state, &committed) {
-            Ok(driver) => match Self::probe(driver.as_ref()).await {
-                Ok((facts, mut inventory)) => {
+            Ok(driver) => match Self::probe(state, driver.as_ref()).await {
+                Ok((facts, mut inventory, mut read_at)) => {
                     sent = Self::send(state, driver.as_ref(), &committed, &inventory).await;
                     if sent.changed {
+                        let again = Instant::now();
                         if let Ok(after) = driver.inventory().await {
                             inventory = after;
+                            read_at = again;
                         }
                     }
+                    let observation = Observation {
+                        term: state.args.context.term,
+                        uid: state.args.uid.clone(),
+                        read_at,
+                        reachable: true,
+                        sets: Arc::new(by_set(&inventory)),
+                        driver: driver.clone(),
+                    };
+                    state.args.observations.publish(&state.args.cluster, observation);
                     Ok((facts, inventory))
                 }
-                Err(error) => Err(error),
+                Err(error) => {
+                    state
+                        .args
+                        .observations
+                        .unreachable(&state.args.cluster, state.args.context.term);
+                    Err(error)
+                }
             },
             Err(error) => Err(error),
         };
@@ -415,8 +439,21 @@ impl Actor for ClusterActor {
             args,
             driver: None,
             failing_since: None,
+            fenced: false,
             sent_all: false,
         })
+    }
+
+    async fn post_stop(
+        &self,
+        _myself: ActorRef<ClusterMsg>,
+        state: &mut ClusterActorState,
+    ) -> Result<(), ActorProcessingErr> {
+        state
+            .args
+            .observations
+            .forget(&state.args.cluster, &state.args.uid);
+        Ok(())
     }
 
     async fn handle(

@@ -39,13 +39,17 @@ pub trait Driver: Send + Sync {
     async fn facts(&self) -> Result<NodeFacts, DriverError>;
     /// Everything the cluster runs.
     async fn inventory(&self) -> Result<Inventory, DriverError>;
-    /// Makes `instances` the whole desired set `set` (empty: remove it), under `fence`.
+    /// Records `fence` as the cluster's highest, changing nothing else, and returns what it
+    /// runs: after this, calls of older leaders are refused, so the inventory is final for them.
+    async fn raise_fence(&self, fence: Fence) -> Result<Inventory, DriverError>;
+    /// Makes `instances` the whole desired set `set` (empty: remove it), under `fence`; returns
+    /// the set's inventory right after.
     async fn apply_set(
         &self,
         fence: Fence,
         set: &SetName,
         instances: Vec<InstanceSpec>,
-    ) -> Result<(), DriverError>;
+    ) -> Result<Inventory, DriverError>;
     /// Stops and starts one instance again, under `fence`.
     async fn restart(&self, fence: Fence, id: &InstanceId) -> Result<(), DriverError>;
     /// The last `tail` lines an instance wrote (after `since`, an RFC 3339 time, when given).

@@ -8,6 +8,7 @@ mod agent_driver;
 mod cluster_actor;
 mod driver;
 pub mod lifecycle;
+pub mod observed;
 pub mod plan;
 mod supervisor;
 
@@ -21,6 +22,7 @@ use ractor::{Actor, ActorCell};
 
 pub use agent_driver::AgentDriver;
 pub use driver::{Driver, DriverError};
+pub use observed::{Observation, Observations};
 pub use supervisor::ClustersSupervisor;
 
 use crate::root::{ChildSpec, LeaderContext, StartFuture};
@@ -125,16 +127,22 @@ pub struct ClustersChild {
     config: Arc<ClusterActorsConfig>,
     metrics: ClusterActorMetrics,
     drivers: DriverFactory,
+    observations: Observations,
 }
 
 impl ClustersChild {
-    /// A child spec whose cluster actors talk to `drover agent`s, with its metrics registered.
-    pub fn new(config: ClusterActorsConfig, registry: &Registry) -> Result<Self, ActorsError> {
+    /// A child spec whose cluster actors talk to `drover agent`s, with its metrics registered;
+    /// they publish what they see in `observations`, for the service actors.
+    pub fn new(
+        config: ClusterActorsConfig,
+        registry: &Registry,
+        observations: Observations,
+    ) -> Result<Self, ActorsError> {
         let timeout = config.probe_timeout;
         let drivers: DriverFactory = Arc::new(move |endpoint: &str, token: &str| {
             Ok(Arc::new(AgentDriver::new(endpoint, token, timeout)?) as Arc<dyn Driver>)
         });
-        Self::with_drivers(config, registry, drivers)
+        Self::with_drivers(config, registry, drivers, observations)
     }
 
     /// A child spec whose cluster actors reach their clusters through `drivers` (another kind of
@@ -143,11 +151,13 @@ impl ClustersChild {
         config: ClusterActorsConfig,
         registry: &Registry,
         drivers: DriverFactory,
+        observations: Observations,
     ) -> Result<Self, ActorsError> {
         Ok(Self {
             config: Arc::new(config),
             metrics: ClusterActorMetrics::register(registry)?,
             drivers,
+            observations,
         })
     }
 }
@@ -163,6 +173,7 @@ impl ChildSpec for ClustersChild {
             config: self.config.clone(),
             metrics: self.metrics.clone(),
             drivers: self.drivers.clone(),
+            observations: self.observations.clone(),
         };
         Box::pin(async move {
             let (actor, _) = Actor::spawn_linked(None, ClustersSupervisor, args, supervisor)

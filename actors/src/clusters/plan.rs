@@ -1,10 +1,10 @@
 //! Which desired sets a cluster actor sends: a pure function of the sets committed for the
 //! cluster and the inventory its agent reported.
 //!
-//! At the start of a term every committed set is sent once (which also raises the agent's fence
-//! to the new term, so the deposed leader's late calls are refused); afterwards only sets whose
-//! instance ids differ from what the agent reports, and sets the agent runs that are no longer
-//! committed (sent empty, so their instances stop).
+//! At the start of a term every pinned set is sent once; afterwards only sets whose instance ids
+//! differ from what the agent reports, and sets the agent runs that are neither pinned nor a
+//! service's (sent empty, so their instances stop: what a forced delete orphaned, or a pinned
+//! set removed while the cluster was away). Services' sets are left to their service actors.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -41,12 +41,13 @@ pub struct SetPush {
     pub instances: Vec<InstanceSpec>,
 }
 
-/// The pushes that make the agent's inventory match `desired`. `full` sends every desired set,
-/// changed or not (the first pass of a term).
+/// The pushes that make the agent's inventory match `desired`, leaving the sets in `services`
+/// alone. `full` sends every desired set, changed or not (the first pass of a term).
 pub fn plan_sets(
     desired: &BTreeMap<SetName, Vec<InstanceSpec>>,
     observed: &Inventory,
     full: bool,
+    services: &BTreeSet<SetName>,
 ) -> Vec<SetPush> {
     let mut running: BTreeMap<&SetName, BTreeSet<&InstanceId>> = BTreeMap::new();
     for instance in &observed.instances {
@@ -68,7 +69,7 @@ pub fn plan_sets(
     pushes.extend(
         running
             .keys()
-            .filter(|set| !desired.contains_key(**set))
+            .filter(|set| !desired.contains_key(**set) && !services.contains(*set))
             .map(|set| SetPush {
                 set: (*set).clone(),
                 instances: Vec::new(),
@@ -146,13 +147,29 @@ mod tests {
             status("gone", "gone.main.r1.0"),
         ]);
         // web matches; db has one too many; new is missing; none is empty everywhere; gone is
-        // no longer desired.
+        // no longer desired; svc is a service's, left to its actor.
+        let observed = {
+            let mut observed = observed;
+            observed.instances.push(status("svc", "svc.main.r1.0"));
+            observed
+        };
+        let services = BTreeSet::from([set("svc")]);
         assert_eq!(
-            names(&plan_sets(&desired, &observed, false)),
+            names(&plan_sets(&desired, &observed, false, &services)),
             [("db".into(), 1), ("new".into(), 1), ("gone".into(), 0)]
         );
         assert_eq!(
-            names(&plan_sets(&desired, &observed, true)),
+            names(&plan_sets(&desired, &observed, false, &BTreeSet::new())),
+            [
+                ("db".into(), 1),
+                ("new".into(), 1),
+                ("gone".into(), 0),
+                ("svc".into(), 0)
+            ],
+            "a set no service owns any more is removed"
+        );
+        assert_eq!(
+            names(&plan_sets(&desired, &observed, true, &services)),
             [
                 ("db".into(), 1),
                 ("new".into(), 1),
@@ -167,9 +184,13 @@ mod tests {
     fn a_converged_cluster_needs_nothing() {
         let desired = BTreeMap::from([(set("web"), vec![spec("web.main.r2.0")])]);
         let observed = inventory(vec![status("web", "web.main.r2.0")]);
-        assert!(plan_sets(&desired, &observed, false).is_empty());
+        let none = BTreeSet::new();
+        assert!(plan_sets(&desired, &observed, false, &none).is_empty());
         // A new revision replaces every id.
         let observed = inventory(vec![status("web", "web.main.r1.0")]);
-        assert_eq!(names(&plan_sets(&desired, &observed, false)), [("web".into(), 1)]);
+        assert_eq!(
+            names(&plan_sets(&desired, &observed, false, &none)),
+            [("web".into(), 1)]
+        );
     }
 }

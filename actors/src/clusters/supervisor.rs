@@ -4,15 +4,15 @@
 
 use std::collections::HashMap;
 use std::sync::Arc;
-use std::time::Instant;
 
 use drover_model::cluster::{ClusterRef, ClusterState};
 use ractor::{Actor, ActorProcessingErr, ActorRef, SupervisionEvent};
 
 use super::cluster_actor::{ClusterActor, ClusterArgs, ClusterMsg};
+use super::observed::Observations;
 use super::{ClusterActorMetrics, ClusterActorsConfig, DriverFactory};
+use crate::keyed::{ended_cell, Keyed};
 use crate::root::LeaderContext;
-use crate::supervision::{Decision, RestartPolicy, RestartPolicyConfig};
 
 /// Messages of the clusters supervisor.
 #[derive(Debug)]
@@ -27,20 +27,13 @@ pub struct ClustersArgs {
     pub(crate) config: Arc<ClusterActorsConfig>,
     pub(crate) metrics: ClusterActorMetrics,
     pub(crate) drivers: DriverFactory,
-}
-
-struct Running {
-    uid: String,
-    actor: Option<ActorRef<ClusterMsg>>,
-    policy: RestartPolicy,
-    /// A failed actor is started again only after this.
-    not_before: Option<Instant>,
+    pub(crate) observations: Observations,
 }
 
 /// State of the clusters supervisor.
 pub struct ClustersState {
     args: ClustersArgs,
-    clusters: HashMap<ClusterRef, Running>,
+    clusters: Keyed<ClusterRef, ClusterMsg>,
 }
 
 /// The clusters supervisor actor.
@@ -70,49 +63,27 @@ impl ClustersSupervisor {
                 .with_label_values(&[cluster_state.as_str()])
                 .set(count);
         }
-        // Stop the actors of clusters that are gone or registered again (another uid).
-        state.clusters.retain(|cluster, running| {
-            let keep = committed
-                .iter()
-                .any(|(c, uid, _)| c == cluster && *uid == running.uid);
-            if !keep {
-                if let Some(actor) = running.actor.take() {
-                    actor.stop(Some("cluster deregistered".into()));
-                }
-            }
-            keep
-        });
-        let now = Instant::now();
-        for (cluster, uid, _) in committed {
-            let running = state.clusters.entry(cluster.clone()).or_insert_with(|| Running {
-                uid: uid.clone(),
-                actor: None,
-                policy: RestartPolicy::new(RestartPolicyConfig {
-                    // A cluster actor that keeps failing is retried slowly, never given up on:
-                    // one bad cluster must not take the whole tree down.
-                    max_restarts: usize::MAX,
-                    ..RestartPolicyConfig::default()
-                }),
-                not_before: None,
-            });
-            if running.actor.is_some() || running.not_before.is_some_and(|at| now < at) {
-                continue;
-            }
+        let due = state.clusters.sync(
+            committed.into_iter().map(|(cluster, uid, _)| (cluster, uid)),
+            "cluster deregistered",
+        );
+        for due in due {
             let args = ClusterArgs {
-                cluster: cluster.clone(),
-                uid,
+                cluster: due.key.clone(),
+                uid: due.uid,
                 context: state.args.context.clone(),
                 config: state.args.config.clone(),
                 metrics: state.args.metrics.clone(),
                 drivers: state.args.drivers.clone(),
+                observations: state.args.observations.clone(),
             };
             let (actor, _) = Actor::spawn_linked(None, ClusterActor, args, myself.get_cell()).await?;
-            if running.not_before.take().is_some() {
+            if due.restart {
                 state.args.metrics.restarts.inc();
             }
-            running.actor = Some(actor);
+            state.clusters.started(&due.key, actor);
         }
-        let live = state.clusters.values().filter(|r| r.actor.is_some()).count();
+        let live = state.clusters.live();
         state
             .args
             .metrics
@@ -134,9 +105,10 @@ impl Actor for ClustersSupervisor {
     ) -> Result<ClustersState, ActorProcessingErr> {
         myself.send_interval(args.config.sync_interval, || ClustersMsg::Tick);
         myself.send_message(ClustersMsg::Tick)?;
+        let retry = args.config.sync_interval;
         Ok(ClustersState {
             args,
-            clusters: HashMap::new(),
+            clusters: Keyed::new(retry),
         })
     }
 
@@ -145,11 +117,7 @@ impl Actor for ClustersSupervisor {
         _myself: ActorRef<ClustersMsg>,
         state: &mut ClustersState,
     ) -> Result<(), ActorProcessingErr> {
-        for running in state.clusters.values_mut() {
-            if let Some(actor) = running.actor.take() {
-                actor.stop(Some("clusters supervisor stopping".into()));
-            }
-        }
+        state.clusters.stop_all("clusters supervisor stopping");
         state.args.metrics.actors.set(0);
         Ok(())
     }
@@ -171,29 +139,11 @@ impl Actor for ClustersSupervisor {
         event: SupervisionEvent,
         state: &mut ClustersState,
     ) -> Result<(), ActorProcessingErr> {
-        let (cell, reason) = match event {
-            SupervisionEvent::ActorFailed(cell, error) => (cell, Some(error.to_string())),
-            SupervisionEvent::ActorTerminated(cell, _, _) => (cell, None),
-            _ => return Ok(()),
+        let Some((cell, reason)) = ended_cell(event) else {
+            return Ok(());
         };
-        for (cluster, running) in state.clusters.iter_mut() {
-            if running
-                .actor
-                .as_ref()
-                .is_some_and(|a| a.get_id() == cell.get_id())
-            {
-                running.actor = None;
-                if let Some(reason) = reason {
-                    // Failed: start it again after the policy's backoff.
-                    let delay = match running.policy.on_failure(Instant::now()) {
-                        Decision::RestartAfter(delay) => delay,
-                        Decision::GiveUp => state.args.config.sync_interval,
-                    };
-                    tracing::warn!(%cluster, %reason, ?delay, "cluster actor failed; restarting");
-                    running.not_before = Some(Instant::now() + delay);
-                }
-                break;
-            }
+        if let Some((cluster, Some(delay))) = state.clusters.ended(cell.get_id(), reason.is_some()) {
+            tracing::warn!(%cluster, reason = reason.unwrap_or_default(), ?delay, "cluster actor failed; restarting");
         }
         Ok(())
     }

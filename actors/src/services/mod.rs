@@ -1,170 +1,156 @@
-//! The leader's service placer, first cut: every accepted service that runs nowhere (or on a
-//! cluster its environment may no longer use) is placed by the pure [`place`] function on one
-//! of its environment's clusters, and the decision is committed through Raft. The cluster
-//! actors then send each cluster the desired sets of the services placed on it, fenced like
-//! every change, so a service's instances start, scale and change revision there.
+//! The leader's service actors:
 //!
-//! Per-service actors with bounded rollouts, status from the agents' inventories, garbage
-//! collection with finalizers and migration come next; this actor only places.
+//! ```text
+//!  ServicesSupervisor ── placement pass (pure `place`, one batched commit)
+//!     └── TenantSupervisor (one per tenant with services)
+//!           └── ServiceActor (one per service): plan → send the desired set → report
+//! ```
+//!
+//! Every decision is the pure [`drover_model::service::reconcile::plan`] of the committed
+//! service and what its cluster's actor last saw ([`crate::clusters::Observations`]); the
+//! service actor carries it out through that cluster's driver, fenced by term, and commits its
+//! status, events and, for a deleted service, its end through Raft. The tree is rebuilt by a
+//! new leader from the store alone.
 
-use std::collections::HashMap;
+mod backoff;
+mod placer;
+mod service_actor;
+mod supervisor;
+mod tenant;
+
+use std::sync::Arc;
 use std::time::Duration;
 
-use drover_model::cluster::agent_api::Resources;
-use drover_model::cluster::ClusterRef;
-use drover_model::service::placement::{place, Placement};
-use drover_model::{Command, CommandResult, Proposal};
-use prometheus::{IntCounter, Registry};
-use ractor::{Actor, ActorCell, ActorProcessingErr, ActorRef};
+use prometheus::{Histogram, HistogramOpts, IntCounter, IntCounterVec, IntGauge, Opts, Registry};
+use ractor::{Actor, ActorCell};
 
+pub use backoff::{phase, retry_delay};
+pub use supervisor::ServicesSupervisor;
+
+use crate::clusters::Observations;
 use crate::root::{ChildSpec, LeaderContext, StartFuture};
 use crate::ActorsError;
 
-/// Messages of the placer.
-#[derive(Debug)]
-pub enum PlacerMsg {
-    /// Look for services to place.
-    Tick,
+/// Settings of the service actors.
+#[derive(Debug, Clone)]
+pub struct ServiceActorsConfig {
+    /// Time between two passes of a service actor (its cluster is probed as often).
+    pub interval: Duration,
+    /// How often supervisors compare their actors with the committed state, and the placement
+    /// pass runs.
+    pub sync_interval: Duration,
+    /// First retry delay after a failed send (doubling, jittered).
+    pub retry_base: Duration,
+    /// Longest retry delay.
+    pub retry_max: Duration,
 }
 
-/// Arguments of the placer.
-pub struct PlacerArgs {
-    context: LeaderContext,
-    interval: Duration,
-    placements: IntCounter,
+impl Default for ServiceActorsConfig {
+    fn default() -> Self {
+        Self {
+            interval: Duration::from_secs(1),
+            sync_interval: Duration::from_millis(500),
+            retry_base: Duration::from_millis(500),
+            retry_max: Duration::from_secs(30),
+        }
+    }
 }
 
-/// The placer actor.
-pub struct Placer;
+/// Metrics of the service actors.
+#[derive(Clone)]
+pub struct ServiceMetrics {
+    pub(crate) actors: IntGauge,
+    pub(crate) tenants: IntGauge,
+    pub(crate) restarts: IntCounter,
+    pub(crate) reconciles: IntCounterVec,
+    pub(crate) reconcile_seconds: Histogram,
+    pub(crate) backlog: IntGauge,
+    pub(crate) driver_calls: IntCounterVec,
+}
 
-impl Placer {
-    /// The placements to make now, from the committed state alone.
-    fn decide(context: &LeaderContext) -> Vec<Placement> {
-        context.raft.local_read(|s| {
-            let platform = s.platform();
-            // Room taken by this pass's own decisions, so that two services placed together
-            // do not both count on the same free capacity.
-            let mut taken: HashMap<ClusterRef, Resources> = HashMap::new();
-            let mut decisions = Vec::new();
-            for (tenant, stored) in platform.tenants() {
-                for (name, service) in &stored.services {
-                    let Some(revision) = service.current.and_then(|n| service.revisions.get(&n)) else {
-                        continue;
-                    };
-                    let registered = |c: &ClusterRef| platform.cluster(c).is_some();
-                    if service.placement.as_ref().is_some_and(registered) {
-                        // Placed and its cluster is still there: nothing to decide.
-                        continue;
-                    }
-                    let environment = &service.environment;
-                    let Ok(mut usable) =
-                        platform.environment_clusters(tenant, &environment.account, &environment.environment)
-                    else {
-                        continue;
-                    };
-                    for candidate in &mut usable.clusters {
-                        let reference = ClusterRef {
-                            tenant: candidate.tenant.clone(),
-                            name: candidate.name.clone(),
-                        };
-                        if let (Some(free), Some(used)) = (candidate.free.as_mut(), taken.get(&reference)) {
-                            *free = free.minus(*used);
-                        }
-                    }
-                    let Some(cluster) = place(
-                        &usable.clusters,
-                        revision.usage,
-                        service.placement.as_ref(),
-                        registered,
-                    ) else {
-                        continue;
-                    };
-                    let usage = Resources {
-                        cpu_millis: revision.usage.vcpu_millis,
-                        memory_mib: revision.usage.memory_mib,
-                    };
-                    let entry = taken.entry(cluster.clone()).or_default();
-                    *entry = entry.plus(usage);
-                    decisions.push(Placement {
-                        tenant: tenant.clone(),
-                        service: name.clone(),
-                        uid: service.uid.clone(),
-                        cluster,
-                    });
-                }
-            }
-            decisions
+impl ServiceMetrics {
+    /// Creates and registers the metrics.
+    pub fn register(registry: &Registry) -> Result<Self, ActorsError> {
+        let actors = IntGauge::new(
+            "drover_service_actors",
+            "Service actors running on this node (the leader)",
+        )?;
+        let tenants = IntGauge::new(
+            "drover_tenant_supervisors",
+            "Tenant supervisors running on this node (one per tenant with services)",
+        )?;
+        let restarts = IntCounter::new(
+            "drover_service_actor_restarts_total",
+            "Service actors and tenant supervisors started again after they failed",
+        )?;
+        let reconciles = IntCounterVec::new(
+            Opts::new(
+                "drover_service_reconciles_total",
+                "Passes of service actors by result (idle: nothing to do; acted: sent or finalized; failed)",
+            ),
+            &["result"],
+        )?;
+        let reconcile_seconds = Histogram::with_opts(
+            HistogramOpts::new(
+                "drover_service_reconcile_seconds",
+                "Time of one pass of a service actor (read, plan, send, report)",
+            )
+            .buckets(vec![0.0005, 0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1.0, 5.0]),
+        )?;
+        let backlog = IntGauge::new(
+            "drover_service_reconcile_backlog",
+            "Services whose actor has work left: not RUNNING exactly their accepted revision",
+        )?;
+        let driver_calls = IntCounterVec::new(
+            Opts::new(
+                "drover_service_driver_calls_total",
+                "Desired sets service actors sent to clusters, by outcome",
+            ),
+            &["outcome"],
+        )?;
+        registry.register(Box::new(actors.clone()))?;
+        registry.register(Box::new(tenants.clone()))?;
+        registry.register(Box::new(restarts.clone()))?;
+        registry.register(Box::new(reconciles.clone()))?;
+        registry.register(Box::new(reconcile_seconds.clone()))?;
+        registry.register(Box::new(backlog.clone()))?;
+        registry.register(Box::new(driver_calls.clone()))?;
+        Ok(Self {
+            actors,
+            tenants,
+            restarts,
+            reconciles,
+            reconcile_seconds,
+            backlog,
+            driver_calls,
         })
     }
 }
 
-impl Actor for Placer {
-    type Msg = PlacerMsg;
-    type State = PlacerArgs;
-    type Arguments = PlacerArgs;
-
-    async fn pre_start(
-        &self,
-        myself: ActorRef<PlacerMsg>,
-        args: PlacerArgs,
-    ) -> Result<PlacerArgs, ActorProcessingErr> {
-        myself.send_interval(args.interval, || PlacerMsg::Tick);
-        myself.send_message(PlacerMsg::Tick)?;
-        Ok(args)
-    }
-
-    async fn handle(
-        &self,
-        _myself: ActorRef<PlacerMsg>,
-        message: PlacerMsg,
-        state: &mut PlacerArgs,
-    ) -> Result<(), ActorProcessingErr> {
-        let PlacerMsg::Tick = message;
-        let decisions = Self::decide(&state.context);
-        if decisions.is_empty() {
-            return Ok(());
-        }
-        // One log entry for the whole pass: a burst of new services costs one append.
-        let count = decisions.len();
-        let proposals = decisions
-            .into_iter()
-            .map(|placement| Proposal::new(Command::Placement(placement)))
-            .collect();
-        match state
-            .context
-            .raft
-            .write(Proposal::new(Command::Batch { proposals }))
-            .await
-        {
-            Ok(written) => {
-                let placed = match &written.result {
-                    CommandResult::Batch { results } => results
-                        .iter()
-                        .filter(|r| !matches!(r, CommandResult::Refused(_)))
-                        .count(),
-                    _ => 0,
-                };
-                state.placements.inc_by(u64::try_from(placed).unwrap_or(0));
-                tracing::info!(placed, of = count, "services placed");
-            }
-            Err(error) => tracing::warn!(%error, count, "placements not committed"),
-        }
-        Ok(())
-    }
-}
-
-/// The root's child that runs the placer.
+/// The root's child that runs the services supervisor.
 pub struct ServicesChild {
-    interval: Duration,
+    config: Arc<ServiceActorsConfig>,
+    metrics: ServiceMetrics,
     placements: IntCounter,
+    observations: Observations,
 }
 
 impl ServicesChild {
-    /// A child spec that looks for services to place every `interval`.
-    pub fn new(interval: Duration, registry: &Registry) -> Result<Self, ActorsError> {
+    /// A child spec whose service actors act on what the cluster actors publish in
+    /// `observations`, with its metrics registered.
+    pub fn new(
+        config: ServiceActorsConfig,
+        registry: &Registry,
+        observations: Observations,
+    ) -> Result<Self, ActorsError> {
         let placements = IntCounter::new("drover_service_placements_total", "Services placed on a cluster")?;
         registry.register(Box::new(placements.clone()))?;
-        Ok(Self { interval, placements })
+        Ok(Self {
+            config: Arc::new(config),
+            metrics: ServiceMetrics::register(registry)?,
+            placements,
+            observations,
+        })
     }
 }
 
@@ -174,13 +160,15 @@ impl ChildSpec for ServicesChild {
     }
 
     fn start(&self, supervisor: ActorCell, context: LeaderContext) -> StartFuture {
-        let args = PlacerArgs {
+        let args = supervisor::ServicesArgs {
             context,
-            interval: self.interval,
+            observations: self.observations.clone(),
+            config: self.config.clone(),
+            metrics: self.metrics.clone(),
             placements: self.placements.clone(),
         };
         Box::pin(async move {
-            let (actor, _) = Actor::spawn_linked(None, Placer, args, supervisor)
+            let (actor, _) = Actor::spawn_linked(None, ServicesSupervisor, args, supervisor)
                 .await
                 .map_err(|e| ActorsError::Spawn {
                     name: "services".into(),

@@ -8,7 +8,7 @@
 
 use std::time::Duration;
 
-use drover_model::service::placement::{set_name, RunStatus};
+use drover_model::service::placement::RunStatus;
 use tokio::time::Instant;
 
 use super::reply::AxebowError;
@@ -92,16 +92,14 @@ pub async fn converged(state: &ApiState, tenant: &str, service: &str, revision: 
     .await
 }
 
-/// Waits until no cluster reports instances of a deleted service; `false` on a timeout.
+/// Waits until a deleted service's object is gone (its actor removed its instances and
+/// finalized it); `false` on a timeout.
 pub async fn gone(state: &ApiState, tenant: &str, service: &str, wait: Wait) -> bool {
-    let Some(set) = set_name(tenant, service) else {
-        return true;
-    };
     until(wait, || {
         state.raft.local_read(|s| {
             s.platform()
-                .clusters()
-                .all(|(_, cluster)| !cluster.status.sets.contains_key(&set))
+                .service(tenant, service)
+                .map_or(true, |stored| stored.deleting_ms.is_none())
         })
     })
     .await

@@ -13,14 +13,14 @@ use axum::http::{HeaderMap, StatusCode};
 use drover_model::platform::{PlatformError, PlatformRead};
 use drover_model::service::placement::RunStatus;
 use drover_model::service::views::{HistoryEntry, RevisionInfo, ServiceFull, ServiceStatus, ServiceSummary};
-use drover_model::service::{Change, Deployment, ServiceOp};
+use drover_model::service::{Change, Deployment, Orphaned, ServiceOp};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use utoipa::{IntoParams, ToSchema};
 
 use super::context::Caller;
 use super::reply::{codes, done, ok, AxebowError, Body, Empty, Envelope, Params};
-use super::service_wait::{converged, gone, request_status, wait_of};
+use super::service_wait::{converged, gone, request_status, wait_of, Wait};
 use super::store;
 use crate::state::ApiState;
 
@@ -376,32 +376,63 @@ pub async fn decide_pending(
     decide(state, caller, headers, (tenant, service, None), params).await
 }
 
-/// Removes a service and its history.
+/// `DELETE …/service/{s}` parameters.
+#[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct DeleteParams {
+    /// Seconds to wait until the service is gone (`0`: no limit); `408` when it is not by then.
+    pub wait: Option<String>,
+    /// Operators only: remove the object now, leaving its instances to be removed by its
+    /// cluster's actor when the cluster answers; the answer says what was left.
+    pub force: Option<bool>,
+}
+
+/// What a delete did.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct Deleted {
+    /// The object is gone.
+    pub removed: bool,
+    /// The object stays, `deleting`, until its actor has removed its instances.
+    pub deleting: bool,
+    /// What a forced delete left running.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub orphaned: Option<Orphaned>,
+}
+
+/// Deletes a service and its history. A service that may have instances running is marked
+/// `deleting` and goes once its actor has removed them from its cluster (a finalizer); one that
+/// never ran goes at once.
 #[utoipa::path(delete, path = "/api/1.0-beta/tenant/{tenant}/service/{service}", tag = "services",
-    params(("tenant" = String, Path, description = "Tenant name"), ("service" = String, Path, description = "Service name"), RevisionParams),
-    responses((status = 200, description = "Removed", body = Empty),
-        (status = 408, description = "Removed; its instances still run", body = super::reply::ErrorBody)))]
+    params(("tenant" = String, Path, description = "Tenant name"), ("service" = String, Path, description = "Service name"), DeleteParams),
+    responses((status = 200, description = "Removed, or deleting", body = Envelope<Deleted>),
+        (status = 403, description = "`force` by a non-operator", body = super::reply::ErrorBody),
+        (status = 408, description = "Deleting; its instances have not all gone yet", body = super::reply::ErrorBody)))]
 pub async fn delete(
     State(state): State<ApiState>,
     caller: Caller,
     headers: HeaderMap,
     Path((tenant, service)): Path<(String, String)>,
-    Params(params): Params<RevisionParams>,
-) -> Result<Empty, AxebowError> {
+    Params(params): Params<DeleteParams>,
+) -> Result<Envelope<Deleted>, AxebowError> {
     let wait = wait_of(params.wait.as_deref())?;
     let change = ServiceOp::Delete {
         tenant: tenant.clone(),
         service: service.clone(),
+        force: params.force.unwrap_or(false),
     };
-    store::write_service(&state, caller.0, change, &headers).await?;
-    if !gone(&state, &tenant, &service, wait).await {
+    let outcome = store::write_service(&state, caller.0, change, &headers).await?;
+    if outcome.deleting && !gone(&state, &tenant, &service, wait).await {
         return Err(AxebowError::new(
             StatusCode::REQUEST_TIMEOUT,
             codes::TIMEOUT,
-            format!("service {service:?} is deleted but its instances have not all stopped yet"),
+            format!("service {service:?} is deleting: its instances have not all been removed yet"),
         ));
     }
-    Ok(done())
+    Ok(ok(Deleted {
+        removed: outcome.removed || outcome.deleting && wait != Wait::No,
+        deleting: outcome.deleting && wait == Wait::No,
+        orphaned: outcome.orphaned,
+    }))
 }
 
 /// What a request id resolves to.

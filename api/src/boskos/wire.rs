@@ -5,15 +5,7 @@ use std::collections::BTreeMap;
 use drover_model::pool::{states, Resource};
 use serde_json::{json, Value};
 
-/// RFC 3339 with second precision, as Go's `time.Time` marshals UTC.
-pub fn rfc3339_ms(ms: u64) -> String {
-    let seconds = i64::try_from(ms / 1000).unwrap_or(i64::MAX);
-    let format = time::macros::format_description!("[year]-[month]-[day]T[hour]:[minute]:[second]Z");
-    time::OffsetDateTime::from_unix_timestamp(seconds)
-        .ok()
-        .and_then(|t| t.format(&format).ok())
-        .unwrap_or_else(|| "1970-01-01T00:00:00Z".to_string())
-}
+pub use drover_model::time::rfc3339_ms;
 
 /// A resource as Boskos returns it, plus Drover's `fencing_token`.
 pub fn resource_json(resource: &Resource) -> Value {

@@ -11,6 +11,7 @@ use serde_json::json;
 use super::entities::{Role, Tenant, TenantRules};
 use super::selection::{select_environment, Candidate, NeededResource, SelectionError, SelectionInput};
 use super::{Grant, Platform, PlatformError, Requirement};
+use crate::service::reconcile::{record_event, EventSource, ServiceReport};
 use crate::service::{
     revise, selector_view, Deployment, EnvironmentRef, Revision, RevisionType, Service, ServiceCommand,
     ServiceOp, ServiceOutcome, Usage,
@@ -72,6 +73,16 @@ fn over_marks(tenant: &Tenant, environment: &EnvironmentRef, service: &str, usag
     })
 }
 
+/// A deleted service accepts no new revision, decision or restart.
+fn not_deleting(stored: &Service, service: &str) -> Result<(), PlatformError> {
+    match stored.deleting_ms {
+        Some(_) => Err(conflict(format!(
+            "service {service:?} is being deleted; create it again once it is gone"
+        ))),
+        None => Ok(()),
+    }
+}
+
 impl Platform {
     /// Applies one service command. Pure: the outcome depends on `self`, `now_ms` and `command`.
     pub fn apply_service(&mut self, now_ms: u64, command: &ServiceCommand) -> Outcome {
@@ -111,6 +122,7 @@ impl Platform {
                 accept,
             } => {
                 let stored = self.service(tenant, service)?;
+                not_deleting(stored, service)?;
                 if let Some(pending) = stored.pending {
                     return Err(conflict(format!(
                         "revision {pending} of {service:?} waits for acceptance; accept or reject it first"
@@ -167,6 +179,7 @@ impl Platform {
                     accepted,
                     environment: Some(environment),
                     removed: false,
+                    ..ServiceOutcome::default()
                 })
             }
             ServiceOp::Decide {
@@ -176,6 +189,7 @@ impl Platform {
                 accept,
             } => {
                 let stored = self.service(tenant, service)?;
+                not_deleting(stored, service)?;
                 let pending = stored
                     .pending
                     .ok_or_else(|| conflict(format!("no revision of {service:?} waits for acceptance")))?;
@@ -206,6 +220,7 @@ impl Platform {
                         accepted: true,
                         environment: Some(environment),
                         removed: false,
+                        ..ServiceOutcome::default()
                     });
                 }
                 let first = stored.current.is_none();
@@ -221,6 +236,7 @@ impl Platform {
                     accepted: false,
                     environment: Some(environment),
                     removed: first,
+                    ..ServiceOutcome::default()
                 })
             }
             ServiceOp::Restart {
@@ -229,16 +245,11 @@ impl Platform {
                 role,
                 instance,
             } => self.restart_service(now_ms, tenant, service, role, instance.as_ref()),
-            ServiceOp::Delete { tenant, service } => {
-                self.service(tenant, service)?;
-                self.tenant_mut_for_services(tenant)?.services.remove(service);
-                Ok(ServiceOutcome {
-                    revision: None,
-                    accepted: false,
-                    environment: None,
-                    removed: true,
-                })
-            }
+            ServiceOp::Delete {
+                tenant,
+                service,
+                force,
+            } => self.delete_service(now_ms, &grant, tenant, service, *force),
         }
     }
 
@@ -282,6 +293,9 @@ impl Platform {
             pending: (!accepted).then_some(1),
             placement: None,
             created_ms: now_ms,
+            deleting_ms: None,
+            reconcile: Default::default(),
+            events: Default::default(),
         };
         self.tenant_mut_for_services(tenant)?
             .services
@@ -291,7 +305,89 @@ impl Platform {
             accepted,
             environment: Some(environment),
             removed: false,
+            ..ServiceOutcome::default()
         })
+    }
+
+    /// Deletes a service: at once when nothing of it can run (never accepted or never placed)
+    /// or when an operator forces it; else it is marked deleting and its actor finalizes it.
+    fn delete_service(
+        &mut self,
+        now_ms: u64,
+        grant: &Grant,
+        tenant: &str,
+        service: &str,
+        force: bool,
+    ) -> Outcome {
+        let stored = self.service(tenant, service)?;
+        if force && !grant.operator {
+            return Err(PlatformError::Forbidden(
+                "only operators may force a delete (it leaves the service's instances running until its cluster's actor removes them)".into(),
+            ));
+        }
+        let placed = stored.placement.clone().filter(|_| stored.current.is_some());
+        if placed.is_some() && !force {
+            let stored = self.service_mut(tenant, service)?;
+            stored.deleting_ms.get_or_insert(now_ms);
+            return Ok(ServiceOutcome {
+                deleting: true,
+                ..ServiceOutcome::default()
+            });
+        }
+        let orphaned = placed.and_then(|cluster| {
+            let set = crate::service::placement::set_name(tenant, service)?;
+            let instances = self.cluster(&cluster)?.status.sets.get(&set)?.total;
+            Some(crate::service::Orphaned { cluster, instances })
+        });
+        self.tenant_mut_for_services(tenant)?.services.remove(service);
+        Ok(ServiceOutcome {
+            removed: true,
+            orphaned,
+            ..ServiceOutcome::default()
+        })
+    }
+
+    /// Applies a service actor's report: its status (an event when the phase changes), and the removal of a deleted service once nothing of it runs.
+    pub fn apply_service_report(&mut self, now_ms: u64, report: &ServiceReport) -> Result<(), PlatformError> {
+        let Some(stored) = self
+            .tenants
+            .get_mut(&report.tenant)
+            .and_then(|t| t.services.get_mut(&report.service))
+            .filter(|s| s.uid == report.uid)
+        else {
+            // Deleted or created again meanwhile: the report is about a service that is gone.
+            return Ok(());
+        };
+        if report.finalize {
+            if stored.deleting_ms.is_none() {
+                return Err(conflict(format!(
+                    "service {:?} is not being deleted",
+                    report.service
+                )));
+            }
+            if let Some(tenant) = self.tenants.get_mut(&report.tenant) {
+                tenant.services.remove(&report.service);
+            }
+            return Ok(());
+        }
+        if stored.reconcile == report.status {
+            return Ok(());
+        }
+        if stored.reconcile.phase != report.status.phase {
+            let source = EventSource {
+                id: stored.uid.clone(),
+                kind: "service".into(),
+                name: report.service.clone(),
+            };
+            record_event(
+                &mut stored.events,
+                source,
+                &report.status,
+                crate::time::rfc3339_ms(now_ms),
+            );
+        }
+        stored.reconcile = report.status.clone();
+        Ok(())
     }
 
     /// Records restart requests for a role's instances (or one) on the service's cluster.
@@ -304,6 +400,7 @@ impl Platform {
         instance: Option<&crate::cluster::agent_api::InstanceId>,
     ) -> Outcome {
         let stored = self.service(tenant, service)?;
+        not_deleting(stored, service)?;
         let revision = stored
             .current
             .and_then(|n| stored.revisions.get(&n))
@@ -347,6 +444,7 @@ impl Platform {
             accepted: true,
             environment: Some(environment),
             removed: false,
+            ..ServiceOutcome::default()
         })
     }
 

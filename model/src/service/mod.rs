@@ -10,6 +10,7 @@
 
 mod deployment;
 pub mod placement;
+pub mod reconcile;
 mod revise;
 pub mod rollout;
 #[cfg(test)]
@@ -131,6 +132,16 @@ pub struct Service {
     pub placement: Option<crate::cluster::ClusterRef>,
     /// Leader time it was created (ms since the epoch).
     pub created_ms: u64,
+    /// Leader time it was deleted: its actor removes its instances (a finalizer), then the
+    /// object goes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub deleting_ms: Option<u64>,
+    /// What its actor last reported.
+    #[serde(default)]
+    pub reconcile: reconcile::ReconcileStatus,
+    /// The last [`reconcile::EVENTS_KEPT`] phase changes, in Axebow's event shape.
+    #[serde(default)]
+    pub events: std::collections::VecDeque<reconcile::ServiceEvent>,
 }
 
 /// Most revisions a service keeps; older ones (never the current or the pending one) are
@@ -234,12 +245,18 @@ pub enum ServiceOp {
         /// Accept (`true`) or reject.
         accept: bool,
     },
-    /// Remove a service and its history.
+    /// Delete a service and its history: at once when nothing of it can run, else it is
+    /// marked deleting and goes once its actor has removed its instances. `force` (operators
+    /// only) removes it at once, orphaning what runs (the cluster's actor removes a set that
+    /// belongs to no service when the cluster answers).
     Delete {
         /// Tenant name.
         tenant: String,
         /// Service name.
         service: String,
+        /// Remove the object now, whatever runs.
+        #[serde(default)]
+        force: bool,
     },
     /// Restart every instance of a role, or one of them (Axebow's `DELETE` on a role or an
     /// instance): the request is committed on the service's cluster and carried out by its
@@ -270,7 +287,7 @@ impl ServiceOp {
 }
 
 /// What a service change reports.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 pub struct ServiceOutcome {
     /// The revision made or decided (none for a delete or a rejection).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -282,6 +299,21 @@ pub struct ServiceOutcome {
     pub environment: Option<EnvironmentRef>,
     /// Whether the service is gone (deleted, or its first revision rejected).
     pub removed: bool,
+    /// Deleted, and waiting for its instances to go.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub deleting: bool,
+    /// What a forced delete left running: the cluster and how many instances it last reported.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub orphaned: Option<Orphaned>,
+}
+
+/// Instances a forced delete left on a cluster.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct Orphaned {
+    /// The cluster.
+    pub cluster: crate::cluster::ClusterRef,
+    /// Instances of the service its agent last reported.
+    pub instances: u32,
 }
 
 /// The `$.service` a selector reads for a revision: its name, roles and usage.

@@ -7,12 +7,12 @@
 //! The leader commits each decision as a [`Placement`], so a new leader knows where every
 //! service runs.
 
-use std::collections::BTreeMap;
+use std::collections::BTreeSet;
 
 use serde::{Deserialize, Serialize};
 
 use super::rollout::RoleTarget;
-use super::{Revision, Usage};
+use super::{Revision, Service, Usage};
 use crate::cluster::agent_api::{InstanceId, InstanceSpec, SetName};
 use crate::cluster::views::UsableCluster;
 use crate::cluster::{ids_digest, ClusterRef, ClusterState};
@@ -81,67 +81,19 @@ impl Platform {
         Ok(())
     }
 
-    /// What each service placed on `cluster` should run, role by role: its current revision's
-    /// instances, and what older role revisions run so a rollout can keep them unchanged while
-    /// the new ones start ([`super::rollout::roll`]).
-    pub fn service_rollouts_on(&self, cluster: &ClusterRef) -> BTreeMap<SetName, Vec<RoleTarget>> {
-        let mut sets = BTreeMap::new();
-        for (tenant, stored) in self.tenants() {
-            for (name, service) in &stored.services {
-                if service.placement.as_ref() != Some(cluster) {
-                    continue;
-                }
-                let (Some(revision), Some(set)) = (
-                    service.current.and_then(|n| service.revisions.get(&n)),
-                    set_name(tenant, name),
-                ) else {
-                    continue;
-                };
-                let instances = instances_of(&set, revision);
-                let roles = revision
-                    .deployment
-                    .roles
-                    .keys()
-                    .map(|role| {
-                        let prefix = format!("{set}.{role}.");
-                        let current = revision
-                            .role_revisions
-                            .get(role)
-                            .copied()
-                            .unwrap_or(revision.number);
-                        let older = service
-                            .revisions
-                            .values()
-                            .filter(|r| r.accepted)
-                            .filter_map(|r| {
-                                let rev = r.role_revisions.get(role).copied()?;
-                                let spec = r.deployment.roles.get(role)?;
-                                let id = InstanceId::derive(set.as_str(), rev, role, 0).ok()?;
-                                let template = InstanceSpec {
-                                    id,
-                                    exec: spec.exec.clone(),
-                                    resources: spec.resources,
-                                    env: spec.env.clone(),
-                                };
-                                (rev != current).then_some((rev, template))
-                            })
-                            .collect();
-                        RoleTarget {
-                            target: instances
-                                .iter()
-                                .filter(|i| i.id.as_str().starts_with(&prefix))
-                                .cloned()
-                                .collect(),
-                            prefix,
-                            revision: current,
-                            older,
-                        }
-                    })
-                    .collect();
-                sets.insert(set, roles);
-            }
-        }
-        sets
+    /// The sets of every service placed on `cluster`, deleted ones included: the cluster's
+    /// actor leaves them to their service actors and removes any other set no pinned set or
+    /// service owns (what a forced delete orphaned).
+    pub fn service_sets_on(&self, cluster: &ClusterRef) -> BTreeSet<SetName> {
+        self.tenants()
+            .flat_map(|(tenant, stored)| {
+                stored
+                    .services
+                    .iter()
+                    .filter(|(_, service)| service.placement.as_ref() == Some(cluster))
+                    .filter_map(move |(name, _)| set_name(tenant, name))
+            })
+            .collect()
     }
 
     /// Where a service runs and whether exactly its current revision's instances run there,
@@ -172,6 +124,56 @@ impl Platform {
                 && observed.digest == wanted,
         })
     }
+}
+
+/// What a service's accepted revision runs in set `set`, role by role: the revision's
+/// instances, and what older role revisions run so that a rollout keeps them unchanged while
+/// the new ones start ([`super::rollout::roll`]). Empty before the first acceptance.
+pub fn role_targets(set: &SetName, service: &Service) -> Vec<RoleTarget> {
+    let Some(revision) = service.current.and_then(|n| service.revisions.get(&n)) else {
+        return Vec::new();
+    };
+    let instances = instances_of(set, revision);
+    revision
+        .deployment
+        .roles
+        .keys()
+        .map(|role| {
+            let prefix = format!("{set}.{role}.");
+            let current = revision
+                .role_revisions
+                .get(role)
+                .copied()
+                .unwrap_or(revision.number);
+            let older = service
+                .revisions
+                .values()
+                .filter(|r| r.accepted)
+                .filter_map(|r| {
+                    let rev = r.role_revisions.get(role).copied()?;
+                    let spec = r.deployment.roles.get(role)?;
+                    let id = InstanceId::derive(set.as_str(), rev, role, 0).ok()?;
+                    let template = InstanceSpec {
+                        id,
+                        exec: spec.exec.clone(),
+                        resources: spec.resources,
+                        env: spec.env.clone(),
+                    };
+                    (rev != current).then_some((rev, template))
+                })
+                .collect();
+            RoleTarget {
+                target: instances
+                    .iter()
+                    .filter(|i| i.id.as_str().starts_with(&prefix))
+                    .cloned()
+                    .collect(),
+                prefix,
+                revision: current,
+                older,
+            }
+        })
+        .collect()
 }
 
 /// Every instance of `revision` in set `set`, with ids `{set}.{role}.r{role revision}.{ordinal}`.
@@ -214,6 +216,8 @@ pub struct RunStatus {
 
 #[cfg(test)]
 mod tests {
+    use std::collections::BTreeMap;
+
     use super::*;
     use crate::cluster::agent_api::Resources;
 

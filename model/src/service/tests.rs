@@ -532,6 +532,7 @@ fn who_may_deploy_and_the_guards_that_waited_for_services() {
         ServiceOp::Delete {
             tenant: "acme".into(),
             service: "web".into(),
+            force: false,
         },
     )
     .unwrap();
@@ -575,30 +576,7 @@ fn a_tenant_without_environments_cannot_deploy() {
 #[test]
 fn restarting_a_role_or_an_instance_asks_the_services_cluster() {
     use crate::cluster::agent_api::InstanceId;
-    use crate::cluster::{ClusterCommand, ClusterOp, ClusterRef, ClusterRegistration};
     let mut platform = world();
-    let cluster = ClusterRef {
-        tenant: "operator".into(),
-        name: "edge".into(),
-    };
-    let register = ClusterOp::Register {
-        cluster: cluster.clone(),
-        uid: "c-1".into(),
-        registration: ClusterRegistration {
-            endpoint: "http://127.0.0.1:7700".into(),
-            join_token: "a-join-token-of-some-length".into(),
-            labels: BTreeMap::new(),
-        },
-    };
-    platform
-        .apply_cluster(
-            1_000,
-            &ClusterCommand::User {
-                caller: who("dave"),
-                change: register,
-            },
-        )
-        .unwrap();
     run(&mut platform, "bob", create("web", deployment(2, 100), true)).unwrap();
     let restart = |instance: Option<&str>| ServiceOp::Restart {
         tenant: "acme".into(),
@@ -613,14 +591,7 @@ fn restarting_a_role_or_an_instance_asks_the_services_cluster() {
         ),
         "not placed yet"
     );
-    let uid = platform.service("acme", "web").unwrap().uid.clone();
-    let placement = placement::Placement {
-        tenant: "acme".into(),
-        service: "web".into(),
-        uid,
-        cluster: cluster.clone(),
-    };
-    platform.apply_placement(&placement).unwrap();
+    let cluster = place_web(&mut platform);
     run(&mut platform, "bob", restart(Some("acme.web.frontend.r1.1"))).unwrap();
     let pending: Vec<String> = platform
         .cluster(&cluster)
@@ -699,4 +670,164 @@ fn a_service_keeps_its_last_hundred_revisions_and_bounded_deployments() {
             other => panic!("{field}: {other:?}"),
         }
     }
+}
+
+/// Registers the operator's cluster `edge` and places `acme/web` on it.
+fn place_web(platform: &mut Platform) -> crate::cluster::ClusterRef {
+    use crate::cluster::{ClusterCommand, ClusterOp, ClusterRef, ClusterRegistration};
+    let cluster = ClusterRef {
+        tenant: "operator".into(),
+        name: "edge".into(),
+    };
+    let register = ClusterOp::Register {
+        cluster: cluster.clone(),
+        uid: "c-1".into(),
+        registration: ClusterRegistration {
+            endpoint: "http://127.0.0.1:7700".into(),
+            join_token: "a-join-token-of-some-length".into(),
+            labels: BTreeMap::new(),
+        },
+    };
+    platform
+        .apply_cluster(
+            1_000,
+            &ClusterCommand::User {
+                caller: who("dave"),
+                change: register,
+            },
+        )
+        .unwrap();
+    place_web_again(platform, &cluster);
+    cluster
+}
+
+fn delete(force: bool) -> ServiceOp {
+    ServiceOp::Delete {
+        tenant: "acme".into(),
+        service: "web".into(),
+        force,
+    }
+}
+
+fn report(
+    platform: &Platform,
+    phase: reconcile::Phase,
+    reason: &str,
+    finalize: bool,
+) -> reconcile::ServiceReport {
+    reconcile::ServiceReport {
+        tenant: "acme".into(),
+        service: "web".into(),
+        uid: platform
+            .service("acme", "web")
+            .map(|s| s.uid.clone())
+            .unwrap_or_default(),
+        status: reconcile::ReconcileStatus {
+            phase,
+            reason: reason.into(),
+            revision: Some(1),
+            progress: reconcile::Progress::default(),
+        },
+        finalize,
+    }
+}
+
+#[test]
+fn a_placed_service_is_deleted_through_its_finalizer() {
+    use reconcile::Phase;
+    let mut platform = world();
+    // Never accepted: nothing can run, so it goes at once.
+    run(&mut platform, "bob", create("web", deployment(2, 100), false)).unwrap();
+    let outcome = run(&mut platform, "bob", delete(false)).unwrap();
+    assert!(outcome.removed && !outcome.deleting);
+    // Placed: marked deleting, refuses new revisions, goes when its actor finalizes it.
+    run(&mut platform, "bob", create("web", deployment(2, 100), true)).unwrap();
+    let cluster = place_web(&mut platform);
+    let outcome = run(&mut platform, "bob", delete(false)).unwrap();
+    assert!(outcome.deleting && !outcome.removed, "{outcome:?}");
+    assert_eq!(platform.service("acme", "web").unwrap().deleting_ms, Some(1_000));
+    let scale = revise(
+        1,
+        Change::Scale {
+            scale: BTreeMap::from([("frontend".into(), 3)]),
+        },
+        true,
+    );
+    assert!(matches!(
+        refused(&mut platform, "bob", scale),
+        PlatformError::Conflict(_)
+    ));
+    // Deleting again is no error and keeps the first time.
+    assert!(run(&mut platform, "bob", delete(false)).unwrap().deleting);
+    // A tenant with a service still being deleted cannot go.
+    let error = op(
+        &mut platform,
+        "alice",
+        PlatformOp::DeleteTenant {
+            tenant: "acme".into(),
+        },
+    )
+    .unwrap_err();
+    assert!(matches!(error, PlatformError::Conflict(_)), "{error:?}");
+    // A report about another incarnation changes nothing; this one's status is recorded with
+    // one event per phase change, repeats counted.
+    let mut stale = report(&platform, Phase::Deleting, "x", true);
+    stale.uid = "another".into();
+    platform.apply_service_report(2_000, &stale).unwrap();
+    assert!(platform.service("acme", "web").is_ok());
+    let deleting = report(&platform, Phase::Deleting, "removing 2 instances", false);
+    platform.apply_service_report(2_000, &deleting).unwrap();
+    let stored = platform.service("acme", "web").unwrap();
+    assert_eq!(stored.reconcile.phase, Phase::Deleting);
+    assert_eq!(stored.events.len(), 1);
+    assert_eq!(stored.events[0].reason, "Deleting");
+    assert_eq!(stored.events[0].first_timestamp, "1970-01-01T00:00:02Z");
+    platform
+        .apply_service_report(
+            3_000,
+            &report(&platform, Phase::Deleting, "removing 1 instances", false),
+        )
+        .unwrap();
+    assert_eq!(
+        platform.service("acme", "web").unwrap().events.len(),
+        1,
+        "same phase: no new event"
+    );
+    platform
+        .apply_service_report(4_000, &report(&platform, Phase::Deleting, "", true))
+        .unwrap();
+    assert!(matches!(
+        platform.service("acme", "web"),
+        Err(PlatformError::NotFound(_))
+    ));
+    // Finalizing a service that is not being deleted is refused.
+    run(&mut platform, "bob", create("web", deployment(2, 100), true)).unwrap();
+    place_web_again(&mut platform, &cluster);
+    let error = platform
+        .apply_service_report(5_000, &report(&platform, Phase::Running, "", true))
+        .unwrap_err();
+    assert!(matches!(error, PlatformError::Conflict(_)));
+    // Forcing is for operators, and says what it orphaned.
+    assert!(matches!(
+        refused(&mut platform, "bob", delete(true)),
+        PlatformError::Forbidden(_)
+    ));
+    let outcome = run(&mut platform, "dave", delete(true)).unwrap();
+    assert!(outcome.removed);
+    assert_eq!(
+        outcome.orphaned.map(|o| o.cluster),
+        None,
+        "its cluster reported no instances yet"
+    );
+}
+
+fn place_web_again(platform: &mut Platform, cluster: &crate::cluster::ClusterRef) {
+    let uid = platform.service("acme", "web").unwrap().uid.clone();
+    let placement = placement::Placement {
+        tenant: "acme".into(),
+        service: "web".into(),
+        uid,
+        cluster: cluster.clone(),
+    };
+    platform.apply_placement(&placement).unwrap();
 }

@@ -142,6 +142,13 @@ pub struct ServiceFull {
     /// Whether exactly its current revision runs (filled in by the platform's read).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub status: Option<super::placement::RunStatus>,
+    /// Where its reconciliation stands, as its actor last reported.
+    pub reconcile: super::reconcile::ReconcileStatus,
+    /// Deleted: when (ms since the epoch); it goes once its instances are removed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub deletion_timestamp: Option<u64>,
+    /// Its last phase changes, in Axebow's event shape.
+    pub events: Vec<super::reconcile::ServiceEvent>,
 }
 
 fn resources_of(revision: &Revision) -> BTreeMap<String, Vec<String>> {
@@ -196,7 +203,7 @@ impl Service {
         let current = self.current.and_then(|n| self.revisions.get(&n));
         ServiceSummary {
             id: self.uid.clone(),
-            deleted: false,
+            deleted: self.deleting_ms.is_some(),
             current: self.current,
             deployed: current.is_some(),
             resources: current.map(resources_of).unwrap_or_default(),
@@ -221,6 +228,9 @@ impl Service {
             pending: self.pending,
             cluster: self.placement.clone(),
             status: None,
+            reconcile: self.reconcile.clone(),
+            deletion_timestamp: self.deleting_ms,
+            events: self.events.iter().cloned().collect(),
         })
     }
 

@@ -1,0 +1,76 @@
+//! What the leader's cluster actors last saw of their clusters, shared in memory with the
+//! service actors: each cluster's instances by set, whether it answered, when the inventory was
+//! read, and the driver to reach it. Nothing here is replicated; a new leader starts empty and
+//! fills it from the agents (a cluster is published only once its actor has raised the agent's
+//! fence to this term, so what it shows can no longer change under a deposed leader's calls).
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::{Arc, RwLock};
+use std::time::Instant;
+
+use drover_model::cluster::agent_api::{InstanceStatus, Inventory, SetName};
+use drover_model::cluster::ClusterRef;
+
+use super::driver::Driver;
+
+/// One cluster as its actor last saw it.
+#[derive(Clone)]
+pub struct Observation {
+    /// The leadership term of the actor that saw it.
+    pub term: u64,
+    /// The cluster registration's uid.
+    pub uid: String,
+    /// When the inventory shown was asked for: anything sent to the agent before is in it.
+    pub read_at: Instant,
+    /// Whether the agent answered the last probe (when not, `sets` is from an earlier one).
+    pub reachable: bool,
+    /// Each set's instances.
+    pub sets: Arc<BTreeMap<SetName, Vec<InstanceStatus>>>,
+    /// How to reach the cluster.
+    pub driver: Arc<dyn Driver>,
+}
+
+/// The instances of each set in `inventory`.
+pub fn by_set(inventory: &Inventory) -> BTreeMap<SetName, Vec<InstanceStatus>> {
+    let mut sets: BTreeMap<SetName, Vec<InstanceStatus>> = BTreeMap::new();
+    for instance in &inventory.instances {
+        sets.entry(instance.set.clone())
+            .or_default()
+            .push(instance.clone());
+    }
+    sets
+}
+
+/// The shared map, one per node; cheap to clone.
+#[derive(Clone, Default)]
+pub struct Observations(Arc<RwLock<HashMap<ClusterRef, Observation>>>);
+
+impl Observations {
+    /// What was last seen of `cluster` in `term`, if anything.
+    pub fn get(&self, cluster: &ClusterRef, term: u64) -> Option<Observation> {
+        let map = self.0.read().unwrap_or_else(|poisoned| poisoned.into_inner());
+        map.get(cluster).filter(|o| o.term == term).cloned()
+    }
+
+    /// Records what `cluster`'s actor saw.
+    pub fn publish(&self, cluster: &ClusterRef, observation: Observation) {
+        let mut map = self.0.write().unwrap_or_else(|poisoned| poisoned.into_inner());
+        map.insert(cluster.clone(), observation);
+    }
+
+    /// Marks `cluster` as not answering in `term`, keeping what it last showed.
+    pub fn unreachable(&self, cluster: &ClusterRef, term: u64) {
+        let mut map = self.0.write().unwrap_or_else(|poisoned| poisoned.into_inner());
+        if let Some(observation) = map.get_mut(cluster).filter(|o| o.term == term) {
+            observation.reachable = false;
+        }
+    }
+
+    /// Forgets `cluster` (its actor stopped).
+    pub fn forget(&self, cluster: &ClusterRef, uid: &str) {
+        let mut map = self.0.write().unwrap_or_else(|poisoned| poisoned.into_inner());
+        if map.get(cluster).is_some_and(|o| o.uid == uid) {
+            map.remove(cluster);
+        }
+    }
+}

@@ -1,0 +1,310 @@
+//! One service's actor: on every pass it reads the service from the committed state and what
+//! its cluster's actor last saw of the service's set, asks the pure [`plan`] what to do, sends
+//! the whole desired set through the cluster's driver (fenced by this leader's term and id),
+//! and commits its status (and, for a deleted service, its end) through Raft when it changed.
+//!
+//! It acts only on an inventory read after its own last send (else on the agent's answer to
+//! that send), so a stale view can never bring back an instance it already removed. A failed
+//! send is retried after a jittered, doubling delay. A new leader's actor starts from the store
+//! and its cluster's first inventory of the new term: it sends nothing when the agent already
+//! runs the desired set, and instance ids are deterministic, so nothing is started twice.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use drover_model::cluster::agent_api::{Fence, InstanceStatus, SetName};
+use drover_model::cluster::ClusterRef;
+use drover_model::service::placement::role_targets;
+use drover_model::service::reconcile::{plan, Action, Phase, ReconcileStatus, Seen, ServiceReport, Wanted};
+use drover_model::service::rollout::RoleTarget;
+use drover_model::{Command, CommandResult, Proposal};
+use ractor::{Actor, ActorProcessingErr, ActorRef};
+
+use super::backoff::{phase, retry_delay};
+use super::{ServiceActorsConfig, ServiceMetrics};
+use crate::clusters::{DriverError, Observations};
+use crate::root::LeaderContext;
+
+/// Messages of a service actor.
+#[derive(Debug)]
+pub enum ServiceMsg {
+    /// Read, plan, act, report.
+    Tick,
+}
+
+/// Arguments of a service actor.
+pub struct ServiceArgs {
+    pub(crate) tenant: String,
+    pub(crate) service: String,
+    pub(crate) uid: String,
+    pub(crate) set: SetName,
+    pub(crate) context: LeaderContext,
+    pub(crate) observations: Observations,
+    pub(crate) config: Arc<ServiceActorsConfig>,
+    pub(crate) metrics: ServiceMetrics,
+}
+
+/// What the last send returned.
+struct Sent {
+    /// When the agent's answer arrived: an inventory read after this shows the send.
+    at: Instant,
+    cluster: ClusterRef,
+    instances: Vec<InstanceStatus>,
+}
+
+/// State of a service actor.
+pub struct ServiceState {
+    args: ServiceArgs,
+    sent: Option<Sent>,
+    /// Failed sends in a row.
+    failures: u32,
+    /// No send before this (after a failure).
+    retry_at: Option<Instant>,
+    /// Counted in the backlog gauge: it has work it has not finished.
+    in_backlog: bool,
+}
+
+/// What the actor reads of its committed service.
+struct Committed {
+    roles: Vec<RoleTarget>,
+    revision: Option<u64>,
+    cluster: Option<ClusterRef>,
+    deleting: bool,
+    reported: ReconcileStatus,
+}
+
+/// Most characters of a driver's error kept in a status.
+const MAX_ERROR_TEXT: usize = 256;
+
+fn bounded(text: &str) -> String {
+    match text.char_indices().nth(MAX_ERROR_TEXT) {
+        Some((at, _)) => format!("{}…", &text[..at]),
+        None => text.to_string(),
+    }
+}
+
+/// The service actor.
+pub struct ServiceActor;
+
+impl ServiceActor {
+    fn committed(args: &ServiceArgs) -> Option<Committed> {
+        args.context.raft.local_read(|s| {
+            let service = s
+                .platform()
+                .service(&args.tenant, &args.service)
+                .ok()
+                .filter(|service| service.uid == args.uid)?;
+            Some(Committed {
+                roles: role_targets(&args.set, service),
+                revision: service.current,
+                cluster: service.placement.clone(),
+                deleting: service.deleting_ms.is_some(),
+                reported: service.reconcile.clone(),
+            })
+        })
+    }
+
+    fn set_backlog(state: &mut ServiceState, busy: bool) {
+        if busy != state.in_backlog {
+            if busy {
+                state.args.metrics.backlog.inc();
+            } else {
+                state.args.metrics.backlog.dec();
+            }
+            state.in_backlog = busy;
+        }
+    }
+
+    /// One pass; `false` when the service is gone (the actor stops).
+    async fn tick(state: &mut ServiceState) -> Result<bool, ActorProcessingErr> {
+        let started = Instant::now();
+        let Some(committed) = Self::committed(&state.args) else {
+            return Ok(false);
+        };
+        let args = &state.args;
+        let observation = committed
+            .cluster
+            .as_ref()
+            .and_then(|cluster| args.observations.get(cluster, args.context.term));
+        let seen = match (&observation, &committed.cluster) {
+            (None, _) | (_, None) => Seen::NotYet,
+            (Some(o), _) if !o.reachable => Seen::Unreachable,
+            (Some(o), Some(cluster)) => match &state.sent {
+                // The cluster's last inventory predates this actor's last send: the agent's
+                // answer to that send is newer.
+                Some(sent) if sent.cluster == *cluster && o.read_at <= sent.at => {
+                    Seen::Instances(&sent.instances)
+                }
+                _ => Seen::Instances(o.sets.get(&args.set).map_or(&[], Vec::as_slice)),
+            },
+        };
+        let wanted = Wanted {
+            roles: &committed.roles,
+            revision: committed.revision,
+            cluster: committed.cluster.as_ref(),
+            deleting: committed.deleting,
+        };
+        let (actions, mut status) = plan(wanted, seen);
+        let mut finalize = false;
+        let mut acted = false;
+        let mut failed = false;
+        let waiting = state.retry_at.is_some_and(|at| Instant::now() < at);
+        for action in actions {
+            match action {
+                Action::Finalize => finalize = true,
+                Action::Apply(_) if waiting => {}
+                Action::Apply(instances) => {
+                    let (Some(observation), Some(cluster)) = (&observation, &committed.cluster) else {
+                        continue;
+                    };
+                    let fence = Fence {
+                        term: args.context.term,
+                        leader: args.context.raft.id(),
+                    };
+                    acted = true;
+                    let result = observation.driver.apply_set(fence, &args.set, instances).await;
+                    args.metrics
+                        .driver_calls
+                        .with_label_values(&[outcome(&result)])
+                        .inc();
+                    match result {
+                        Ok(inventory) => {
+                            state.sent = Some(Sent {
+                                at: Instant::now(),
+                                cluster: cluster.clone(),
+                                instances: inventory.instances,
+                            });
+                            state.failures = 0;
+                            state.retry_at = None;
+                        }
+                        Err(error) => {
+                            failed = true;
+                            state.failures = state.failures.saturating_add(1);
+                            let delay = retry_delay(
+                                &args.uid,
+                                state.failures,
+                                args.config.retry_base,
+                                args.config.retry_max,
+                            );
+                            state.retry_at = Some(Instant::now() + delay);
+                            tracing::warn!(tenant = %args.tenant, service = %args.service, %error, ?delay, "desired set not applied; retrying");
+                            status.reason = format!(
+                                "{}; the last send failed: {}",
+                                status.reason,
+                                bounded(&error.to_string())
+                            );
+                        }
+                    }
+                }
+            }
+        }
+        // Work left: anything but a service running exactly its revision.
+        Self::set_backlog(state, status.phase != Phase::Running);
+        let args = &state.args;
+        if finalize || status != committed.reported {
+            let report = ServiceReport {
+                tenant: args.tenant.clone(),
+                service: args.service.clone(),
+                uid: args.uid.clone(),
+                status,
+                finalize,
+            };
+            match args
+                .context
+                .raft
+                .write(Proposal::new(Command::ServiceReport(report)))
+                .await
+            {
+                Ok(written) if matches!(written.result, CommandResult::Refused(_)) => {
+                    tracing::warn!(tenant = %args.tenant, service = %args.service, result = ?written.result, "service report refused");
+                }
+                Ok(_) if finalize => {
+                    tracing::info!(tenant = %args.tenant, service = %args.service, "deleted service finalized");
+                }
+                Ok(_) => {}
+                Err(error) => {
+                    failed = true;
+                    tracing::warn!(tenant = %args.tenant, service = %args.service, %error, "service report not committed");
+                }
+            }
+        }
+        let result = if failed {
+            "failed"
+        } else if acted || finalize {
+            "acted"
+        } else {
+            "idle"
+        };
+        args.metrics.reconciles.with_label_values(&[result]).inc();
+        args.metrics
+            .reconcile_seconds
+            .observe(started.elapsed().as_secs_f64());
+        Ok(true)
+    }
+}
+
+fn outcome<T>(result: &Result<T, DriverError>) -> &'static str {
+    match result {
+        Ok(_) => "ok",
+        Err(DriverError::Fenced(_)) => "fenced",
+        Err(DriverError::Unreachable(_)) => "unreachable",
+        Err(_) => "error",
+    }
+}
+
+impl Actor for ServiceActor {
+    type Msg = ServiceMsg;
+    type State = ServiceState;
+    type Arguments = ServiceArgs;
+
+    async fn pre_start(
+        &self,
+        myself: ActorRef<ServiceMsg>,
+        args: ServiceArgs,
+    ) -> Result<ServiceState, ActorProcessingErr> {
+        // Spread the passes of actors started together over one interval.
+        let first = phase(&args.uid, args.config.interval);
+        myself.send_after(first, || ServiceMsg::Tick);
+        args.metrics.actors.inc();
+        Ok(ServiceState {
+            args,
+            sent: None,
+            failures: 0,
+            retry_at: None,
+            in_backlog: false,
+        })
+    }
+
+    async fn post_stop(
+        &self,
+        _myself: ActorRef<ServiceMsg>,
+        state: &mut ServiceState,
+    ) -> Result<(), ActorProcessingErr> {
+        Self::set_backlog(state, false);
+        state.args.metrics.actors.dec();
+        Ok(())
+    }
+
+    async fn handle(
+        &self,
+        myself: ActorRef<ServiceMsg>,
+        message: ServiceMsg,
+        state: &mut ServiceState,
+    ) -> Result<(), ActorProcessingErr> {
+        match message {
+            ServiceMsg::Tick => {
+                if Self::tick(state).await? {
+                    let next = state.retry_at.map_or(state.args.config.interval, |at| {
+                        at.saturating_duration_since(Instant::now())
+                            .max(Duration::from_millis(10))
+                            .min(state.args.config.interval)
+                    });
+                    myself.send_after(next, || ServiceMsg::Tick);
+                } else {
+                    myself.stop(Some("service gone".into()));
+                }
+                Ok(())
+            }
+        }
+    }
+}

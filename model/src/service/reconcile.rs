@@ -1,0 +1,590 @@
+//! What a service actor does next, as a pure function of the service's committed state and what
+//! its cluster's agent reports of the service's set ([`plan`]), and the status it reports
+//! ([`ReconcileStatus`]), committed through Raft only when it changes (a
+//! [`ServiceReport`]). Events in Axebow's shape are made from those reports by the apply, so
+//! every node records the same ones.
+//!
+//! The decisions: a service whose revision is accepted and that is placed gets its roles rolled
+//! ([`roll`]) against the observed instances, and the whole desired set is sent when its ids
+//! differ from what runs; a deleted service gets an empty set until the agent reports nothing
+//! left, then it is finalized (its object goes); nothing is sent to a cluster that did not
+//! answer, and a service on such a cluster says so.
+
+use std::collections::{BTreeSet, VecDeque};
+
+use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
+
+use super::rollout::{roll, RoleTarget};
+use crate::cluster::agent_api::{InstanceId, InstanceSpec, InstanceState, InstanceStatus};
+use crate::cluster::ClusterRef;
+
+/// Where a service's reconciliation stands.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+pub enum Phase {
+    /// Not deployable yet: no accepted revision, or no cluster to run on.
+    #[default]
+    Waiting,
+    /// Instances are being started, replaced or removed.
+    Progressing,
+    /// Exactly the accepted revision's instances run, all of them ready.
+    Running,
+    /// Its cluster does not answer: what runs there is unknown.
+    Unreachable,
+    /// Deleted; its instances are being removed (a finalizer), then the object goes.
+    Deleting,
+}
+
+impl Phase {
+    /// The name events give it as their `reason`.
+    pub fn event_reason(self) -> &'static str {
+        match self {
+            Phase::Waiting => "Waiting",
+            Phase::Progressing => "Progressing",
+            Phase::Running => "Running",
+            Phase::Unreachable => "Unreachable",
+            Phase::Deleting => "Deleting",
+        }
+    }
+}
+
+/// Instance counts of a rollout, from the agent's inventory.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct Progress {
+    /// Instances the accepted revision wants.
+    pub desired: u32,
+    /// Of those, present on the cluster.
+    pub updated: u32,
+    /// Of those, running.
+    pub ready: u32,
+    /// Instances of older role revisions (or removed ordinals) still present.
+    pub old: u32,
+}
+
+/// A service's reconciliation status, as its actor last committed it.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct ReconcileStatus {
+    /// Where it stands.
+    pub phase: Phase,
+    /// Why, in words.
+    pub reason: String,
+    /// The accepted revision it works towards.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub revision: Option<u64>,
+    /// Counts from the agent's inventory.
+    #[serde(default)]
+    pub progress: Progress,
+}
+
+/// What the service's cluster reports of its set.
+#[derive(Debug, Clone, Copy)]
+pub enum Seen<'a> {
+    /// Nothing from this leader's term yet.
+    NotYet,
+    /// The cluster did not answer its last probe.
+    Unreachable,
+    /// The set's instances, observed after anything this actor sent.
+    Instances(&'a [InstanceStatus]),
+}
+
+/// What the service should be, from the committed state.
+#[derive(Debug, Clone, Copy)]
+pub struct Wanted<'a> {
+    /// Its accepted revision's roles (empty before the first acceptance).
+    pub roles: &'a [RoleTarget],
+    /// The accepted revision.
+    pub revision: Option<u64>,
+    /// The cluster it is placed on.
+    pub cluster: Option<&'a ClusterRef>,
+    /// Deleted, waiting for its instances to go.
+    pub deleting: bool,
+}
+
+/// One step for the actor to carry out.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Action {
+    /// Send this whole desired set to the service's cluster (empty: remove every instance).
+    Apply(Vec<InstanceSpec>),
+    /// Nothing of the deleted service runs any more: remove its object.
+    Finalize,
+}
+
+fn count(n: usize) -> u32 {
+    u32::try_from(n).unwrap_or(u32::MAX)
+}
+
+/// The counts of a rollout: `target` ids against what runs.
+fn progress(roles: &[RoleTarget], observed: &[InstanceStatus]) -> Progress {
+    let target: BTreeSet<&InstanceId> = roles
+        .iter()
+        .flat_map(|r| r.target.iter().map(|s| &s.id))
+        .collect();
+    let present = observed.iter().filter(|i| target.contains(&i.id));
+    Progress {
+        desired: count(target.len()),
+        updated: count(present.clone().count()),
+        ready: count(present.filter(|i| i.state == InstanceState::Running).count()),
+        old: count(observed.iter().filter(|i| !target.contains(&i.id)).count()),
+    }
+}
+
+fn status(phase: Phase, reason: String, revision: Option<u64>, progress: Progress) -> ReconcileStatus {
+    ReconcileStatus {
+        phase,
+        reason,
+        revision,
+        progress,
+    }
+}
+
+/// The next actions and the status to report.
+pub fn plan(wanted: Wanted<'_>, seen: Seen<'_>) -> (Vec<Action>, ReconcileStatus) {
+    let revision = wanted.revision;
+    if wanted.deleting {
+        let Some(cluster) = wanted.cluster else {
+            let reason = "deleted; it never ran on a cluster".to_string();
+            return (
+                vec![Action::Finalize],
+                status(Phase::Deleting, reason, revision, Progress::default()),
+            );
+        };
+        return match seen {
+            Seen::Instances([]) => {
+                let reason = format!("deleted; nothing of it runs on cluster {cluster} any more");
+                (
+                    vec![Action::Finalize],
+                    status(Phase::Deleting, reason, revision, Progress::default()),
+                )
+            }
+            Seen::Instances(observed) => {
+                let reason = format!(
+                    "deleted; removing {} instances from cluster {cluster}",
+                    observed.len()
+                );
+                let progress = Progress {
+                    old: count(observed.len()),
+                    ..Progress::default()
+                };
+                (
+                    vec![Action::Apply(Vec::new())],
+                    status(Phase::Deleting, reason, revision, progress),
+                )
+            }
+            Seen::NotYet | Seen::Unreachable => {
+                let reason = format!(
+                    "deleted; cluster {cluster} does not answer, so its instances are removed (and the service goes) when it does"
+                );
+                (
+                    Vec::new(),
+                    status(Phase::Deleting, reason, revision, Progress::default()),
+                )
+            }
+        };
+    }
+    let Some(number) = revision else {
+        let reason = "no accepted revision yet".to_string();
+        return (
+            Vec::new(),
+            status(Phase::Waiting, reason, None, Progress::default()),
+        );
+    };
+    let Some(cluster) = wanted.cluster else {
+        let reason = "not placed: no ONLINE cluster of its environment has room for it yet".to_string();
+        return (
+            Vec::new(),
+            status(Phase::Waiting, reason, revision, Progress::default()),
+        );
+    };
+    let observed = match seen {
+        Seen::Instances(observed) => observed,
+        Seen::NotYet => {
+            let reason = format!("waiting for cluster {cluster}'s first report in this term");
+            return (
+                Vec::new(),
+                status(Phase::Waiting, reason, revision, Progress::default()),
+            );
+        }
+        Seen::Unreachable => {
+            let reason = format!("cluster {cluster} does not answer; what runs there is unknown");
+            return (
+                Vec::new(),
+                status(Phase::Unreachable, reason, revision, Progress::default()),
+            );
+        }
+    };
+    let desired: Vec<InstanceSpec> = wanted
+        .roles
+        .iter()
+        .flat_map(|role| roll(role, observed))
+        .collect();
+    let desired_ids: BTreeSet<&InstanceId> = desired.iter().map(|s| &s.id).collect();
+    let observed_ids: BTreeSet<&InstanceId> = observed.iter().map(|i| &i.id).collect();
+    let progress = progress(wanted.roles, observed);
+    let actions = if desired_ids == observed_ids {
+        Vec::new()
+    } else {
+        vec![Action::Apply(desired)]
+    };
+    let done =
+        progress.updated == progress.desired && progress.ready == progress.desired && progress.old == 0;
+    if done && actions.is_empty() {
+        let reason = format!(
+            "revision {number}: {} instances running on cluster {cluster}",
+            progress.desired
+        );
+        return (actions, status(Phase::Running, reason, revision, progress));
+    }
+    let reason = format!(
+        "revision {number} on cluster {cluster}: {} of {} updated, {} ready, {} old",
+        progress.updated, progress.desired, progress.ready, progress.old
+    );
+    (actions, status(Phase::Progressing, reason, revision, progress))
+}
+
+/// A service actor's report (`Command::ServiceReport`, proposed by the leader only).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ServiceReport {
+    /// Tenant name.
+    pub tenant: String,
+    /// Service name.
+    pub service: String,
+    /// The service's uid (a service created again under the same name is another).
+    pub uid: String,
+    /// Its status now.
+    pub status: ReconcileStatus,
+    /// Nothing of the deleted service runs: remove the object.
+    pub finalize: bool,
+}
+
+/// What an event is about (Axebow's `source`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct EventSource {
+    /// The object's uid.
+    pub id: String,
+    /// Its kind (`service`).
+    pub kind: String,
+    /// Its name.
+    pub name: String,
+}
+
+/// An event in Axebow's shape: repeated ones are counted, not stored again.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ServiceEvent {
+    /// How many times it happened in a row.
+    pub counter: u32,
+    /// When it first happened (RFC 3339).
+    pub first_timestamp: String,
+    /// When it last happened (RFC 3339).
+    pub last_timestamp: String,
+    /// What happened.
+    pub message: String,
+    /// What it is about.
+    pub source: EventSource,
+    /// The phase entered.
+    pub reason: String,
+    /// `Normal` or `Warning`.
+    #[serde(rename = "type")]
+    pub kind: String,
+}
+
+/// Events a service keeps (the last ones).
+pub const EVENTS_KEPT: usize = 32;
+
+/// Records that the service entered `status.phase`, counting a repeat of the last event.
+pub fn record_event(
+    events: &mut VecDeque<ServiceEvent>,
+    source: EventSource,
+    status: &ReconcileStatus,
+    at: String,
+) {
+    let reason = status.phase.event_reason();
+    if let Some(last) = events.back_mut() {
+        if last.reason == reason && last.message == status.reason {
+            last.counter = last.counter.saturating_add(1);
+            last.last_timestamp = at;
+            return;
+        }
+    }
+    let kind = match status.phase {
+        Phase::Unreachable => "Warning",
+        _ => "Normal",
+    };
+    events.push_back(ServiceEvent {
+        counter: 1,
+        first_timestamp: at.clone(),
+        last_timestamp: at,
+        message: status.reason.clone(),
+        source,
+        reason: reason.to_string(),
+        kind: kind.to_string(),
+    });
+    while events.len() > EVENTS_KEPT {
+        events.pop_front();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use super::*;
+    use crate::cluster::agent_api::{ExecSpec, Health, Resources, SetName};
+
+    fn spec(id: &str) -> InstanceSpec {
+        InstanceSpec {
+            id: InstanceId::parse(id).unwrap(),
+            exec: ExecSpec {
+                argv: vec!["v".into()],
+                probe: None,
+            },
+            resources: Resources::default(),
+            env: BTreeMap::new(),
+        }
+    }
+
+    fn seen(id: &str, state: InstanceState) -> InstanceStatus {
+        InstanceStatus {
+            id: InstanceId::parse(id).unwrap(),
+            set: SetName::parse("acme.web").unwrap(),
+            state,
+            exit_code: None,
+            restarts: 0,
+            started_at: None,
+            health: Health::Unknown,
+            pid: None,
+            resources: Resources::default(),
+        }
+    }
+
+    /// Role `api` of `acme.web` at role revision 2 with `count` instances (revision 1 known).
+    fn roles(count: u32) -> Vec<RoleTarget> {
+        vec![RoleTarget {
+            prefix: "acme.web.api.".into(),
+            revision: 2,
+            target: (0..count)
+                .map(|i| spec(&format!("acme.web.api.r2.{i}")))
+                .collect(),
+            older: BTreeMap::from([(1, spec("acme.web.api.r1.0"))]),
+        }]
+    }
+
+    fn ids(actions: &[Action]) -> Vec<Vec<String>> {
+        actions
+            .iter()
+            .map(|a| match a {
+                Action::Apply(specs) => {
+                    let mut ids: Vec<String> = specs.iter().map(|s| s.id.to_string()).collect();
+                    ids.sort();
+                    ids
+                }
+                Action::Finalize => vec!["FINALIZE".into()],
+            })
+            .collect()
+    }
+
+    #[test]
+    fn plan_table() {
+        use InstanceState::*;
+        let cluster = ClusterRef {
+            tenant: "operator".into(),
+            name: "edge".into(),
+        };
+        let two = roles(2);
+        let running_new = [
+            seen("acme.web.api.r2.0", Running),
+            seen("acme.web.api.r2.1", Running),
+        ];
+        let starting_new = [
+            seen("acme.web.api.r2.0", Starting),
+            seen("acme.web.api.r2.1", Running),
+        ];
+        let old = [
+            seen("acme.web.api.r1.0", Running),
+            seen("acme.web.api.r1.1", Running),
+        ];
+        let extra = [
+            seen("acme.web.api.r2.0", Running),
+            seen("acme.web.api.r2.1", Running),
+            seen("acme.web.api.r2.2", Running),
+        ];
+        let wanted = |deleting: bool, placed: bool, accepted: bool| Wanted {
+            roles: if accepted { &two } else { &[] },
+            revision: accepted.then_some(2),
+            cluster: placed.then_some(&cluster),
+            deleting,
+        };
+        let all_new = vec![vec!["acme.web.api.r2.0".to_string(), "acme.web.api.r2.1".into()]];
+        // (case, wanted, seen, actions, phase)
+        type Row<'a> = (&'a str, Wanted<'a>, Seen<'a>, Vec<Vec<String>>, Phase);
+        let table: Vec<Row<'_>> = vec![
+            (
+                "not accepted",
+                wanted(false, false, false),
+                Seen::Instances(&[]),
+                vec![],
+                Phase::Waiting,
+            ),
+            (
+                "not placed",
+                wanted(false, false, true),
+                Seen::Instances(&[]),
+                vec![],
+                Phase::Waiting,
+            ),
+            (
+                "no report in this term",
+                wanted(false, true, true),
+                Seen::NotYet,
+                vec![],
+                Phase::Waiting,
+            ),
+            (
+                "cluster silent: nothing sent",
+                wanted(false, true, true),
+                Seen::Unreachable,
+                vec![],
+                Phase::Unreachable,
+            ),
+            (
+                "nothing runs: the whole set",
+                wanted(false, true, true),
+                Seen::Instances(&[]),
+                all_new.clone(),
+                Phase::Progressing,
+            ),
+            (
+                "converged: nothing to do",
+                wanted(false, true, true),
+                Seen::Instances(&running_new),
+                vec![],
+                Phase::Running,
+            ),
+            (
+                "ids match, one starting",
+                wanted(false, true, true),
+                Seen::Instances(&starting_new),
+                vec![],
+                Phase::Progressing,
+            ),
+            (
+                "scaled down: the extra one goes",
+                wanted(false, true, true),
+                Seen::Instances(&extra),
+                all_new,
+                Phase::Progressing,
+            ),
+            (
+                "new revision: one surges, old kept",
+                wanted(false, true, true),
+                Seen::Instances(&old),
+                vec![vec![
+                    "acme.web.api.r1.0".to_string(),
+                    "acme.web.api.r1.1".into(),
+                    "acme.web.api.r2.0".into(),
+                ]],
+                Phase::Progressing,
+            ),
+            (
+                "deleted, never placed",
+                wanted(true, false, true),
+                Seen::NotYet,
+                vec![vec!["FINALIZE".into()]],
+                Phase::Deleting,
+            ),
+            (
+                "deleted, instances run: empty set",
+                wanted(true, true, true),
+                Seen::Instances(&old),
+                vec![vec![]],
+                Phase::Deleting,
+            ),
+            (
+                "deleted, nothing left: finalize",
+                wanted(true, true, true),
+                Seen::Instances(&[]),
+                vec![vec!["FINALIZE".into()]],
+                Phase::Deleting,
+            ),
+            (
+                "deleted, cluster silent: wait",
+                wanted(true, true, true),
+                Seen::Unreachable,
+                vec![],
+                Phase::Deleting,
+            ),
+            (
+                "deleted, no report yet: wait",
+                wanted(true, true, true),
+                Seen::NotYet,
+                vec![],
+                Phase::Deleting,
+            ),
+        ];
+        for (case, wanted, seen, actions, phase) in table {
+            let (got, status) = plan(wanted, seen);
+            assert_eq!(ids(&got), actions, "{case}");
+            assert_eq!(status.phase, phase, "{case}");
+            assert!(!status.reason.is_empty(), "{case}");
+        }
+        let (_, status) = plan(wanted(false, true, true), Seen::Instances(&starting_new));
+        assert_eq!(
+            status.progress,
+            Progress {
+                desired: 2,
+                updated: 2,
+                ready: 1,
+                old: 0
+            }
+        );
+        let (_, status) = plan(wanted(true, true, true), Seen::Unreachable);
+        assert!(status.reason.contains("does not answer"), "{}", status.reason);
+    }
+
+    #[test]
+    fn events_count_repeats_and_are_bounded() {
+        let source = || EventSource {
+            id: "u".into(),
+            kind: "service".into(),
+            name: "web".into(),
+        };
+        let status = |phase, reason: &str| ReconcileStatus {
+            phase,
+            reason: reason.into(),
+            revision: None,
+            progress: Progress::default(),
+        };
+        let mut events = VecDeque::new();
+        record_event(
+            &mut events,
+            source(),
+            &status(Phase::Progressing, "a"),
+            "t1".into(),
+        );
+        record_event(
+            &mut events,
+            source(),
+            &status(Phase::Progressing, "a"),
+            "t2".into(),
+        );
+        assert_eq!(events.len(), 1);
+        assert_eq!((events[0].counter, events[0].last_timestamp.as_str()), (2, "t2"));
+        record_event(
+            &mut events,
+            source(),
+            &status(Phase::Unreachable, "b"),
+            "t3".into(),
+        );
+        assert_eq!(events[1].kind, "Warning");
+        for i in 0..100 {
+            record_event(
+                &mut events,
+                source(),
+                &status(Phase::Running, &i.to_string()),
+                "t".into(),
+            );
+        }
+        assert_eq!(events.len(), EVENTS_KEPT);
+    }
+}
