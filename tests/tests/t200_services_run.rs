@@ -9,9 +9,10 @@ use std::time::Duration;
 
 use anyhow::{ensure, Context, Result};
 use drover_model::cluster::agent_api::{InstanceState, Inventory};
-use drover_tests::agent::{processes_of_instance, AgentClient, AgentProcess, AGENT_TOKEN};
+use drover_tests::agent::{processes_of_instance, AgentClient, AgentProcess};
 use drover_tests::platform::{process_platform_args, token, PlatformClient, OPERATOR_SUBJECT};
 use drover_tests::process::ProcessCluster;
+use drover_tests::services::{expect_ok, tenant_with_clusters};
 use drover_tests::wait::eventually;
 use reqwest::{Method, StatusCode};
 use serde_json::{json, Value};
@@ -20,12 +21,6 @@ use tempfile::TempDir;
 const ELECTION: Duration = Duration::from_secs(20);
 const CONVERGE: Duration = Duration::from_secs(30);
 const SET: &str = "acme.t200";
-
-async fn expect(client: &PlatformClient, method: Method, path: &str, body: Option<&Value>) -> Result<Value> {
-    let answer = client.call(method.clone(), path, body).await?;
-    ensure!(answer.status == StatusCode::OK, "{method} {path}: {answer:?}");
-    Ok(answer.body)
-}
 
 /// Waits until the agent runs exactly `ids` for the service's set, each once in `/proc`, and
 /// returns their pids by id.
@@ -72,43 +67,6 @@ async fn converged(client: &PlatformClient, count: u32) -> Result<()> {
     .await
 }
 
-/// Registers `root` (an operator) and the agent as platform-wide cluster `cluster`, and lets
-/// alice make tenant `acme` with account `main` and environment `prod` (4000m of vCPU).
-async fn tenant_with_cluster(
-    root: &PlatformClient,
-    alice: &PlatformClient,
-    agent: &AgentProcess,
-    cluster: &str,
-) -> Result<()> {
-    root.register(OPERATOR_SUBJECT).await?;
-    let registration = json!({"endpoint": format!("http://{}", agent.addr()), "join_token": AGENT_TOKEN});
-    expect(
-        root,
-        Method::POST,
-        &format!("/tenant/operator/cluster/{cluster}"),
-        Some(&registration),
-    )
-    .await?;
-    alice.register("alice").await?;
-    expect(alice, Method::POST, "/tenant/acme", Some(&json!({}))).await?;
-    expect(
-        alice,
-        Method::POST,
-        "/tenant/acme/account/main",
-        Some(&json!({"spec": {"iaas": "sim"}})),
-    )
-    .await?;
-    let env = json!({"marks": {"vcpu": {"max": 4000}}});
-    expect(
-        alice,
-        Method::POST,
-        "/tenant/acme/account/main/environment/prod",
-        Some(&env),
-    )
-    .await?;
-    Ok(())
-}
-
 fn ids(revision: u64, count: u32) -> Vec<String> {
     (0..count)
         .map(|i| format!("{SET}.frontend.r{revision}.{i}"))
@@ -127,13 +85,13 @@ async fn an_accepted_service_runs_scales_changes_rolls_back_and_goes() -> Result
     let addresses: BTreeMap<u64, String> = (1..=3).map(|id| (id, nodes.api_addr(id))).collect();
     let as_user = |id: u64, subject: &str| PlatformClient::new(&addresses[&id], Some(token(subject)));
     let alice = as_user(leader, "alice");
-    tenant_with_cluster(&as_user(leader, OPERATOR_SUBJECT), &alice, &agent, "exec").await?;
+    tenant_with_clusters(&as_user(leader, OPERATOR_SUBJECT), &alice, &[(&agent, "exec")], 4000).await?;
     let deployment = json!({"deployment": {"roles": {"frontend": {
         "instances": 2,
         "resources": {"cpu_millis": 10, "memory_mib": 8},
         "exec": {"argv": ["sh", "-c", "echo v1 $DROVER_INSTANCE_ID; exec sleep 1000"]},
     }}}});
-    expect(
+    expect_ok(
         &alice,
         Method::POST,
         "/tenant/acme/service/t200?accept=true",
@@ -142,14 +100,14 @@ async fn an_accepted_service_runs_scales_changes_rolls_back_and_goes() -> Result
     .await?;
     let started = runs_exactly(&client, &ids(1, 2)).await?;
     converged(&alice, 2).await?;
-    let service = expect(&alice, Method::GET, "/tenant/acme/service/t200", None).await?;
+    let service = expect_ok(&alice, Method::GET, "/tenant/acme/service/t200", None).await?;
     ensure!(
         service["data"]["cluster"] == json!({"tenant": "operator", "name": "exec"}),
         "{service}"
     );
 
     // The role's instances, their logs, and restarting one (S6, S9, S10).
-    let role = expect(
+    let role = expect_ok(
         &alice,
         Method::GET,
         "/tenant/acme/service/t200/role/frontend",
@@ -175,7 +133,7 @@ async fn an_accepted_service_runs_scales_changes_rolls_back_and_goes() -> Result
     ensure!(wrong.status == StatusCode::NOT_FOUND, "{wrong:?}");
     let victim = format!("{SET}.frontend.r1.1");
     let restart = format!("/tenant/acme/service/t200/role/frontend/instance/{victim}");
-    expect(&alice, Method::DELETE, &restart, None).await?;
+    expect_ok(&alice, Method::DELETE, &restart, None).await?;
     eventually(CONVERGE, "the requested restart", || async {
         let now = client.instance(&victim).await.ok()??;
         let new_pid = now.pid.is_some_and(|pid| Some(&pid) != started.get(&victim));
@@ -186,7 +144,7 @@ async fn an_accepted_service_runs_scales_changes_rolls_back_and_goes() -> Result
 
     // Scale 2 → 5 and kill the leader: the two keep running, three more start.
     let scale = json!({"scale": {"frontend": 5}});
-    expect(
+    expect_ok(
         &alice,
         Method::PATCH,
         "/tenant/acme/service/t200/revision/1/scale?accept=true",
@@ -208,7 +166,7 @@ async fn an_accepted_service_runs_scales_changes_rolls_back_and_goes() -> Result
 
     // A new program: every instance replaced by the new role revision; 5 → 1 at once.
     let patch = json!({"roles": {"frontend": {"instances": 1, "exec": {"argv": ["sh", "-c", "echo v3 $DROVER_INSTANCE_ID; exec sleep 1000"]}}}});
-    expect(
+    expect_ok(
         &alice,
         Method::PATCH,
         "/tenant/acme/service/t200/revision/2?accept=true",
@@ -225,7 +183,7 @@ async fn an_accepted_service_runs_scales_changes_rolls_back_and_goes() -> Result
     }
 
     // Rollback to revision 1: its program and count again, under new ids.
-    expect(
+    expect_ok(
         &alice,
         Method::PUT,
         "/tenant/acme/service/t200/revision/3/rollback/1?accept=true",
@@ -248,7 +206,7 @@ async fn an_accepted_service_runs_scales_changes_rolls_back_and_goes() -> Result
         .iter()
         .filter_map(|i| i.pid)
         .collect();
-    expect(&alice, Method::DELETE, "/tenant/acme/service/t200", None).await?;
+    expect_ok(&alice, Method::DELETE, "/tenant/acme/service/t200", None).await?;
     eventually(CONVERGE, "the service's processes to stop", || async {
         let inventory = client.inventory().await.ok()?;
         (inventory.instances.iter().all(|i| i.set.as_str() != SET)
@@ -271,7 +229,7 @@ async fn waits_answer_201_with_a_request_id_or_408_when_they_run_out() -> Result
     let root = PlatformClient::new(&nodes.api_addr(leader), Some(token(OPERATOR_SUBJECT)));
     let follower = (1..=3).find(|id| *id != leader).context("no follower")?;
     let alice = PlatformClient::new(&nodes.api_addr(follower), Some(token("alice")));
-    tenant_with_cluster(&root, &alice, &agent, "sim").await?;
+    tenant_with_clusters(&root, &alice, &[(&agent, "sim")], 4000).await?;
     let deployment = json!({"deployment": {"roles": {"web": {"instances": 2, "exec": {"argv": ["web"]}}}}});
 
     // Create with wait=1: 201 and a request id that resolves once the instances run.
@@ -311,7 +269,7 @@ async fn waits_answer_201_with_a_request_id_or_408_when_they_run_out() -> Result
     // three), and the three old ones keep running until new ones run in their place.
     let client = agent.client();
     let patch = json!({"roles": {"web": {"env": {"COLOR": "blue"}}}});
-    expect(
+    expect_ok(
         &alice,
         Method::PATCH,
         "/tenant/acme/service/t200w/revision/2?accept=true",
@@ -355,23 +313,24 @@ async fn waits_answer_201_with_a_request_id_or_408_when_they_run_out() -> Result
         .patch("/tenant/acme/service/t200w/revision/4?accept=true&wait=0", &patch)
         .await?;
     ensure!(patched.status == StatusCode::OK, "{patched:?}");
-    let status = expect(&alice, Method::GET, "/tenant/acme/service/t200w", None).await?;
+    let status = expect_ok(&alice, Method::GET, "/tenant/acme/service/t200w", None).await?;
     ensure!(
         status["data"]["status"]["converged"] == true,
         "wait=0 answered after {:?} before convergence: {status}",
         started.elapsed()
     );
-    let history = expect(&alice, Method::GET, "/tenant/acme/service/t200w/history", None).await?;
+    let history = expect_ok(&alice, Method::GET, "/tenant/acme/service/t200w/history", None).await?;
     ensure!(history["data"].as_array().map(Vec::len) == Some(5), "{history}");
 
-    // Delete with wait=1 while the agent cannot be reached: 408; the service is gone anyway.
+    // Delete with wait=1 while the agent cannot be reached: 408; the service stays, deleting,
+    // until its instances are removed.
     let off = client
         .call(Method::PUT, "/v1/sim/faults", Some(&json!({"unreachable": true})))
         .await?;
     ensure!(off.status == 200, "{off:?}");
     let deleted = alice.delete("/tenant/acme/service/t200w?wait=1").await?;
     ensure!(deleted.status == StatusCode::REQUEST_TIMEOUT, "{deleted:?}");
-    expect(&alice, Method::GET, "/tenant/acme/service", None).await?;
+    expect_ok(&alice, Method::GET, "/tenant/acme/service", None).await?;
     let on = client
         .call(
             Method::PUT,
@@ -387,6 +346,12 @@ async fn waits_answer_201_with_a_request_id_or_408_when_they_run_out() -> Result
             .iter()
             .all(|i| !i.id.as_str().starts_with("acme.t200w."))
             .then_some(())
+    })
+    .await?;
+    // Then its actor finalizes it: the object goes.
+    eventually(CONVERGE, "the deleted service to go", || async {
+        let answer = alice.get("/tenant/acme/service/t200w").await.ok()?;
+        (answer.status == StatusCode::NOT_FOUND).then_some(())
     })
     .await?;
     Ok(())

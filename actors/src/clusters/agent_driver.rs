@@ -20,12 +20,26 @@ const MAX_ANSWER_BYTES: u64 = 64 * 1024 * 1024;
 pub struct AgentDriver {
     http: Client,
     endpoint: String,
+    apply_timeout: Duration,
 }
 
 impl AgentDriver {
     /// A client of the agent at `endpoint` (`http://host:port`) that authenticates with `token`
     /// and gives up on a call after `timeout`.
     pub fn new(endpoint: &str, token: &str, timeout: Duration) -> Result<Self, DriverError> {
+        Self::with_apply_timeout(endpoint, token, timeout, timeout)
+    }
+
+    /// As [`AgentDriver::new`], but calls that change what runs (sets, restarts, the fence) may
+    /// take up to `apply_timeout`: an agent answers them only once the instances it removes
+    /// have stopped, which takes up to its stop grace. Giving up earlier would send the same set
+    /// again while the first is still being applied.
+    pub fn with_apply_timeout(
+        endpoint: &str,
+        token: &str,
+        timeout: Duration,
+        apply_timeout: Duration,
+    ) -> Result<Self, DriverError> {
         let mut value = header::HeaderValue::from_str(&format!("Bearer {token}"))
             .map_err(|_| DriverError::Decode("the join token must be visible ASCII".into()))?;
         value.set_sensitive(true);
@@ -38,6 +52,7 @@ impl AgentDriver {
         Ok(Self {
             http,
             endpoint: endpoint.trim_end_matches('/').to_string(),
+            apply_timeout,
         })
     }
 
@@ -118,12 +133,20 @@ impl Driver for AgentDriver {
         instances: Vec<InstanceSpec>,
     ) -> Result<Inventory, DriverError> {
         let body = DesiredSet { fence, instances };
-        let request = self.http.put(self.url(&format!("/v1/sets/{set}"))).json(&body);
+        let request = self
+            .http
+            .put(self.url(&format!("/v1/sets/{set}")))
+            .timeout(self.apply_timeout)
+            .json(&body);
         self.json(request).await
     }
 
     async fn raise_fence(&self, fence: Fence) -> Result<Inventory, DriverError> {
-        let request = self.http.put(self.url("/v1/fence")).json(&Fenced { fence });
+        let request = self
+            .http
+            .put(self.url("/v1/fence"))
+            .timeout(self.apply_timeout)
+            .json(&Fenced { fence });
         self.json(request).await
     }
 
@@ -131,6 +154,7 @@ impl Driver for AgentDriver {
         let request = self
             .http
             .post(self.url(&format!("/v1/instances/{id}/restart")))
+            .timeout(self.apply_timeout)
             .json(&Fenced { fence });
         self.send(request).await.map(|_| ())
     }

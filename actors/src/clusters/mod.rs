@@ -38,6 +38,9 @@ pub struct ClusterActorsConfig {
     pub probe_interval: Duration,
     /// A probe (each call to the agent) gives up after this long.
     pub probe_timeout: Duration,
+    /// A call that changes what runs (a desired set, a restart, the fence) gives up after this
+    /// long: the agent answers once removed instances have stopped (up to its stop grace).
+    pub apply_timeout: Duration,
     /// A cluster whose probes have failed for this long is `OFFLINE` (`DEGRADED` before).
     pub offline_after: Duration,
     /// How often the supervisor compares its actors with the committed clusters.
@@ -49,6 +52,7 @@ impl Default for ClusterActorsConfig {
         Self {
             probe_interval: Duration::from_secs(1),
             probe_timeout: Duration::from_secs(2),
+            apply_timeout: Duration::from_secs(30),
             offline_after: Duration::from_secs(10),
             sync_interval: Duration::from_millis(500),
         }
@@ -138,9 +142,10 @@ impl ClustersChild {
         registry: &Registry,
         observations: Observations,
     ) -> Result<Self, ActorsError> {
-        let timeout = config.probe_timeout;
+        let (timeout, apply_timeout) = (config.probe_timeout, config.apply_timeout);
         let drivers: DriverFactory = Arc::new(move |endpoint: &str, token: &str| {
-            Ok(Arc::new(AgentDriver::new(endpoint, token, timeout)?) as Arc<dyn Driver>)
+            let driver = AgentDriver::with_apply_timeout(endpoint, token, timeout, apply_timeout)?;
+            Ok(Arc::new(driver) as Arc<dyn Driver>)
         });
         Self::with_drivers(config, registry, drivers, observations)
     }

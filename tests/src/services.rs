@@ -1,0 +1,51 @@
+//! Helpers for tests of services: an `OK` call, and a tenant whose environment runs on agents
+//! registered as platform-wide clusters.
+
+use anyhow::{ensure, Result};
+use reqwest::{Method, StatusCode};
+use serde_json::{json, Value};
+
+use crate::agent::{AgentProcess, AGENT_TOKEN};
+use crate::platform::{PlatformClient, OPERATOR_SUBJECT};
+
+/// Makes a call that must answer `200`; returns the body.
+pub async fn expect_ok(client: &PlatformClient, method: Method, path: &str, body: Option<&Value>) -> Result<Value> {
+    let answer = client.call(method.clone(), path, body).await?;
+    ensure!(answer.status == StatusCode::OK, "{method} {path}: {answer:?}");
+    Ok(answer.body)
+}
+
+/// Registers `root` (an operator) and each agent as the platform-wide cluster named beside it,
+/// and lets alice make tenant `acme` with account `main` and environment `prod` allowing
+/// `vcpu_max` millicores.
+pub async fn tenant_with_clusters(
+    root: &PlatformClient,
+    alice: &PlatformClient,
+    agents: &[(&AgentProcess, &str)],
+    vcpu_max: u64,
+) -> Result<()> {
+    root.register(OPERATOR_SUBJECT).await?;
+    for (agent, cluster) in agents {
+        let registration = json!({"endpoint": format!("http://{}", agent.addr()), "join_token": AGENT_TOKEN});
+        expect_ok(
+            root,
+            Method::POST,
+            &format!("/tenant/operator/cluster/{cluster}"),
+            Some(&registration),
+        )
+        .await?;
+    }
+    alice.register("alice").await?;
+    expect_ok(alice, Method::POST, "/tenant/acme", Some(&json!({}))).await?;
+    let account = json!({"spec": {"iaas": "sim"}});
+    expect_ok(alice, Method::POST, "/tenant/acme/account/main", Some(&account)).await?;
+    let env = json!({"marks": {"vcpu": {"max": vcpu_max}}});
+    expect_ok(
+        alice,
+        Method::POST,
+        "/tenant/acme/account/main/environment/prod",
+        Some(&env),
+    )
+    .await?;
+    Ok(())
+}
