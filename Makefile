@@ -3,7 +3,7 @@
 CARGO_TARGET_DIR ?= $(HOME)/.cache/drover-target
 export CARGO_TARGET_DIR
 
-.PHONY: setup demo test lint bench bench-scale bench-leasing bench-clusters bench-services soak chaos chaos-five chaos-sim chaos-planted
+.PHONY: setup demo test test-rollout-kills lint bench bench-scale bench-leasing bench-clusters bench-services soak chaos chaos-five chaos-sim chaos-planted
 
 ## setup: install what a fresh machine lacks (clang, libclang, iptables, libfaketime, etcd, the
 ## Kubernetes Python client)
@@ -18,6 +18,12 @@ demo: setup
 test: setup
 	cargo build -p drover-node
 	cargo test --workspace
+
+## test-rollout-kills: leader SIGKILLs in the middle of service rollouts, 25 trials (the test
+## command runs 3); DROVER_TRIALS and DROVER_SEED override
+test-rollout-kills: setup
+	cargo build -p drover-node
+	DROVER_TRIALS=$${DROVER_TRIALS:-25} cargo test -p drover-tests --test t220_rollouts_across_leader_kills -- --nocapture
 
 ## lint: formatting and clippy, as CI checks them
 lint: setup

@@ -9,7 +9,12 @@ use crate::agent::{AgentProcess, AGENT_TOKEN};
 use crate::platform::{PlatformClient, OPERATOR_SUBJECT};
 
 /// Makes a call that must answer `200`; returns the body.
-pub async fn expect_ok(client: &PlatformClient, method: Method, path: &str, body: Option<&Value>) -> Result<Value> {
+pub async fn expect_ok(
+    client: &PlatformClient,
+    method: Method,
+    path: &str,
+    body: Option<&Value>,
+) -> Result<Value> {
     let answer = client.call(method.clone(), path, body).await?;
     ensure!(answer.status == StatusCode::OK, "{method} {path}: {answer:?}");
     Ok(answer.body)

@@ -15,7 +15,7 @@ use drover_tests::process::ProcessCluster;
 use drover_tests::services::{expect_ok, tenant_with_clusters};
 use drover_tests::wait::eventually;
 use reqwest::{Method, StatusCode};
-use serde_json::{json, Value};
+use serde_json::json;
 use tempfile::TempDir;
 
 const ELECTION: Duration = Duration::from_secs(20);
@@ -85,7 +85,13 @@ async fn an_accepted_service_runs_scales_changes_rolls_back_and_goes() -> Result
     let addresses: BTreeMap<u64, String> = (1..=3).map(|id| (id, nodes.api_addr(id))).collect();
     let as_user = |id: u64, subject: &str| PlatformClient::new(&addresses[&id], Some(token(subject)));
     let alice = as_user(leader, "alice");
-    tenant_with_clusters(&as_user(leader, OPERATOR_SUBJECT), &alice, &[(&agent, "exec")], 4000).await?;
+    tenant_with_clusters(
+        &as_user(leader, OPERATOR_SUBJECT),
+        &alice,
+        &[(&agent, "exec")],
+        4000,
+    )
+    .await?;
     let deployment = json!({"deployment": {"roles": {"frontend": {
         "instances": 2,
         "resources": {"cpu_millis": 10, "memory_mib": 8},

@@ -90,7 +90,10 @@ async fn waits_against_a_cluster_that_starts_instances_in_ten_seconds() -> Resul
     })
     .await?;
     let running = instances_of(&client, "acme.slow.").await.context("inventory")?;
-    ensure!(running == ["acme.slow.web.r1.0", "acme.slow.web.r1.1"], "{running:?}");
+    ensure!(
+        running == ["acme.slow.web.r1.0", "acme.slow.web.r1.1"],
+        "{running:?}"
+    );
 
     // Scale with wait=1: 408, and the third instance is on its way all the same.
     let scaled = alice
@@ -161,7 +164,9 @@ async fn a_deleted_service_waits_for_its_offline_cluster_and_force_reports_orpha
         .await?;
         let events = shown["data"]["events"].as_array().context("events")?;
         ensure!(
-            events.iter().any(|e| e["reason"] == "Running" && e["source"]["kind"] == "service"),
+            events
+                .iter()
+                .any(|e| e["reason"] == "Running" && e["source"]["kind"] == "service"),
             "{shown}"
         );
     }
@@ -192,7 +197,13 @@ async fn a_deleted_service_waits_for_its_offline_cluster_and_force_reports_orpha
     ensure!(shown["data"]["deletionTimestamp"].is_u64(), "{shown}");
     let events = shown["data"]["events"].as_array().context("events")?;
     ensure!(events.iter().any(|e| e["reason"] == "Deleting"), "{shown}");
-    let summary = expect_ok(&alice, Method::GET, "/tenant/acme/service/keep?summary=true", None).await?;
+    let summary = expect_ok(
+        &alice,
+        Method::GET,
+        "/tenant/acme/service/keep?summary=true",
+        None,
+    )
+    .await?;
     ensure!(summary["data"]["deleted"] == true, "{summary}");
     // A deleted service takes no new revision.
     let scale = alice
@@ -206,10 +217,17 @@ async fn a_deleted_service_waits_for_its_offline_cluster_and_force_reports_orpha
     // Forcing is for operators; it removes the object now and says what it left running.
     let refused = alice.delete("/tenant/acme/service/drop?force=true").await?;
     ensure!(refused.status == StatusCode::FORBIDDEN, "{refused:?}");
-    let forced = expect_ok(&root, Method::DELETE, "/tenant/acme/service/drop?force=true", None).await?;
+    let forced = expect_ok(
+        &root,
+        Method::DELETE,
+        "/tenant/acme/service/drop?force=true",
+        None,
+    )
+    .await?;
     ensure!(forced["data"]["removed"] == true, "{forced}");
     ensure!(
-        forced["data"]["orphaned"]["instances"] == 3 && forced["data"]["orphaned"]["cluster"]["name"] == "sim",
+        forced["data"]["orphaned"]["instances"] == 3
+            && forced["data"]["orphaned"]["cluster"]["name"] == "sim",
         "{forced}"
     );
     let gone = alice.get("/tenant/acme/service/drop").await?;
