@@ -291,7 +291,25 @@ mod tests {
                     },
                     comment: "more".into(),
                     accept: true,
+                    remove_links: true,
                 },
+            }),
+            Command::ServiceReport(crate::service::reconcile::ServiceReport {
+                tenant: "acme".into(),
+                service: "web".into(),
+                uid: "u-1".into(),
+                status: crate::service::reconcile::ReconcileStatus {
+                    phase: crate::service::reconcile::Phase::Deleting,
+                    reason: "removing 2 instances".into(),
+                    revision: Some(3),
+                    progress: crate::service::reconcile::Progress {
+                        desired: 0,
+                        updated: 0,
+                        ready: 0,
+                        old: 2,
+                    },
+                },
+                finalize: true,
             }),
             Command::Noop,
             Command::Batch {

@@ -402,3 +402,321 @@ async fn concurrent_updates_of_one_previous_and_a_retried_create() -> Result<()>
     ensure!(chain == [(1, None), (2, Some(1))], "{history}");
     cluster.shutdown().await
 }
+
+/// A service with `client` and `server` channels.
+fn with_channels(client: &[&str], server: &[&str]) -> Value {
+    let side = |names: &[&str]| -> Value { names.iter().map(|n| (n.to_string(), json!({}))).collect() };
+    json!({"deployment": {
+        "roles": {"main": {"instances": 1, "resources": {"cpu_millis": 10, "memory_mib": 8},
+            "exec": {"argv": ["sleep", "1000"]}}},
+        "channels": {"client": side(client), "server": side(server)},
+    }})
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn links_join_channels_of_services_in_one_environment() -> Result<()> {
+    // A26, calls spread over the nodes.
+    let cluster = TestCluster::start_with_options(3, ClusterOptions::with_credentials()).await?;
+    cluster.leader(ELECTION).await?;
+    let [one, two, three] = [1, 2, 3].map(|id| cluster.platform(id, Some(token("alice"))));
+    one.register("alice").await?;
+    expect(&two, Method::POST, "/tenant/acme", Some(&json!({})), 200).await?;
+    let account = json!({"spec": {"iaas": "sim"}});
+    expect(
+        &three,
+        Method::POST,
+        "/tenant/acme/account/main",
+        Some(&account),
+        200,
+    )
+    .await?;
+    let small = json!({"marks": {"vcpu": {"max": 1000}}});
+    expect(
+        &one,
+        Method::POST,
+        "/tenant/acme/account/main/environment/prod",
+        Some(&small),
+        200,
+    )
+    .await?;
+    expect(
+        &two,
+        Method::POST,
+        "/tenant/acme/service/front?accept=true",
+        Some(&with_channels(&["api"], &[])),
+        200,
+    )
+    .await?;
+    expect(
+        &three,
+        Method::POST,
+        "/tenant/acme/service/back?accept=true",
+        Some(&with_channels(&[], &["api", "admin"])),
+        200,
+    )
+    .await?;
+    // A roomier environment: the next service lands there.
+    let big = json!({"marks": {"vcpu": {"max": 100000}}});
+    expect(
+        &one,
+        Method::POST,
+        "/tenant/acme/account/main/environment/dev",
+        Some(&big),
+        200,
+    )
+    .await?;
+    let other = expect(
+        &two,
+        Method::POST,
+        "/tenant/acme/service/other?accept=true",
+        Some(&with_channels(&[], &["api"])),
+        200,
+    )
+    .await?;
+    ensure!(other["data"]["environment"] == "main/dev", "{other}");
+
+    let channels = expect(
+        &three,
+        Method::GET,
+        "/tenant/acme/service/back/channels",
+        None,
+        200,
+    )
+    .await?;
+    ensure!(channels["data"]["server"]["admin"].is_object(), "{channels}");
+
+    // Different environments: 409; a channel that does not exist: 404.
+    let link = |client: &str, cc: &str, server: &str, sc: &str| {
+        format!("/tenant/acme/service/{client}/client/{cc}/tenant/acme/service/{server}/server/{sc}")
+    };
+    expect(
+        &one,
+        Method::POST,
+        &link("front", "api", "other", "api"),
+        None,
+        409,
+    )
+    .await?;
+    expect(
+        &one,
+        Method::POST,
+        &link("front", "nope", "back", "api"),
+        None,
+        404,
+    )
+    .await?;
+    expect(
+        &one,
+        Method::POST,
+        &link("front", "api", "back", "nope"),
+        None,
+        404,
+    )
+    .await?;
+    // The same environment: 200, listed from both ends as linked, shown in the full view.
+    expect(
+        &two,
+        Method::POST,
+        &link("front", "api", "back", "api"),
+        None,
+        200,
+    )
+    .await?;
+    expect(
+        &three,
+        Method::POST,
+        &link("front", "api", "back", "api"),
+        None,
+        409,
+    )
+    .await?;
+    for service in ["front", "back"] {
+        let links = expect(
+            &one,
+            Method::GET,
+            &format!("/tenant/acme/service/{service}/links"),
+            None,
+            200,
+        )
+        .await?;
+        let spec = &links["data"][0]["spec"];
+        ensure!(
+            links["data"].as_array().map(Vec::len) == Some(1)
+                && links["data"][0]["status"]["linked"] == true
+                && spec["client_service"] == "front"
+                && spec["server_channel"] == "api",
+            "{service}: {links}"
+        );
+    }
+    let full = expect(&two, Method::GET, "/tenant/acme/service/back", None, 200).await?;
+    ensure!(
+        full["data"]["links"][0]["source"]["deployment"] == "front",
+        "{full}"
+    );
+
+    // An update dropping the linked channel: 409 without remove_links; the link stays.
+    let dropped = with_channels(&[], &["admin"]);
+    expect(
+        &three,
+        Method::POST,
+        "/tenant/acme/service/back/revision/1?accept=true",
+        Some(&dropped),
+        409,
+    )
+    .await?;
+    // Dropping an unlinked channel is fine.
+    expect(
+        &one,
+        Method::POST,
+        "/tenant/acme/service/back/revision/1?accept=true",
+        Some(&with_channels(&[], &["api"])),
+        200,
+    )
+    .await?;
+    // With remove_links the update goes through and the link goes with it.
+    expect(
+        &two,
+        Method::POST,
+        "/tenant/acme/service/back/revision/2?accept=true&remove_links=true",
+        Some(&dropped),
+        200,
+    )
+    .await?;
+    let links = expect(&three, Method::GET, "/tenant/acme/service/front/links", None, 200).await?;
+    ensure!(links["data"].as_array().is_some_and(Vec::is_empty), "{links}");
+
+    // Unlinking: 404 when there is no such link; deleting a service removes its links.
+    expect(
+        &one,
+        Method::DELETE,
+        &link("front", "api", "back", "api"),
+        None,
+        404,
+    )
+    .await?;
+    expect(
+        &one,
+        Method::POST,
+        &link("front", "api", "other", "api"),
+        None,
+        409,
+    )
+    .await?;
+    expect(
+        &two,
+        Method::POST,
+        "/tenant/acme/service/back/revision/3?accept=true",
+        Some(&with_channels(&[], &["api"])),
+        200,
+    )
+    .await?;
+    expect(
+        &three,
+        Method::POST,
+        &link("front", "api", "back", "api"),
+        None,
+        200,
+    )
+    .await?;
+    expect(
+        &one,
+        Method::DELETE,
+        &link("front", "api", "back", "api"),
+        None,
+        200,
+    )
+    .await?;
+    expect(
+        &two,
+        Method::POST,
+        &link("front", "api", "back", "api"),
+        None,
+        200,
+    )
+    .await?;
+    expect(&three, Method::DELETE, "/tenant/acme/service/back", None, 200).await?;
+    let links = expect(&one, Method::GET, "/tenant/acme/service/front/links", None, 200).await?;
+    ensure!(links["data"].as_array().is_some_and(Vec::is_empty), "{links}");
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_simple_form_creates_and_updates_a_service() -> Result<()> {
+    let cluster = TestCluster::start_with_options(3, ClusterOptions::with_credentials()).await?;
+    cluster.leader(ELECTION).await?;
+    let [one, two, three] = [1, 2, 3].map(|id| cluster.platform(id, Some(token("alice"))));
+    one.register("alice").await?;
+    expect(&two, Method::POST, "/tenant/acme", Some(&json!({})), 200).await?;
+    let account = json!({"spec": {"iaas": "sim"}});
+    expect(
+        &three,
+        Method::POST,
+        "/tenant/acme/account/main",
+        Some(&account),
+        200,
+    )
+    .await?;
+    let env = json!({"marks": {"vcpu": {"max": 1000}}});
+    expect(
+        &one,
+        Method::POST,
+        "/tenant/acme/account/main/environment/prod",
+        Some(&env),
+        200,
+    )
+    .await?;
+    let simple = |frontend: u32| {
+        json!({"deployment": {"name": "web", "up": null, "meta": {},
+            "config": {"parameter": {"greeting": "hi"}, "resilience": 0, "scale": {"frontend": frontend}},
+            "artifact": {"roles": {
+                "frontend": {"exec": {"argv": ["serve"]}, "resources": {"cpu_millis": 100, "memory_mib": 16}},
+                "worker": {"exec": {"argv": ["work"]}}},
+                "channels": {"server": {"http": {"port": 8080}}}}},
+            "comment": "simple"})
+    };
+    let created = expect(
+        &two,
+        Method::POST,
+        "/tenant/acme/service/web/simple?accept=true",
+        Some(&simple(2)),
+        200,
+    )
+    .await?;
+    ensure!(created["data"]["currentRevision"] == 1, "{created}");
+    let scale = expect(&three, Method::GET, "/tenant/acme/service/web/scale", None, 200).await?;
+    ensure!(scale["data"] == json!({"frontend": 2, "worker": 1}), "{scale}");
+    let channels = expect(&one, Method::GET, "/tenant/acme/service/web/channels", None, 200).await?;
+    ensure!(channels["data"]["server"]["http"]["port"] == 8080, "{channels}");
+    let updated = expect(
+        &two,
+        Method::POST,
+        "/tenant/acme/service/web/revision/1/simple?accept=true",
+        Some(&simple(4)),
+        200,
+    )
+    .await?;
+    ensure!(updated["data"]["revision"] == 2, "{updated}");
+    let history = expect(&three, Method::GET, "/tenant/acme/service/web/history", None, 200).await?;
+    ensure!(
+        history["data"][1]["type"] == "PUT" && history["data"][1]["previous"] == 1,
+        "{history}"
+    );
+    let full = expect(&one, Method::GET, "/tenant/acme/service/web", None, 200).await?;
+    ensure!(full["data"]["configuration"]["scale"]["frontend"] == 4, "{full}");
+    ensure!(
+        full["data"]["configuration"]["parameters"]["greeting"] == "hi",
+        "{full}"
+    );
+    // A marketplace reference cannot be resolved: 400 naming the field.
+    let referenced = json!({"deployment": {"artifact": {"ref": {"name": "hello", "version": [1, 0, 0]}}}});
+    let refused = expect(
+        &two,
+        Method::POST,
+        "/tenant/acme/service/other/simple",
+        Some(&referenced),
+        400,
+    )
+    .await?;
+    ensure!(refused.to_string().contains("marketplace"), "{refused}");
+    Ok(())
+}

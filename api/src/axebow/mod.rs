@@ -12,6 +12,7 @@ pub mod platform_info;
 pub mod rate;
 pub mod reply;
 pub mod resources;
+pub mod service_links;
 pub mod service_roles;
 pub mod service_wait;
 pub mod services;
@@ -86,6 +87,11 @@ pub fn documented_routes() -> OpenApiRouter<ApiState> {
         .routes(routes!(services::get_scale))
         .routes(routes!(services::history))
         .routes(routes!(services::request))
+        .routes(routes!(services::create_simple))
+        .routes(routes!(services::update_simple))
+        .routes(routes!(service_links::link, service_links::unlink))
+        .routes(routes!(service_links::links))
+        .routes(routes!(service_links::channels))
         .routes(routes!(service_roles::role, service_roles::restart_role))
         .routes(routes!(service_roles::restart_instance))
         .routes(routes!(service_roles::logs))

@@ -12,6 +12,7 @@ use axum::extract::{Path, State};
 use axum::http::{HeaderMap, StatusCode};
 use drover_model::platform::{PlatformError, PlatformRead};
 use drover_model::service::placement::RunStatus;
+use drover_model::service::simple::SimpleBody;
 use drover_model::service::views::{HistoryEntry, RevisionInfo, ServiceFull, ServiceStatus, ServiceSummary};
 use drover_model::service::{Change, Deployment, Orphaned, ServiceOp};
 use serde::{Deserialize, Serialize};
@@ -53,6 +54,8 @@ pub struct RevisionParams {
     pub accept: Option<bool>,
     /// Seconds to wait until the revision runs exactly (`0`: no limit); see `service_wait`.
     pub wait: Option<String>,
+    /// Remove the links that use channels the new revision drops (else such an update is `409`).
+    pub remove_links: Option<bool>,
 }
 
 /// `PUT …/revision[/{r}]` parameters.
@@ -150,6 +153,7 @@ async fn revision(
         change,
         comment,
         accept: params.accept == Some(true),
+        remove_links: params.remove_links == Some(true),
     };
     let info_of = |p: &drover_model::platform::Platform, number: Option<u64>| {
         p.service(&tenant, &service)?
@@ -193,13 +197,51 @@ pub async fn create(
     Params(params): Params<RevisionParams>,
     Body(body): Body<DeploymentBody>,
 ) -> Result<(StatusCode, Envelope<ServiceStatus>), AxebowError> {
+    let created = (tenant, service, body.deployment, body.comment);
+    create_service(state, caller, headers, params, created).await
+}
+
+/// Creates a service from the simple form (`artifact` described inline: Drover has no
+/// marketplace).
+#[utoipa::path(post, path = "/api/1.0-beta/tenant/{tenant}/service/{service}/simple", tag = "services", request_body = SimpleBody,
+    params(("tenant" = String, Path, description = "Tenant name"), ("service" = String, Path, description = "Service name"), RevisionParams),
+    responses((status = 200, description = "Created (or, with dryrun, what would be)", body = Envelope<ServiceStatus>),
+        (status = 201, description = "Created; the wait ran out (requestId)", body = Envelope<ServiceStatus>)))]
+pub async fn create_simple(
+    State(state): State<ApiState>,
+    caller: Caller,
+    headers: HeaderMap,
+    Path((tenant, service)): Path<(String, String)>,
+    Params(params): Params<RevisionParams>,
+    Body(body): Body<SimpleBody>,
+) -> Result<(StatusCode, Envelope<ServiceStatus>), AxebowError> {
+    let (deployment, comment) = body.into_deployment()?;
+    create_service(
+        state,
+        caller,
+        headers,
+        params,
+        (tenant, service, deployment, comment),
+    )
+    .await
+}
+
+/// Creates `(tenant, service)` deploying `deployment` with `comment`: the shared body of both
+/// create forms.
+async fn create_service(
+    state: ApiState,
+    caller: Caller,
+    headers: HeaderMap,
+    params: RevisionParams,
+    (tenant, service, deployment, comment): (String, String, Deployment, String),
+) -> Result<(StatusCode, Envelope<ServiceStatus>), AxebowError> {
     let wait = wait_of(params.wait.as_deref())?;
     let change = ServiceOp::Create {
         tenant: tenant.clone(),
         service: service.clone(),
         uid: uuid::Uuid::new_v4().to_string(),
-        deployment: body.deployment,
-        comment: body.comment,
+        deployment,
+        comment,
         accept: params.accept == Some(true),
     };
     let status_of = |p: &drover_model::platform::Platform| p.service(&tenant, &service).map(|s| s.status());
@@ -243,6 +285,32 @@ pub async fn update(
             deployment: body.deployment,
         },
         comment: body.comment,
+        on_timeout: OnTimeout::Created,
+    };
+    revision(&state, caller, &headers, &params, call).await
+}
+
+/// A new revision from the simple form, made from `previous` (the current revision).
+#[utoipa::path(post, path = "/api/1.0-beta/tenant/{tenant}/service/{service}/revision/{revision}/simple", tag = "services", request_body = SimpleBody,
+    params(("tenant" = String, Path, description = "Tenant name"), ("service" = String, Path, description = "Service name"),
+        ("revision" = String, Path, description = "The current revision's number, which the new one names as its previous"), RevisionParams),
+    responses((status = 200, description = "The new revision", body = Envelope<RevisionInfo>),
+        (status = 201, description = "Made; the wait ran out (requestId)", body = Envelope<RevisionInfo>)))]
+pub async fn update_simple(
+    State(state): State<ApiState>,
+    caller: Caller,
+    headers: HeaderMap,
+    Path((tenant, service, previous)): Path<(String, String, String)>,
+    Params(params): Params<RevisionParams>,
+    Body(body): Body<SimpleBody>,
+) -> Result<(StatusCode, Envelope<RevisionInfo>), AxebowError> {
+    let (deployment, comment) = body.into_deployment()?;
+    let call = RevisionCall {
+        tenant,
+        service,
+        previous,
+        change: Change::Put { deployment },
+        comment,
         on_timeout: OnTimeout::Created,
     };
     revision(&state, caller, &headers, &params, call).await
@@ -512,6 +580,7 @@ pub async fn get(
         }
         let mut full = stored.full().ok_or_else(|| missing(&tenant, &service))?;
         full.status = Some(p.service_run_status(&tenant, &service)?);
+        full.links = p.links_of(&tenant, &service)?.iter().map(Into::into).collect();
         Ok(ServiceView::Full(Box::new(full)))
     })
     .await

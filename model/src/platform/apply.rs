@@ -153,6 +153,7 @@ impl Platform {
                             resources: BTreeMap::new(),
                             clusters: BTreeMap::new(),
                             services: BTreeMap::new(),
+                            links: BTreeMap::new(),
                         });
                     tenant.members.insert(
                         new_uid.clone(),
@@ -260,6 +261,7 @@ impl Platform {
                         resources: BTreeMap::new(),
                         clusters: BTreeMap::new(),
                         services: BTreeMap::new(),
+                        links: BTreeMap::new(),
                     },
                 );
                 Ok(PlatformResult::Done)

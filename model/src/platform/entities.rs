@@ -334,6 +334,9 @@ pub struct Tenant {
     /// Services by name.
     #[serde(default)]
     pub services: BTreeMap<String, crate::service::Service>,
+    /// Links between its services' channels, by id.
+    #[serde(default)]
+    pub links: BTreeMap<String, crate::service::links::Link>,
 }
 
 impl Tenant {

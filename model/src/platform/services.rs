@@ -120,6 +120,7 @@ impl Platform {
                 change,
                 comment,
                 accept,
+                remove_links,
             } => {
                 let stored = self.service(tenant, service)?;
                 not_deleting(stored, service)?;
@@ -147,6 +148,13 @@ impl Platform {
                     crate::service::Change::Rollback { target } => Some(*target),
                     _ => None,
                 };
+                let broken = self.links_broken_by(tenant, service, &next);
+                if !broken.is_empty() && !remove_links {
+                    return Err(conflict(format!(
+                        "the revision drops channels that links use ({}); ask for remove_links=true to remove those links with it",
+                        broken.join(", ")
+                    )));
+                }
                 let selectable = self.select(&grant, tenant, service, &next, Some(&environment))?;
                 let usage = next.usage();
                 let tenant_ref = self.tenant_ref(tenant)?;
@@ -174,6 +182,7 @@ impl Platform {
                     stored.pending = Some(number);
                 }
                 stored.forget_oldest_revisions();
+                self.remove_links(tenant, &broken);
                 Ok(ServiceOutcome {
                     revision: Some(number),
                     accepted,
@@ -209,6 +218,18 @@ impl Platform {
                     if let Some(why) = over_marks(self.tenant_ref(tenant)?, &environment, service, usage) {
                         return Err(conflict(format!("revision {pending} exceeds the marks: {why}")));
                     }
+                    // A link made while the revision waited may use a channel it drops.
+                    let broken = stored
+                        .revisions
+                        .get(&pending)
+                        .map(|r| self.links_broken_by(tenant, service, &r.deployment))
+                        .unwrap_or_default();
+                    if !broken.is_empty() {
+                        return Err(conflict(format!(
+                            "revision {pending} drops channels that links use ({}); reject it, or remove the links first",
+                            broken.join(", ")
+                        )));
+                    }
                     let stored = self.service_mut(tenant, service)?;
                     if let Some(revision) = stored.revisions.get_mut(&pending) {
                         revision.accepted = true;
@@ -226,6 +247,7 @@ impl Platform {
                 let first = stored.current.is_none();
                 if first {
                     self.tenant_mut_for_services(tenant)?.services.remove(service);
+                    self.forget_links_of(tenant, service);
                 } else {
                     let stored = self.service_mut(tenant, service)?;
                     stored.revisions.remove(&pending);
@@ -250,6 +272,10 @@ impl Platform {
                 service,
                 force,
             } => self.delete_service(now_ms, &grant, tenant, service, *force),
+            ServiceOp::Link { link, remove } => {
+                self.apply_link(link, *remove)?;
+                Ok(ServiceOutcome::default())
+            }
         }
     }
 
@@ -340,6 +366,7 @@ impl Platform {
             Some(crate::service::Orphaned { cluster, instances })
         });
         self.tenant_mut_for_services(tenant)?.services.remove(service);
+        self.forget_links_of(tenant, service);
         Ok(ServiceOutcome {
             removed: true,
             orphaned,
@@ -368,6 +395,7 @@ impl Platform {
             if let Some(tenant) = self.tenants.get_mut(&report.tenant) {
                 tenant.services.remove(&report.service);
             }
+            self.forget_links_of(&report.tenant, &report.service);
             return Ok(());
         }
         if stored.reconcile == report.status {

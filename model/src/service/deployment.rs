@@ -8,6 +8,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use utoipa::ToSchema;
 
+use super::links::Channels;
 use crate::cluster::agent_api::{ExecSpec, Resources, MAX_SET_INSTANCES};
 use crate::platform::PlatformError;
 use crate::validation::is_label;
@@ -60,6 +61,9 @@ pub struct Deployment {
     /// Tenant resources it uses.
     #[serde(default)]
     pub resources: Vec<ResourceUse>,
+    /// The channels its service serves and calls through (what links join).
+    #[serde(default, skip_serializing_if = "Channels::is_empty")]
+    pub channels: Channels,
 }
 
 fn empty_object() -> Value {
@@ -136,6 +140,6 @@ impl Deployment {
         if !self.parameters.is_object() {
             return Err(PlatformError::invalid("parameters", "must be a JSON object"));
         }
-        Ok(())
+        self.channels.validate()
     }
 }

@@ -9,10 +9,12 @@
 //! revision; it is not part of this module.
 
 mod deployment;
+pub mod links;
 pub mod placement;
 pub mod reconcile;
 mod revise;
 pub mod rollout;
+pub mod simple;
 #[cfg(test)]
 mod tests;
 pub mod views;
@@ -233,6 +235,10 @@ pub enum ServiceOp {
         comment: String,
         /// Accept at once when within the marks.
         accept: bool,
+        /// Remove the links that use channels the new revision drops (else such an update is
+        /// refused).
+        #[serde(default)]
+        remove_links: bool,
     },
     /// Accept or reject the pending revision (`revision`, when given, must be it).
     Decide {
@@ -258,6 +264,14 @@ pub enum ServiceOp {
         #[serde(default)]
         force: bool,
     },
+    /// Link a client channel to a server channel of a service in the same environment, or
+    /// remove the link.
+    Link {
+        /// The link; its client's tenant is the one the caller must belong to.
+        link: links::Link,
+        /// Remove it instead.
+        remove: bool,
+    },
     /// Restart every instance of a role, or one of them (Axebow's `DELETE` on a role or an
     /// instance): the request is committed on the service's cluster and carried out by its
     /// actor.
@@ -282,6 +296,7 @@ impl ServiceOp {
             | ServiceOp::Decide { tenant, .. }
             | ServiceOp::Delete { tenant, .. }
             | ServiceOp::Restart { tenant, .. } => tenant,
+            ServiceOp::Link { link, .. } => &link.client.tenant,
         }
     }
 }

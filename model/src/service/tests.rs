@@ -122,6 +122,7 @@ fn deployment(instances: u32, cpu: u64) -> Deployment {
         )]),
         parameters: json!({}),
         resources: Vec::new(),
+        channels: Default::default(),
     }
 }
 
@@ -161,6 +162,7 @@ fn revise(previous: u64, change: Change, accept: bool) -> ServiceOp {
         change,
         comment: String::new(),
         accept,
+        remove_links: false,
     }
 }
 

@@ -149,6 +149,8 @@ pub struct ServiceFull {
     pub deletion_timestamp: Option<u64>,
     /// Its last phase changes, in Axebow's event shape.
     pub events: Vec<super::reconcile::ServiceEvent>,
+    /// Its links, either end (filled in by the platform's read).
+    pub links: Vec<super::links::LinkPair>,
 }
 
 fn resources_of(revision: &Revision) -> BTreeMap<String, Vec<String>> {
@@ -231,6 +233,7 @@ impl Service {
             reconcile: self.reconcile.clone(),
             deletion_timestamp: self.deleting_ms,
             events: self.events.iter().cloned().collect(),
+            links: Vec::new(),
         })
     }
 
