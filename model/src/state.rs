@@ -225,15 +225,26 @@ impl State {
                 Ok((CommandResult::Platform(result), Vec::new()))
             }
             Command::Placement(placement) => {
-                self.platform.apply_placement(placement)?;
+                let touched = vec![(placement.tenant.clone(), placement.service.clone())];
+                let before = self.platform.service_uids(&touched);
+                if self.platform.apply_placement(placement)? {
+                    self.platform.stamp_services(index, &touched, &before);
+                }
                 Ok((CommandResult::Done, Vec::new()))
             }
             Command::ServiceReport(report) => {
-                self.platform.apply_service_report(now_ms, report)?;
+                let touched = vec![(report.tenant.clone(), report.service.clone())];
+                let before = self.platform.service_uids(&touched);
+                if self.platform.apply_service_report(index, now_ms, report)? {
+                    self.platform.stamp_services(index, &touched, &before);
+                }
                 Ok((CommandResult::Done, Vec::new()))
             }
             Command::Service(service_command) => {
+                let touched = service_command.change.services();
+                let before = self.platform.service_uids(&touched);
                 let outcome = self.platform.apply_service(now_ms, service_command)?;
+                self.platform.stamp_services(index, &touched, &before);
                 Ok((CommandResult::Service(outcome), Vec::new()))
             }
             Command::Cluster(cluster_command) => {

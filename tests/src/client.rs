@@ -1,6 +1,8 @@
 //! A small HTTP client for the Kubernetes-style lease API, used by tests.
 
-use anyhow::{Context, Result};
+use std::time::Duration;
+
+use anyhow::{bail, Context, Result};
 use reqwest::{Client, StatusCode};
 use serde_json::{json, Value};
 
@@ -157,4 +159,29 @@ impl LeaseClient {
     pub fn http(&self) -> &Client {
         &self.http
     }
+}
+
+/// Reads newline-delimited events until `count` arrived or the deadline passed.
+pub async fn read_events(
+    response: &mut reqwest::Response,
+    count: usize,
+    timeout: Duration,
+) -> Result<Vec<Value>> {
+    let deadline = tokio::time::Instant::now() + timeout;
+    let mut buffer = Vec::new();
+    let mut events = Vec::new();
+    while events.len() < count {
+        let chunk = tokio::time::timeout_at(deadline, response.chunk())
+            .await
+            .with_context(|| format!("only {} of {count} events arrived: {events:?}", events.len()))??;
+        let Some(chunk) = chunk else {
+            bail!("watch ended after {} events", events.len())
+        };
+        buffer.extend_from_slice(&chunk);
+        while let Some(end) = buffer.iter().position(|b| *b == b'\n') {
+            let line: Vec<u8> = buffer.drain(..=end).collect();
+            events.push(serde_json::from_slice(&line)?);
+        }
+    }
+    Ok(events)
 }

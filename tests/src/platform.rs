@@ -202,6 +202,16 @@ impl PlatformClient {
         })
     }
 
+    /// `GET` whose answer is read as it streams (a watch).
+    pub async fn stream(&self, path: &str) -> Result<reqwest::Response> {
+        let url = format!("{}/api/1.0-beta{path}", self.base);
+        let mut request = self.http.get(&url);
+        if let Some(token) = &self.token {
+            request = request.bearer_auth(token);
+        }
+        request.send().await.with_context(|| format!("GET {url}"))
+    }
+
     /// `GET`.
     pub async fn get(&self, path: &str) -> Result<Answer> {
         self.call(Method::GET, path, None).await

@@ -6,7 +6,8 @@
 
 use std::time::Duration;
 
-use anyhow::{ensure, Result};
+use anyhow::{ensure, Context, Result};
+use drover_tests::client::read_events;
 use drover_tests::cluster::{ClusterOptions, TestCluster};
 use drover_tests::platform::{token, PlatformClient};
 use reqwest::Method;
@@ -718,5 +719,152 @@ async fn the_simple_form_creates_and_updates_a_service() -> Result<()> {
     )
     .await?;
     ensure!(refused.to_string().contains("marketplace"), "{refused}");
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn services_are_watched_from_a_resource_version_on_any_node() -> Result<()> {
+    let cluster = TestCluster::start_with_options(3, ClusterOptions::with_credentials()).await?;
+    cluster.leader(ELECTION).await?;
+    let [one, two, three] = [1, 2, 3].map(|id| cluster.platform(id, Some(token("alice"))));
+    one.register("alice").await?;
+    expect(&two, Method::POST, "/tenant/acme", Some(&json!({})), 200).await?;
+    let account = json!({"spec": {"iaas": "sim"}});
+    expect(
+        &three,
+        Method::POST,
+        "/tenant/acme/account/main",
+        Some(&account),
+        200,
+    )
+    .await?;
+    let env = json!({"marks": {"vcpu": {"max": 100000}}});
+    expect(
+        &one,
+        Method::POST,
+        "/tenant/acme/account/main/environment/prod",
+        Some(&env),
+        200,
+    )
+    .await?;
+    let secret = json!({"data": "pw"});
+    expect(&two, Method::POST, "/tenant/acme/secret/db", Some(&secret), 200).await?;
+    expect(
+        &two,
+        Method::POST,
+        "/tenant/acme/service/first?accept=true",
+        Some(&deployment(1, 10)),
+        200,
+    )
+    .await?;
+
+    // Without a version: what there is now, as ADDED.
+    let mut all = three.stream("/tenant/acme/service?watch=true").await?;
+    ensure!(all.status() == 200, "{:?}", all.status());
+    let opening = read_events(&mut all, 1, Duration::from_secs(10)).await?;
+    ensure!(
+        opening[0]["type"] == "ADDED" && opening[0]["object"]["name"] == "first",
+        "{opening:?}"
+    );
+    let version = opening[0]["object"]["resourceVersion"]
+        .as_u64()
+        .context("resourceVersion")?;
+
+    // Changes made on other nodes arrive: a new service, a new revision, a removal.
+    expect(
+        &one,
+        Method::POST,
+        "/tenant/acme/service/second?accept=true",
+        Some(&deployment(1, 10)),
+        200,
+    )
+    .await?;
+    let scale = json!({"scale": {"frontend": 2}});
+    expect(
+        &two,
+        Method::PATCH,
+        "/tenant/acme/service/first/revision/1/scale?accept=true",
+        Some(&scale),
+        200,
+    )
+    .await?;
+    expect(&one, Method::DELETE, "/tenant/acme/service/second", None, 200).await?;
+    let seen = read_events(&mut all, 3, Duration::from_secs(10)).await?;
+    let kinds: Vec<(String, String)> = seen
+        .iter()
+        .map(|e| {
+            (
+                e["type"].as_str().unwrap_or("").into(),
+                e["object"]["name"].as_str().unwrap_or("").into(),
+            )
+        })
+        .collect();
+    // Changes within one poll come together, each service once: the order is by version.
+    ensure!(kinds.contains(&("MODIFIED".into(), "first".into())), "{seen:?}");
+    ensure!(
+        kinds
+            .iter()
+            .any(|(k, n)| n == "second" && (k == "ADDED" || k == "DELETED")),
+        "{seen:?}"
+    );
+
+    // Resuming from the first version on another node replays what came after it.
+    let mut resumed = two
+        .stream(&format!(
+            "/tenant/acme/service?watch=true&resourceVersion={version}"
+        ))
+        .await?;
+    let replay = read_events(&mut resumed, 2, Duration::from_secs(10)).await?;
+    let mut replayed: Vec<(&str, &str)> = replay
+        .iter()
+        .map(|e| {
+            (
+                e["type"].as_str().unwrap_or(""),
+                e["object"]["name"].as_str().unwrap_or(""),
+            )
+        })
+        .collect();
+    replayed.sort();
+    // (The service actor's reports change `first` too, so the two may come in either order.)
+    ensure!(
+        replayed == [("DELETED", "second"), ("MODIFIED", "first")],
+        "{replay:?}"
+    );
+    let first = replay
+        .iter()
+        .find(|e| e["object"]["name"] == "first")
+        .context("first")?;
+    ensure!(first["object"]["current"] == 2, "{replay:?}");
+
+    // A version from the future, or not a number: 400.
+    let future = one
+        .get("/tenant/acme/service?watch=true&resourceVersion=99999999")
+        .await?;
+    ensure!(future.status == 400, "{future:?}");
+    let garbage = one
+        .get("/tenant/acme/service?watch=true&resourceVersion=x")
+        .await?;
+    ensure!(garbage.status == 400, "{garbage:?}");
+    // A stranger may not watch.
+    let carol = cluster.platform(1, Some(token("carol")));
+    carol.register("carol").await?;
+    let refused = carol.get("/tenant/acme/service?watch=true").await?;
+    ensure!(refused.status.is_client_error(), "{refused:?}");
+
+    // Events: none yet on this cluster without agents; the list answers, and a watch of a
+    // removed service ends with an error line.
+    let events = expect(
+        &three,
+        Method::GET,
+        "/tenant/acme/service/first/events",
+        None,
+        200,
+    )
+    .await?;
+    ensure!(events["data"].is_array(), "{events}");
+    let mut watch = one.stream("/tenant/acme/service/first/events?watch=true").await?;
+    expect(&two, Method::DELETE, "/tenant/acme/service/first", None, 200).await?;
+    let end = read_events(&mut watch, 1, Duration::from_secs(10)).await?;
+    ensure!(end[0]["type"] == "ERROR", "{end:?}");
     Ok(())
 }

@@ -3,39 +3,15 @@
 
 use std::time::Duration;
 
-use anyhow::{bail, ensure, Context, Result};
+use anyhow::{ensure, Context, Result};
 use drover_raft::RaftConfig;
+use drover_tests::client::read_events;
 use drover_tests::cluster::{test_raft_config, TestCluster};
 use drover_tests::wait::eventually;
 use reqwest::StatusCode;
 use serde_json::Value;
 
 const ELECTION: Duration = Duration::from_secs(15);
-
-/// Reads newline-delimited events until `count` arrived or the deadline passed.
-async fn read_events(
-    response: &mut reqwest::Response,
-    count: usize,
-    timeout: Duration,
-) -> Result<Vec<Value>> {
-    let deadline = tokio::time::Instant::now() + timeout;
-    let mut buffer = Vec::new();
-    let mut events = Vec::new();
-    while events.len() < count {
-        let chunk = tokio::time::timeout_at(deadline, response.chunk())
-            .await
-            .with_context(|| format!("only {} of {count} events arrived: {events:?}", events.len()))??;
-        let Some(chunk) = chunk else {
-            bail!("watch ended after {} events", events.len())
-        };
-        buffer.extend_from_slice(&chunk);
-        while let Some(end) = buffer.iter().position(|b| *b == b'\n') {
-            let line: Vec<u8> = buffer.drain(..=end).collect();
-            events.push(serde_json::from_slice(&line)?);
-        }
-    }
-    Ok(events)
-}
 
 /// Each event's type and object name, in order.
 fn types_and_names(events: &[Value]) -> Vec<(String, String)> {

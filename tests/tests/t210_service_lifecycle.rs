@@ -10,6 +10,7 @@ use std::time::Duration;
 
 use anyhow::{ensure, Context, Result};
 use drover_tests::agent::{AgentClient, AgentProcess};
+use drover_tests::client::read_events;
 use drover_tests::platform::{process_platform_args, token, PlatformClient, OPERATOR_SUBJECT};
 use drover_tests::process::ProcessCluster;
 use drover_tests::services::{expect_ok, tenant_with_clusters};
@@ -181,8 +182,20 @@ async fn a_deleted_service_waits_for_its_offline_cluster_and_force_reports_orpha
     })
     .await?;
 
-    // Deleting waits for it, saying why.
+    // Deleting waits for it, saying why; a watch of its events sees the phase change.
+    let mut events = alice
+        .stream("/tenant/acme/service/keep/events?watch=true")
+        .await?;
     let deleted = expect_ok(&alice, Method::DELETE, "/tenant/acme/service/keep", None).await?;
+    let deadline = tokio::time::Instant::now() + CONVERGE;
+    loop {
+        let left = deadline.saturating_duration_since(tokio::time::Instant::now());
+        let next = read_events(&mut events, 1, left).await?;
+        if next[0]["object"]["reason"] == "Deleting" {
+            ensure!(next[0]["object"]["service"] == "keep", "{next:?}");
+            break;
+        }
+    }
     ensure!(deleted["data"]["deleting"] == true, "{deleted}");
     let shown = eventually(CONVERGE, "the service to say why it is not gone", || async {
         let answer = alice.get("/tenant/acme/service/keep").await.ok()?;

@@ -15,6 +15,7 @@ pub mod resources;
 pub mod service_links;
 pub mod service_roles;
 pub mod service_wait;
+pub mod service_watch;
 pub mod services;
 mod store;
 pub mod tenants;
@@ -88,6 +89,7 @@ pub fn documented_routes() -> OpenApiRouter<ApiState> {
         .routes(routes!(services::history))
         .routes(routes!(services::request))
         .routes(routes!(services::create_simple))
+        .routes(routes!(services::events))
         .routes(routes!(services::update_simple))
         .routes(routes!(service_links::link, service_links::unlink))
         .routes(routes!(service_links::links))

@@ -106,6 +106,10 @@ pub mod codes {
     pub const UNAVAILABLE: &str = "UNAVAILABLE";
     /// 504: the write was not confirmed in time and may or may not have been applied.
     pub const TIMEOUT: &str = "TIMEOUT";
+    /// 429 for a watch: the node serves as many watches as it may.
+    pub const TOO_MANY_WATCHES: &str = "TOO_MANY_WATCHES";
+    /// In a watch stream: the version it resumes from is too old; list again.
+    pub const GONE: &str = "GONE";
 }
 
 /// The body of every error answer.

@@ -10,8 +10,10 @@ use std::collections::BTreeMap;
 
 use axum::extract::{Path, State};
 use axum::http::{HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
 use drover_model::platform::{PlatformError, PlatformRead};
 use drover_model::service::placement::RunStatus;
+use drover_model::service::reconcile::ServiceEvent;
 use drover_model::service::simple::SimpleBody;
 use drover_model::service::views::{HistoryEntry, RevisionInfo, ServiceFull, ServiceStatus, ServiceSummary};
 use drover_model::service::{Change, Deployment, Orphaned, ServiceOp};
@@ -22,6 +24,7 @@ use utoipa::{IntoParams, ToSchema};
 use super::context::Caller;
 use super::reply::{codes, done, ok, AxebowError, Body, Empty, Envelope, Params};
 use super::service_wait::{converged, gone, request_status, wait_of, Wait};
+use super::service_watch::{watch, WatchParams, Watched};
 use super::store;
 use crate::state::ApiState;
 
@@ -545,22 +548,52 @@ pub async fn request(
     }))
 }
 
-/// The names of a tenant's services.
+/// The names of a tenant's services; with `watch=true`, a stream of their changes
+/// (`{"type", "object"}` lines, see `service_watch`).
 #[utoipa::path(get, path = "/api/1.0-beta/tenant/{tenant}/service", tag = "services",
-    params(("tenant" = String, Path, description = "Tenant name")),
-    responses((status = 200, description = "Names", body = Envelope<Vec<String>>)))]
+    params(("tenant" = String, Path, description = "Tenant name"), WatchParams),
+    responses((status = 200, description = "Names (or, watching, a stream of changes)", body = Envelope<Vec<String>>)))]
 pub async fn list(
     State(state): State<ApiState>,
     Caller(caller): Caller,
     Path(tenant): Path<String>,
-) -> Result<Envelope<Vec<String>>, AxebowError> {
+    Params(params): Params<WatchParams>,
+) -> Result<Response, AxebowError> {
+    if params.watching() {
+        return watch(state, caller, Watched::Services { tenant }, &params).await;
+    }
     store::read(&state, &caller, PlatformRead::Tenant(&tenant), |p, _| {
         Ok(p.tenant(&tenant)
-            .map(|t| t.services.keys().cloned().collect())
+            .map(|t| t.services.keys().cloned().collect::<Vec<_>>())
             .unwrap_or_default())
     })
     .await
-    .map(ok)
+    .map(|names| ok(names).into_response())
+}
+
+/// A service's events (its last phase changes, in Axebow's shape); with `watch=true`, a
+/// stream of new and recounted ones.
+#[utoipa::path(get, path = "/api/1.0-beta/tenant/{tenant}/service/{service}/events", tag = "services",
+    params(("tenant" = String, Path, description = "Tenant name"), ("service" = String, Path, description = "Service name"), WatchParams),
+    responses((status = 200, description = "Events (or, watching, a stream of them)", body = Envelope<Vec<ServiceEvent>>)))]
+pub async fn events(
+    State(state): State<ApiState>,
+    Caller(caller): Caller,
+    Path((tenant, service)): Path<(String, String)>,
+    Params(params): Params<WatchParams>,
+) -> Result<Response, AxebowError> {
+    if params.watching() {
+        return watch(state, caller, Watched::Events { tenant, service }, &params).await;
+    }
+    store::read(&state, &caller, PlatformRead::Tenant(&tenant), |p, _| {
+        Ok(p.service(&tenant, &service)?
+            .events
+            .iter()
+            .cloned()
+            .collect::<Vec<_>>())
+    })
+    .await
+    .map(|events| ok(events).into_response())
 }
 
 /// One service: the summary (`summary=true`) or the full view of its current revision.

@@ -23,11 +23,11 @@ use super::wire::kube_object;
 use crate::state::ApiState;
 
 /// Longest watch a client may ask for; client-go asks for five to ten minutes.
-const MAX_WATCH: Duration = Duration::from_secs(3600);
+pub(crate) const MAX_WATCH: Duration = Duration::from_secs(3600);
 /// Most watches one node serves at once; one more gets `429`.
 pub const MAX_WATCHES: usize = 2_048;
 /// Events buffered per watch before the client must read.
-const WATCH_BUFFER: usize = 16;
+pub(crate) const WATCH_BUFFER: usize = 16;
 /// How long a watch may wait for its client to read an event before it is cut (the client
 /// resumes from its last resource version, or lists again after `410`), as the Kubernetes API
 /// server cuts a watcher that does not keep up.
@@ -58,7 +58,7 @@ struct Event<'a, T> {
     object: T,
 }
 
-fn event_line(kind: &str, object: impl Serialize) -> Bytes {
+pub(crate) fn event_line(kind: &str, object: impl Serialize) -> Bytes {
     let mut line = serde_json::to_vec(&Event { kind, object }).unwrap_or_default();
     line.push(b'\n');
     Bytes::from(line)
@@ -227,7 +227,7 @@ async fn send_change(
 
 /// Sends one line; false when the client is gone or has not read for [`SLOW_WATCHER`], which
 /// ends the watch.
-async fn send_line(sender: &mpsc::Sender<Result<Bytes, Infallible>>, line: Bytes) -> bool {
+pub(crate) async fn send_line(sender: &mpsc::Sender<Result<Bytes, Infallible>>, line: Bytes) -> bool {
     matches!(
         tokio::time::timeout(SLOW_WATCHER, sender.send(Ok(line))).await,
         Ok(Ok(()))

@@ -318,7 +318,7 @@ pub struct Account {
 }
 
 /// A stored tenant.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Tenant {
     /// Rules and registry.
     pub spec: TenantSpec,

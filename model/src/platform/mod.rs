@@ -284,6 +284,9 @@ pub struct Platform {
     identities: BTreeMap<String, BTreeMap<String, String>>,
     /// Tenants by name.
     pub(crate) tenants: BTreeMap<String, Tenant>,
+    /// Services removed lately, for watches.
+    #[serde(default)]
+    pub(crate) service_removals: crate::service::versions::Removals,
 }
 
 impl Platform {

@@ -11,7 +11,7 @@ use serde_json::json;
 use super::entities::{Role, Tenant, TenantRules};
 use super::selection::{select_environment, Candidate, NeededResource, SelectionError, SelectionInput};
 use super::{Grant, Platform, PlatformError, Requirement};
-use crate::service::reconcile::{record_event, EventSource, ServiceReport};
+use crate::service::reconcile::{record_event, EventSource, EventTime, ServiceReport};
 use crate::service::{
     revise, selector_view, Deployment, EnvironmentRef, Revision, RevisionType, Service, ServiceCommand,
     ServiceOp, ServiceOutcome, Usage,
@@ -322,6 +322,8 @@ impl Platform {
             deleting_ms: None,
             reconcile: Default::default(),
             events: Default::default(),
+            version: 0,
+            created_version: 0,
         };
         self.tenant_mut_for_services(tenant)?
             .services
@@ -374,8 +376,14 @@ impl Platform {
         })
     }
 
-    /// Applies a service actor's report: its status (an event when the phase changes), and the removal of a deleted service once nothing of it runs.
-    pub fn apply_service_report(&mut self, now_ms: u64, report: &ServiceReport) -> Result<(), PlatformError> {
+    /// Applies a service actor's report (whether it changed anything): its status (an event
+    /// when the phase changes), and the removal of a deleted service once nothing of it runs.
+    pub fn apply_service_report(
+        &mut self,
+        revision: u64,
+        now_ms: u64,
+        report: &ServiceReport,
+    ) -> Result<bool, PlatformError> {
         let Some(stored) = self
             .tenants
             .get_mut(&report.tenant)
@@ -383,7 +391,7 @@ impl Platform {
             .filter(|s| s.uid == report.uid)
         else {
             // Deleted or created again meanwhile: the report is about a service that is gone.
-            return Ok(());
+            return Ok(false);
         };
         if report.finalize {
             if stored.deleting_ms.is_none() {
@@ -396,10 +404,10 @@ impl Platform {
                 tenant.services.remove(&report.service);
             }
             self.forget_links_of(&report.tenant, &report.service);
-            return Ok(());
+            return Ok(true);
         }
         if stored.reconcile == report.status {
-            return Ok(());
+            return Ok(false);
         }
         if stored.reconcile.phase != report.status.phase {
             let source = EventSource {
@@ -407,15 +415,14 @@ impl Platform {
                 kind: "service".into(),
                 name: report.service.clone(),
             };
-            record_event(
-                &mut stored.events,
-                source,
-                &report.status,
-                crate::time::rfc3339_ms(now_ms),
-            );
+            let time = EventTime {
+                at: crate::time::rfc3339_ms(now_ms),
+                revision,
+            };
+            record_event(&mut stored.events, source, &report.status, time);
         }
         stored.reconcile = report.status.clone();
-        Ok(())
+        Ok(true)
     }
 
     /// Records restart requests for a role's instances (or one) on the service's cluster.

@@ -17,6 +17,7 @@ pub mod rollout;
 pub mod simple;
 #[cfg(test)]
 mod tests;
+pub mod versions;
 pub mod views;
 
 use std::collections::BTreeMap;
@@ -144,6 +145,12 @@ pub struct Service {
     /// The last [`reconcile::EVENTS_KEPT`] phase changes, in Axebow's event shape.
     #[serde(default)]
     pub events: std::collections::VecDeque<reconcile::ServiceEvent>,
+    /// The state revision that last changed it (its resource version).
+    #[serde(default)]
+    pub version: u64,
+    /// The state revision that created it.
+    #[serde(default)]
+    pub created_version: u64,
 }
 
 /// Most revisions a service keeps; older ones (never the current or the pending one) are
@@ -288,6 +295,21 @@ pub enum ServiceOp {
 }
 
 impl ServiceOp {
+    /// The services the change is about, as (tenant, service).
+    pub fn services(&self) -> Vec<(String, String)> {
+        match self {
+            ServiceOp::Create { tenant, service, .. }
+            | ServiceOp::Revise { tenant, service, .. }
+            | ServiceOp::Decide { tenant, service, .. }
+            | ServiceOp::Delete { tenant, service, .. }
+            | ServiceOp::Restart { tenant, service, .. } => vec![(tenant.clone(), service.clone())],
+            ServiceOp::Link { link, .. } => vec![
+                (link.client.tenant.clone(), link.client.service.clone()),
+                (link.server.tenant.clone(), link.server.service.clone()),
+            ],
+        }
+    }
+
     /// The tenant the change is about.
     pub fn tenant(&self) -> &str {
         match self {

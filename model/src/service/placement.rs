@@ -68,17 +68,19 @@ pub fn set_name(tenant: &str, service: &str) -> Option<SetName> {
 }
 
 impl Platform {
-    /// Records a placement, if the service still has that uid.
-    pub fn apply_placement(&mut self, placement: &Placement) -> Result<(), PlatformError> {
+    /// Records a placement, if the service still has that uid; whether it changed anything.
+    pub fn apply_placement(&mut self, placement: &Placement) -> Result<bool, PlatformError> {
         let stored = self
             .tenants
             .get_mut(&placement.tenant)
             .and_then(|t| t.services.get_mut(&placement.service))
             .filter(|s| s.uid == placement.uid);
-        if let Some(stored) = stored {
-            stored.placement = Some(placement.cluster.clone());
-        }
-        Ok(())
+        let Some(stored) = stored else {
+            return Ok(false);
+        };
+        let changed = stored.placement.as_ref() != Some(&placement.cluster);
+        stored.placement = Some(placement.cluster.clone());
+        Ok(changed)
     }
 
     /// The sets of every service placed on `cluster`, deleted ones included: the cluster's

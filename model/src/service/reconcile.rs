@@ -287,23 +287,37 @@ pub struct ServiceEvent {
     /// `Normal` or `Warning`.
     #[serde(rename = "type")]
     pub kind: String,
+    /// The state revision that recorded it or last counted it (watches resume from it).
+    #[serde(default)]
+    pub resource_version: u64,
 }
 
 /// Events a service keeps (the last ones).
 pub const EVENTS_KEPT: usize = 32;
+
+/// When and at which state revision an event happens.
+#[derive(Debug, Clone)]
+pub struct EventTime {
+    /// RFC 3339.
+    pub at: String,
+    /// The state revision.
+    pub revision: u64,
+}
 
 /// Records that the service entered `status.phase`, counting a repeat of the last event.
 pub fn record_event(
     events: &mut VecDeque<ServiceEvent>,
     source: EventSource,
     status: &ReconcileStatus,
-    at: String,
+    time: EventTime,
 ) {
+    let EventTime { at, revision } = time;
     let reason = status.phase.event_reason();
     if let Some(last) = events.back_mut() {
         if last.reason == reason && last.message == status.reason {
             last.counter = last.counter.saturating_add(1);
             last.last_timestamp = at;
+            last.resource_version = revision;
             return;
         }
     }
@@ -319,6 +333,7 @@ pub fn record_event(
         source,
         reason: reason.to_string(),
         kind: kind.to_string(),
+        resource_version: revision,
     });
     while events.len() > EVENTS_KEPT {
         events.pop_front();
@@ -555,26 +570,34 @@ mod tests {
             revision: None,
             progress: Progress::default(),
         };
+        let time = |at: &str, revision| EventTime {
+            at: at.into(),
+            revision,
+        };
         let mut events = VecDeque::new();
         record_event(
             &mut events,
             source(),
             &status(Phase::Progressing, "a"),
-            "t1".into(),
+            time("t1", 1),
         );
         record_event(
             &mut events,
             source(),
             &status(Phase::Progressing, "a"),
-            "t2".into(),
+            time("t2", 2),
         );
         assert_eq!(events.len(), 1);
         assert_eq!((events[0].counter, events[0].last_timestamp.as_str()), (2, "t2"));
+        assert_eq!(
+            events[0].resource_version, 2,
+            "a repeat is counted at its revision"
+        );
         record_event(
             &mut events,
             source(),
             &status(Phase::Unreachable, "b"),
-            "t3".into(),
+            time("t3", 3),
         );
         assert_eq!(events[1].kind, "Warning");
         for i in 0..100 {
@@ -582,7 +605,7 @@ mod tests {
                 &mut events,
                 source(),
                 &status(Phase::Running, &i.to_string()),
-                "t".into(),
+                time("t", 4 + i),
             );
         }
         assert_eq!(events.len(), EVENTS_KEPT);

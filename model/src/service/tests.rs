@@ -775,10 +775,10 @@ fn a_placed_service_is_deleted_through_its_finalizer() {
     // one event per phase change, repeats counted.
     let mut stale = report(&platform, Phase::Deleting, "x", true);
     stale.uid = "another".into();
-    platform.apply_service_report(2_000, &stale).unwrap();
+    platform.apply_service_report(2, 2_000, &stale).unwrap();
     assert!(platform.service("acme", "web").is_ok());
     let deleting = report(&platform, Phase::Deleting, "removing 2 instances", false);
-    platform.apply_service_report(2_000, &deleting).unwrap();
+    platform.apply_service_report(2, 2_000, &deleting).unwrap();
     let stored = platform.service("acme", "web").unwrap();
     assert_eq!(stored.reconcile.phase, Phase::Deleting);
     assert_eq!(stored.events.len(), 1);
@@ -786,6 +786,7 @@ fn a_placed_service_is_deleted_through_its_finalizer() {
     assert_eq!(stored.events[0].first_timestamp, "1970-01-01T00:00:02Z");
     platform
         .apply_service_report(
+            3,
             3_000,
             &report(&platform, Phase::Deleting, "removing 1 instances", false),
         )
@@ -796,7 +797,7 @@ fn a_placed_service_is_deleted_through_its_finalizer() {
         "same phase: no new event"
     );
     platform
-        .apply_service_report(4_000, &report(&platform, Phase::Deleting, "", true))
+        .apply_service_report(4, 4_000, &report(&platform, Phase::Deleting, "", true))
         .unwrap();
     assert!(matches!(
         platform.service("acme", "web"),
@@ -806,7 +807,7 @@ fn a_placed_service_is_deleted_through_its_finalizer() {
     run(&mut platform, "bob", create("web", deployment(2, 100), true)).unwrap();
     place_web_again(&mut platform, &cluster);
     let error = platform
-        .apply_service_report(5_000, &report(&platform, Phase::Running, "", true))
+        .apply_service_report(5, 5_000, &report(&platform, Phase::Running, "", true))
         .unwrap_err();
     assert!(matches!(error, PlatformError::Conflict(_)));
     // Forcing is for operators, and says what it orphaned.
