@@ -16,7 +16,7 @@ use drover_raft::Consistency;
 use serde::Deserialize;
 use serde_json::json;
 
-use crate::axebow::auth::Verifier;
+use crate::auth::Verifier;
 use crate::boskos::run;
 use crate::state::ApiState;
 

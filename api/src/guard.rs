@@ -16,7 +16,7 @@ use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use drover_model::platform::Identity;
 
-use crate::axebow::auth::{AuthError, Verified, Verifier};
+use crate::auth::{AuthError, Verified, Verifier};
 use crate::boskos::BoskosError;
 use crate::kube::status::KubeError;
 use crate::state::ApiState;

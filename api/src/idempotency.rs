@@ -16,7 +16,7 @@ use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use sha2::{Digest, Sha256};
 
-use crate::axebow::auth::Verifier;
+use crate::auth::Verifier;
 use crate::state::ApiState;
 
 /// The header's name.

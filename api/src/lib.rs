@@ -8,6 +8,7 @@
 //! [`drover_raft::RaftHandle`]; the handle forwards to the leader, so any node answers.
 
 pub mod agents;
+pub mod auth;
 pub mod axebow;
 pub mod boskos;
 pub mod claimer;

@@ -7,7 +7,7 @@ use prometheus::Registry;
 use tokio_util::sync::CancellationToken;
 
 use crate::agents::AgentReads;
-use crate::axebow::auth::Verifier;
+use crate::auth::Verifier;
 use crate::axebow::{AxebowContext, PlatformOptions};
 use crate::boskos::AcquireClock;
 use crate::claimer::ClaimerOptions;

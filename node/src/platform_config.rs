@@ -7,7 +7,7 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
 use clap::Args;
-use drover_api::axebow::auth::{parse_algorithm, IssuerKey, StaticToken, Verifier};
+use drover_api::auth::{parse_algorithm, IssuerKey, StaticToken, Verifier};
 use drover_api::axebow::rate::RateLimit;
 use drover_api::axebow::PlatformOptions;
 use drover_model::platform::Identity;

@@ -6,7 +6,7 @@ use std::collections::HashMap;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use anyhow::{Context, Result};
-use drover_api::axebow::auth::{encode_hs256, mint_hs256, Algorithm, IssuerKey, StaticToken, Verifier};
+use drover_api::auth::{encode_hs256, mint_hs256, Algorithm, IssuerKey, StaticToken, Verifier};
 use drover_api::axebow::rate::RateLimit;
 use drover_api::axebow::PlatformOptions;
 use drover_model::platform::Identity;

@@ -605,7 +605,7 @@ async fn kubernetes_rules_for_names_labels_media_types_and_versions() -> Result<
     let now = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)?
         .as_secs();
-    let early = drover_api::axebow::auth::encode_hs256(
+    let early = drover_api::auth::encode_hs256(
         &json!({"iss": TEST_ISSUER, "aud": TEST_AUDIENCE, "sub": "early", "exp": now + 7200, "nbf": now + 3600}),
         TEST_JWT_SECRET.as_bytes(),
     )?;

@@ -9,9 +9,9 @@ use axum::http::request::Parts;
 use axum::http::{header, StatusCode};
 use drover_model::platform::Identity;
 
-use super::auth::Verifier;
 use super::rate::{RateLimit, RateLimiter};
 use super::reply::{codes, AxebowError};
+use crate::auth::Verifier;
 use crate::state::ApiState;
 
 /// Settings of the platform, the same on every node.

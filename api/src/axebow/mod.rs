@@ -4,7 +4,6 @@
 //! the same handler annotations that build the routes, and a browsable UI at `/docs`.
 
 pub mod accounts;
-pub mod auth;
 pub mod clusters;
 pub mod context;
 pub mod openapi;

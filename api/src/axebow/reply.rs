@@ -15,7 +15,7 @@ use serde::Serialize;
 use serde_json::Value;
 use utoipa::ToSchema;
 
-use super::auth::AuthError;
+use crate::auth::AuthError;
 use crate::error::RETRY_AFTER_SECONDS;
 
 /// A message attached to a successful answer.

@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::Args;
-use drover_api::axebow::auth::mint_hs256;
+use drover_api::auth::mint_hs256;
 use drover_model::pool::parse_duration_ms;
 
 /// `drover token` flags.

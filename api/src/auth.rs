@@ -1,7 +1,9 @@
 //! Who is calling: bearer JWTs from configured issuers (algorithm pinned, keys read from files
 //! at start, `exp`, `iss`, `aud` and `sub` required) and static API tokens for machines. The
 //! verifier answers with the caller's [`Identity`]; what that identity may do is decided by
-//! the platform's authorization rules.
+//! the platform's authorization rules. Every dialect authenticates through it (the platform
+//! API, the Boskos and k8s-claimer routes, the idempotency layer), so it lives beside them
+//! rather than inside one.
 
 use std::collections::HashMap;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
