@@ -404,6 +404,36 @@ async fn concurrent_updates_of_one_previous_and_a_retried_create() -> Result<()>
     cluster.shutdown().await
 }
 
+/// A three-node cluster where alice has tenant `acme` with account `main` and environment
+/// `prod` allowing `vcpu` millicores; her clients on nodes 1, 2 and 3.
+async fn acme_with_prod(vcpu: u64) -> Result<(TestCluster, [PlatformClient; 3])> {
+    let cluster = TestCluster::start_with_options(3, ClusterOptions::with_credentials()).await?;
+    cluster.leader(ELECTION).await?;
+    let clients = [1, 2, 3].map(|id| cluster.platform(id, Some(token("alice"))));
+    let [one, two, three] = &clients;
+    one.register("alice").await?;
+    expect(two, Method::POST, "/tenant/acme", Some(&json!({})), 200).await?;
+    let account = json!({"spec": {"iaas": "sim"}});
+    expect(
+        three,
+        Method::POST,
+        "/tenant/acme/account/main",
+        Some(&account),
+        200,
+    )
+    .await?;
+    let env = json!({"marks": {"vcpu": {"max": vcpu}}});
+    expect(
+        one,
+        Method::POST,
+        "/tenant/acme/account/main/environment/prod",
+        Some(&env),
+        200,
+    )
+    .await?;
+    Ok((cluster, clients))
+}
+
 /// A service with `client` and `server` channels.
 fn with_channels(client: &[&str], server: &[&str]) -> Value {
     let side = |names: &[&str]| -> Value { names.iter().map(|n| (n.to_string(), json!({}))).collect() };
@@ -417,29 +447,7 @@ fn with_channels(client: &[&str], server: &[&str]) -> Value {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn links_join_channels_of_services_in_one_environment() -> Result<()> {
     // A26, calls spread over the nodes.
-    let cluster = TestCluster::start_with_options(3, ClusterOptions::with_credentials()).await?;
-    cluster.leader(ELECTION).await?;
-    let [one, two, three] = [1, 2, 3].map(|id| cluster.platform(id, Some(token("alice"))));
-    one.register("alice").await?;
-    expect(&two, Method::POST, "/tenant/acme", Some(&json!({})), 200).await?;
-    let account = json!({"spec": {"iaas": "sim"}});
-    expect(
-        &three,
-        Method::POST,
-        "/tenant/acme/account/main",
-        Some(&account),
-        200,
-    )
-    .await?;
-    let small = json!({"marks": {"vcpu": {"max": 1000}}});
-    expect(
-        &one,
-        Method::POST,
-        "/tenant/acme/account/main/environment/prod",
-        Some(&small),
-        200,
-    )
-    .await?;
+    let (_cluster, [one, two, three]) = acme_with_prod(1000).await?;
     expect(
         &two,
         Method::POST,
@@ -643,29 +651,7 @@ async fn links_join_channels_of_services_in_one_environment() -> Result<()> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_simple_form_creates_and_updates_a_service() -> Result<()> {
-    let cluster = TestCluster::start_with_options(3, ClusterOptions::with_credentials()).await?;
-    cluster.leader(ELECTION).await?;
-    let [one, two, three] = [1, 2, 3].map(|id| cluster.platform(id, Some(token("alice"))));
-    one.register("alice").await?;
-    expect(&two, Method::POST, "/tenant/acme", Some(&json!({})), 200).await?;
-    let account = json!({"spec": {"iaas": "sim"}});
-    expect(
-        &three,
-        Method::POST,
-        "/tenant/acme/account/main",
-        Some(&account),
-        200,
-    )
-    .await?;
-    let env = json!({"marks": {"vcpu": {"max": 1000}}});
-    expect(
-        &one,
-        Method::POST,
-        "/tenant/acme/account/main/environment/prod",
-        Some(&env),
-        200,
-    )
-    .await?;
+    let (_cluster, [one, two, three]) = acme_with_prod(1000).await?;
     let simple = |frontend: u32| {
         json!({"deployment": {"name": "web", "up": null, "meta": {},
             "config": {"parameter": {"greeting": "hi"}, "resilience": 0, "scale": {"frontend": frontend}},
@@ -724,29 +710,7 @@ async fn the_simple_form_creates_and_updates_a_service() -> Result<()> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn services_are_watched_from_a_resource_version_on_any_node() -> Result<()> {
-    let cluster = TestCluster::start_with_options(3, ClusterOptions::with_credentials()).await?;
-    cluster.leader(ELECTION).await?;
-    let [one, two, three] = [1, 2, 3].map(|id| cluster.platform(id, Some(token("alice"))));
-    one.register("alice").await?;
-    expect(&two, Method::POST, "/tenant/acme", Some(&json!({})), 200).await?;
-    let account = json!({"spec": {"iaas": "sim"}});
-    expect(
-        &three,
-        Method::POST,
-        "/tenant/acme/account/main",
-        Some(&account),
-        200,
-    )
-    .await?;
-    let env = json!({"marks": {"vcpu": {"max": 100000}}});
-    expect(
-        &one,
-        Method::POST,
-        "/tenant/acme/account/main/environment/prod",
-        Some(&env),
-        200,
-    )
-    .await?;
+    let (cluster, [one, two, three]) = acme_with_prod(100000).await?;
     let secret = json!({"data": "pw"});
     expect(&two, Method::POST, "/tenant/acme/secret/db", Some(&secret), 200).await?;
     expect(

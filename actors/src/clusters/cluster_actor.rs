@@ -109,10 +109,7 @@ const MAX_OBSERVED_SETS: usize = 10_000;
 
 /// `text` cut to [`MAX_AGENT_TEXT`] characters.
 fn bounded(text: &str) -> String {
-    match text.char_indices().nth(MAX_AGENT_TEXT) {
-        Some((at, _)) => format!("{}…", &text[..at]),
-        None => text.to_string(),
-    }
+    super::driver::bounded(text, MAX_AGENT_TEXT)
 }
 
 /// Each set's instances, running ones and the digest of the running ones' ids.
@@ -249,7 +246,7 @@ impl ClusterActor {
             let result = driver.apply_set(fence, &push.set, push.instances).await;
             args.metrics
                 .driver_calls
-                .with_label_values(&["apply_set", outcome(&result)])
+                .with_label_values(&["apply_set", DriverError::outcome(&result)])
                 .inc();
             match result {
                 Ok(_) => {}
@@ -279,7 +276,7 @@ impl ClusterActor {
             let result = driver.restart(fence, instance).await;
             args.metrics
                 .driver_calls
-                .with_label_values(&["restart", outcome(&result)])
+                .with_label_values(&["restart", DriverError::outcome(&result)])
                 .inc();
             match result {
                 // An instance the agent does not run (yet) has nothing to restart.
@@ -412,15 +409,6 @@ impl ClusterActor {
             Err(error) => tracing::warn!(cluster = %state.args.cluster, %error, "observation not committed"),
         }
         Ok(true)
-    }
-}
-
-fn outcome<T>(result: &Result<T, DriverError>) -> &'static str {
-    match result {
-        Ok(_) => "ok",
-        Err(DriverError::Fenced(_)) => "fenced",
-        Err(DriverError::Unreachable(_)) => "unreachable",
-        Err(_) => "error",
     }
 }
 

@@ -32,6 +32,27 @@ pub enum DriverError {
     Decode(String),
 }
 
+impl DriverError {
+    /// The `outcome` label of a call's metric.
+    pub fn outcome<T>(result: &Result<T, DriverError>) -> &'static str {
+        match result {
+            Ok(_) => "ok",
+            Err(DriverError::Fenced(_)) => "fenced",
+            Err(DriverError::Unreachable(_)) => "unreachable",
+            Err(_) => "error",
+        }
+    }
+}
+
+/// `text` cut to `max` characters (marked `…`): what a cluster says is outside the control
+/// plane, and a megabyte of it must not be replicated.
+pub fn bounded(text: &str, max: usize) -> String {
+    match text.char_indices().nth(max) {
+        Some((at, _)) => format!("{}…", &text[..at]),
+        None => text.to_string(),
+    }
+}
+
 /// Desired sets in, observed inventory out.
 #[async_trait]
 pub trait Driver: Send + Sync {

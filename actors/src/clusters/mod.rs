@@ -21,7 +21,7 @@ use prometheus::{
 use ractor::{Actor, ActorCell};
 
 pub use agent_driver::AgentDriver;
-pub use driver::{Driver, DriverError};
+pub use driver::{bounded, Driver, DriverError};
 pub use observed::{Observation, Observations};
 pub use supervisor::ClustersSupervisor;
 

@@ -77,10 +77,7 @@ struct Committed {
 const MAX_ERROR_TEXT: usize = 256;
 
 fn bounded(text: &str) -> String {
-    match text.char_indices().nth(MAX_ERROR_TEXT) {
-        Some((at, _)) => format!("{}…", &text[..at]),
-        None => text.to_string(),
-    }
+    crate::clusters::bounded(text, MAX_ERROR_TEXT)
 }
 
 /// The service actor.
@@ -165,7 +162,7 @@ impl ServiceActor {
                     let result = observation.driver.apply_set(fence, &args.set, instances).await;
                     args.metrics
                         .driver_calls
-                        .with_label_values(&[outcome(&result)])
+                        .with_label_values(&[DriverError::outcome(&result)])
                         .inc();
                     match result {
                         Ok(inventory) => {
@@ -240,15 +237,6 @@ impl ServiceActor {
             .reconcile_seconds
             .observe(started.elapsed().as_secs_f64());
         Ok(true)
-    }
-}
-
-fn outcome<T>(result: &Result<T, DriverError>) -> &'static str {
-    match result {
-        Ok(_) => "ok",
-        Err(DriverError::Fenced(_)) => "fenced",
-        Err(DriverError::Unreachable(_)) => "unreachable",
-        Err(_) => "error",
     }
 }
 

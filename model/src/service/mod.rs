@@ -9,6 +9,8 @@
 //! revision; it is not part of this module.
 
 mod deployment;
+#[cfg(test)]
+mod fixtures;
 pub mod links;
 pub mod placement;
 pub mod reconcile;

@@ -345,32 +345,10 @@ mod tests {
     use std::collections::BTreeMap;
 
     use super::*;
-    use crate::cluster::agent_api::{ExecSpec, Health, Resources, SetName};
+    use crate::service::fixtures::{self, seen};
 
     fn spec(id: &str) -> InstanceSpec {
-        InstanceSpec {
-            id: InstanceId::parse(id).unwrap(),
-            exec: ExecSpec {
-                argv: vec!["v".into()],
-                probe: None,
-            },
-            resources: Resources::default(),
-            env: BTreeMap::new(),
-        }
-    }
-
-    fn seen(id: &str, state: InstanceState) -> InstanceStatus {
-        InstanceStatus {
-            id: InstanceId::parse(id).unwrap(),
-            set: SetName::parse("acme.web").unwrap(),
-            state,
-            exit_code: None,
-            restarts: 0,
-            started_at: None,
-            health: Health::Unknown,
-            pid: None,
-            resources: Resources::default(),
-        }
+        fixtures::spec(id, "v")
     }
 
     /// Role `api` of `acme.web` at role revision 2 with `count` instances (revision 1 known).

@@ -71,33 +71,7 @@ pub fn roll(role: &RoleTarget, observed: &[InstanceStatus]) -> Vec<InstanceSpec>
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cluster::agent_api::{ExecSpec, Health, Resources, SetName};
-
-    fn spec(id: &str, program: &str) -> InstanceSpec {
-        InstanceSpec {
-            id: InstanceId::parse(id).unwrap(),
-            exec: ExecSpec {
-                argv: vec![program.into()],
-                probe: None,
-            },
-            resources: Resources::default(),
-            env: BTreeMap::new(),
-        }
-    }
-
-    fn seen(id: &str, state: InstanceState) -> InstanceStatus {
-        InstanceStatus {
-            id: InstanceId::parse(id).unwrap(),
-            set: SetName::parse("acme.web").unwrap(),
-            state,
-            exit_code: None,
-            restarts: 0,
-            started_at: None,
-            health: Health::Unknown,
-            pid: None,
-            resources: Resources::default(),
-        }
-    }
+    use crate::service::fixtures::{seen, spec};
 
     fn role(count: u32) -> RoleTarget {
         RoleTarget {
