@@ -832,3 +832,94 @@ async fn services_are_watched_from_a_resource_version_on_any_node() -> Result<()
     ensure!(end[0]["type"] == "ERROR", "{end:?}");
     Ok(())
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_selection_algorithm_prefers_an_accepting_environment() -> Result<()> {
+    // A18, calls spread over the nodes: prod (1000m) is selected through
+    // `selectEnvironmentService`, staging (8000m) only through `selectAcceptEnvironmentService`.
+    let (_cluster, [one, two, three]) = acme_with_prod(1000).await?;
+    let env = |tier: &str, vcpu: u64| json!({"marks": {"vcpu": {"max": vcpu}}, "labels": {"tier": tier}});
+    expect(
+        &two,
+        Method::PATCH,
+        "/tenant/acme/account/main/environment/prod",
+        Some(&env("prod", 1000)),
+        200,
+    )
+    .await?;
+    expect(
+        &three,
+        Method::POST,
+        "/tenant/acme/account/main/environment/staging",
+        Some(&env("staging", 8000)),
+        200,
+    )
+    .await?;
+    let rule = |reason: &str, tier: &str| json!({"reason": reason, "sel": ["$.environment.labels.tier", tier, "::eq"]});
+    let rules = |select: &str| {
+        json!({"rules": {
+            "selectEnvironmentService": [rule("deploys at once", select)],
+            "selectAcceptEnvironmentService": [rule("needs acceptance", "staging")],
+        }})
+    };
+    expect(&one, Method::PATCH, "/tenant/acme", Some(&rules("prod")), 200).await?;
+    // Both pass: the accepting one is chosen although it has fewer vCPUs, and accepted at once.
+    // (The deployment uses the tenant's secret `db`.)
+    expect(
+        &two,
+        Method::POST,
+        "/tenant/acme/secret/db",
+        Some(&json!({"data": "pw"})),
+        200,
+    )
+    .await?;
+    let web = expect(
+        &two,
+        Method::POST,
+        "/tenant/acme/service/web?accept=true",
+        Some(&deployment(1, 100)),
+        200,
+    )
+    .await?;
+    ensure!(
+        web["data"]["environment"] == "main/prod" && web["data"]["currentRevision"] == 1,
+        "{web}"
+    );
+    // Only the requiring environment passes: the revision waits for acceptance (S13).
+    expect(&three, Method::PATCH, "/tenant/acme", Some(&rules("none")), 200).await?;
+    let api = expect(
+        &one,
+        Method::POST,
+        "/tenant/acme/service/api?accept=true",
+        Some(&deployment(1, 100)),
+        200,
+    )
+    .await?;
+    ensure!(
+        api["data"]["environment"] == "main/staging" && api["data"]["currentRevision"].is_null(),
+        "{api}"
+    );
+    let history = expect(&two, Method::GET, "/tenant/acme/service/api/history", None, 200).await?;
+    ensure!(history["data"][0]["accepted"] == false, "{history}");
+    expect(
+        &three,
+        Method::PUT,
+        "/tenant/acme/service/api/revision/1?accept=true",
+        None,
+        200,
+    )
+    .await?;
+    let summary = expect(
+        &one,
+        Method::GET,
+        "/tenant/acme/service/api?summary=true",
+        None,
+        200,
+    )
+    .await?;
+    ensure!(
+        summary["data"]["current"] == 1 && summary["data"]["deployed"] == true,
+        "{summary}"
+    );
+    Ok(())
+}

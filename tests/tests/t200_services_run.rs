@@ -1,8 +1,9 @@
 //! Services run: three `drover serve` processes and an `exec` agent registered as a
-//! platform-wide cluster. An accepted service is placed on the cluster and its instances run as
-//! real processes (checked in `/proc`); scaling keeps the running ones and adds more, across a
-//! leader SIGKILL; a change of what a role runs replaces its instances; a rollback runs the old
-//! program again; deleting the service stops every process.
+//! platform-wide cluster. An accepted service of two roles is placed on the cluster and its
+//! instances run as real processes (checked in `/proc`); scaling one role 2 → 5 keeps the
+//! running ones and adds more, across a leader SIGKILL; a change of what the role runs
+//! replaces its instances (5 → 1); a rollback runs the old program again (1 → 2); the other
+//! role's process is never touched; deleting the service stops every process.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -67,6 +68,16 @@ async fn converged(client: &PlatformClient, count: u32) -> Result<()> {
     .await
 }
 
+/// The worker role's one instance, which none of the frontend's changes touch.
+const WORKER: &str = "acme.t200.worker.r1.0";
+
+/// The frontend's `count` instances of role revision `revision`, and the worker.
+fn with_worker(revision: u64, count: u32) -> Vec<String> {
+    let mut all = ids(revision, count);
+    all.push(WORKER.to_string());
+    all
+}
+
 fn ids(revision: u64, count: u32) -> Vec<String> {
     (0..count)
         .map(|i| format!("{SET}.frontend.r{revision}.{i}"))
@@ -92,11 +103,19 @@ async fn an_accepted_service_runs_scales_changes_rolls_back_and_goes() -> Result
         4000,
     )
     .await?;
-    let deployment = json!({"deployment": {"roles": {"frontend": {
-        "instances": 2,
-        "resources": {"cpu_millis": 10, "memory_mib": 8},
-        "exec": {"argv": ["sh", "-c", "echo v1 $DROVER_INSTANCE_ID; exec sleep 1000"]},
-    }}}});
+    // Two roles: the frontend is scaled, changed and rolled back; the worker rides along.
+    let deployment = json!({"deployment": {"roles": {
+        "frontend": {
+            "instances": 2,
+            "resources": {"cpu_millis": 10, "memory_mib": 8},
+            "exec": {"argv": ["sh", "-c", "echo v1 $DROVER_INSTANCE_ID; exec sleep 1000"]},
+        },
+        "worker": {
+            "instances": 1,
+            "resources": {"cpu_millis": 10, "memory_mib": 8},
+            "exec": {"argv": ["sh", "-c", "echo worker $DROVER_INSTANCE_ID; exec sleep 1000"]},
+        },
+    }}});
     expect_ok(
         &alice,
         Method::POST,
@@ -104,8 +123,9 @@ async fn an_accepted_service_runs_scales_changes_rolls_back_and_goes() -> Result
         Some(&deployment),
     )
     .await?;
-    let started = runs_exactly(&client, &ids(1, 2)).await?;
-    converged(&alice, 2).await?;
+    let started = runs_exactly(&client, &with_worker(1, 2)).await?;
+    let worker = *started.get(WORKER).context("no worker")?;
+    converged(&alice, 3).await?;
     let service = expect_ok(&alice, Method::GET, "/tenant/acme/service/t200", None).await?;
     ensure!(
         service["data"]["cluster"] == json!({"tenant": "operator", "name": "exec"}),
@@ -146,7 +166,7 @@ async fn an_accepted_service_runs_scales_changes_rolls_back_and_goes() -> Result
         (now.restarts >= 1 && new_pid).then_some(())
     })
     .await?;
-    let first = runs_exactly(&client, &ids(1, 2)).await?;
+    let first = runs_exactly(&client, &with_worker(1, 2)).await?;
 
     // Scale 2 → 5 and kill the leader: the two keep running, three more start.
     let scale = json!({"scale": {"frontend": 5}});
@@ -158,7 +178,7 @@ async fn an_accepted_service_runs_scales_changes_rolls_back_and_goes() -> Result
     )
     .await?;
     nodes.kill(leader)?;
-    let scaled = runs_exactly(&client, &ids(1, 5)).await?;
+    let scaled = runs_exactly(&client, &with_worker(1, 5)).await?;
     for (id, pid) in &first {
         ensure!(
             scaled.get(id) == Some(pid),
@@ -168,7 +188,7 @@ async fn an_accepted_service_runs_scales_changes_rolls_back_and_goes() -> Result
     }
     let others: Vec<u64> = (1..=3).filter(|id| *id != leader).collect();
     let alice = as_user(others[0], "alice");
-    converged(&alice, 5).await?;
+    converged(&alice, 6).await?;
 
     // A new program: every instance replaced by the new role revision; 5 → 1 at once.
     let patch = json!({"roles": {"frontend": {"instances": 1, "exec": {"argv": ["sh", "-c", "echo v3 $DROVER_INSTANCE_ID; exec sleep 1000"]}}}});
@@ -179,9 +199,9 @@ async fn an_accepted_service_runs_scales_changes_rolls_back_and_goes() -> Result
         Some(&patch),
     )
     .await?;
-    let changed = runs_exactly(&client, &ids(3, 1)).await?;
-    converged(&alice, 1).await?;
-    for pid in scaled.values() {
+    let changed = runs_exactly(&client, &with_worker(3, 1)).await?;
+    converged(&alice, 2).await?;
+    for (_, pid) in scaled.iter().filter(|(id, _)| id.as_str() != WORKER) {
         ensure!(
             !drover_tests::agent::alive(*pid),
             "an instance of the old program lives on: {pid}"
@@ -196,9 +216,16 @@ async fn an_accepted_service_runs_scales_changes_rolls_back_and_goes() -> Result
         None,
     )
     .await?;
-    runs_exactly(&client, &ids(4, 2)).await?;
-    converged(&alice, 2).await?;
-    ensure!(!changed.values().any(|pid| drover_tests::agent::alive(*pid)));
+    let rolled = runs_exactly(&client, &with_worker(4, 2)).await?;
+    converged(&alice, 3).await?;
+    ensure!(
+        rolled.get(WORKER) == Some(&worker) && changed.get(WORKER) == Some(&worker),
+        "the worker was restarted by changes of the frontend"
+    );
+    ensure!(!changed
+        .iter()
+        .filter(|(id, _)| id.as_str() != WORKER)
+        .any(|(_, pid)| drover_tests::agent::alive(*pid)));
     let logs = client
         .get(&format!("/v1/instances/{SET}.frontend.r4.0/logs"))
         .await?;

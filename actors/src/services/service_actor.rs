@@ -4,8 +4,9 @@
 //! and commits its status (and, for a deleted service, its end) through Raft when it changed.
 //!
 //! It acts only on an inventory read after its own last send (else on the agent's answer to
-//! that send), so a stale view can never bring back an instance it already removed. A failed
-//! send is retried after a jittered, doubling delay. A new leader's actor starts from the store
+//! that send), so a stale view can never bring back an instance it already removed; after a
+//! failed send (which the agent may have applied anyway) it decides nothing until the next
+//! inventory. A failed send is retried after a jittered, doubling delay. A new leader's actor starts from the store
 //! and its cluster's first inventory of the new term: it sends nothing when the agent already
 //! runs the desired set, and instance ids are deterministic, so nothing is started twice.
 
@@ -60,6 +61,9 @@ pub struct ServiceState {
     failures: u32,
     /// No send before this (after a failure).
     retry_at: Option<Instant>,
+    /// When the last send failed: the agent may or may not have applied it, so nothing is
+    /// decided until the cluster's actor has read its inventory again.
+    failed_at: Option<Instant>,
     /// Counted in the backlog gauge: it has work it has not finished.
     in_backlog: bool,
 }
@@ -123,6 +127,13 @@ impl ServiceActor {
             .cluster
             .as_ref()
             .and_then(|cluster| args.observations.get(cluster, args.context.term));
+        if let (Some(failed_at), Some(o)) = (state.failed_at, &observation) {
+            if o.read_at <= failed_at {
+                // What the failed send did is unknown until the next inventory.
+                args.metrics.reconciles.with_label_values(&["idle"]).inc();
+                return Ok(true);
+            }
+        }
         let seen = match (&observation, &committed.cluster) {
             (None, _) | (_, None) => Seen::NotYet,
             (Some(o), _) if !o.reachable => Seen::Unreachable,
@@ -173,6 +184,7 @@ impl ServiceActor {
                             });
                             state.failures = 0;
                             state.retry_at = None;
+                            state.failed_at = None;
                         }
                         Err(error) => {
                             failed = true;
@@ -184,6 +196,8 @@ impl ServiceActor {
                                 args.config.retry_max,
                             );
                             state.retry_at = Some(Instant::now() + delay);
+                            state.failed_at = Some(Instant::now());
+                            state.sent = None;
                             tracing::warn!(tenant = %args.tenant, service = %args.service, %error, ?delay, "desired set not applied; retrying");
                             status.reason = format!(
                                 "{}; the last send failed: {}",
@@ -259,6 +273,7 @@ impl Actor for ServiceActor {
             sent: None,
             failures: 0,
             retry_at: None,
+            failed_at: None,
             in_backlog: false,
         })
     }

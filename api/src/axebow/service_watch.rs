@@ -1,8 +1,9 @@
 //! Watches on services and their events, as for leases: `GET /tenant/{t}/service?watch=true`
 //! and `GET …/service/{s}/events?watch=true`, with `resourceVersion=N` to resume after a state
 //! revision this cluster returned (without it, everything there is now comes first as `ADDED`)
-//! and `timeoutSeconds`. Each line is `{"type": "ADDED"|"MODIFIED"|"DELETED"|"ERROR",
-//! "object": …}`; every object carries its `resourceVersion`.
+//! and `timeoutSeconds`. The answer is `application/x-ndjson`: each line is `{"type":
+//! "ADDED"|"MODIFIED"|"DELETED"|"ERROR", "object": …}`; every object carries its
+//! `resourceVersion`.
 //!
 //! A watch reads this node's replicated state every 200 ms, so changes made within one poll
 //! are seen together and a service changed twice shows once, as it is now. The caller's right
@@ -54,6 +55,21 @@ impl WatchParams {
         self.watch == Some(true)
     }
 }
+
+/// One line of a watch stream (the OpenAPI schema of `application/x-ndjson` answers).
+#[derive(Serialize, utoipa::ToSchema)]
+pub struct WatchLine {
+    /// `ADDED`, `MODIFIED`, `DELETED`, or `ERROR` (then `object` is `{code, content: {message}}`
+    /// and the stream ends).
+    #[serde(rename = "type")]
+    pub kind: String,
+    /// The service (or event) as it is now.
+    #[schema(value_type = Object)]
+    pub object: serde_json::Value,
+}
+
+/// The media type of watch streams.
+pub const NDJSON: &str = "application/x-ndjson";
 
 /// What one poll found: lines to send (and the revision they bring the watch to), or the
 /// line that ends it.
@@ -213,7 +229,7 @@ pub async fn watch(
         drop(permit);
     });
     let body = Body::from_stream(ReceiverStream::new(receiver));
-    Ok(([(header::CONTENT_TYPE, "application/json")], body).into_response())
+    Ok(([(header::CONTENT_TYPE, NDJSON)], body).into_response())
 }
 
 async fn follow(

@@ -24,7 +24,7 @@ use utoipa::{IntoParams, ToSchema};
 use super::context::Caller;
 use super::reply::{codes, done, ok, AxebowError, Body, Empty, Envelope, Params};
 use super::service_wait::{converged, gone, request_status, wait_of, Wait};
-use super::service_watch::{watch, WatchParams, Watched};
+use super::service_watch::{watch, WatchLine, WatchParams, Watched};
 use super::store;
 use crate::state::ApiState;
 
@@ -552,7 +552,8 @@ pub async fn request(
 /// (`{"type", "object"}` lines, see `service_watch`).
 #[utoipa::path(get, path = "/api/1.0-beta/tenant/{tenant}/service", tag = "services",
     params(("tenant" = String, Path, description = "Tenant name"), WatchParams),
-    responses((status = 200, description = "Names (or, watching, a stream of changes)", body = Envelope<Vec<String>>)))]
+    responses((status = 200, description = "Names (or, watching, a stream of changes)",
+        content((Envelope<Vec<String>> = "application/json"), (WatchLine = "application/x-ndjson")))))]
 pub async fn list(
     State(state): State<ApiState>,
     Caller(caller): Caller,
@@ -575,7 +576,8 @@ pub async fn list(
 /// stream of new and recounted ones.
 #[utoipa::path(get, path = "/api/1.0-beta/tenant/{tenant}/service/{service}/events", tag = "services",
     params(("tenant" = String, Path, description = "Tenant name"), ("service" = String, Path, description = "Service name"), WatchParams),
-    responses((status = 200, description = "Events (or, watching, a stream of them)", body = Envelope<Vec<ServiceEvent>>)))]
+    responses((status = 200, description = "Events (or, watching, a stream of them)",
+        content((Envelope<Vec<ServiceEvent>> = "application/json"), (WatchLine = "application/x-ndjson")))))]
 pub async fn events(
     State(state): State<ApiState>,
     Caller(caller): Caller,
