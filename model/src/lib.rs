@@ -12,6 +12,7 @@ pub mod limits;
 pub mod object;
 pub mod platform;
 pub mod pool;
+pub mod scheduling;
 pub mod service;
 pub mod state;
 pub mod time;

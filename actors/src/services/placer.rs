@@ -1,13 +1,11 @@
-//! The placement pass, first cut: every accepted service that runs nowhere (or whose cluster is
-//! no longer registered) is placed by the pure [`place`] function on one of its environment's
-//! clusters; the decisions of one pass are committed in one log entry. A service being deleted
-//! is never placed.
-
-use std::collections::HashMap;
+//! The placement pass: every accepted service that runs nowhere (or whose cluster is no longer
+//! registered) is placed by the pure scheduler (`Platform::schedule_service`: Krake's
+//! constraints and scoring) on one of its environment's clusters; the decisions of one pass, each
+//! with its explanation, are committed in one log entry. A service being deleted is never
+//! placed.
 
 use drover_model::cluster::agent_api::Resources;
-use drover_model::cluster::ClusterRef;
-use drover_model::service::placement::{place, Placement};
+use drover_model::service::placement::{Placement, Promised};
 use drover_model::{Command, CommandResult, Proposal};
 use prometheus::IntCounter;
 
@@ -17,9 +15,9 @@ use crate::root::LeaderContext;
 pub(crate) fn decide(context: &LeaderContext) -> Vec<Placement> {
     context.raft.local_read(|s| {
         let platform = s.platform();
-        // Room taken by this pass's own decisions, so that two services placed together do not
-        // both count on the same free capacity.
-        let mut taken: HashMap<ClusterRef, Resources> = HashMap::new();
+        // Room promised by this pass's own decisions, so that two services placed together do
+        // not both count on the same free capacity.
+        let mut promised = Promised::new();
         let mut decisions = Vec::new();
         for (tenant, stored) in platform.tenants() {
             for (name, service) in &stored.services {
@@ -29,45 +27,32 @@ pub(crate) fn decide(context: &LeaderContext) -> Vec<Placement> {
                 let Some(revision) = service.current.and_then(|n| service.revisions.get(&n)) else {
                     continue;
                 };
-                let registered = |c: &ClusterRef| platform.cluster(c).is_some();
-                if service.placement.as_ref().is_some_and(registered) {
-                    // Placed and its cluster is still there: nothing to decide.
+                if service
+                    .placement
+                    .as_ref()
+                    .is_some_and(|c| platform.cluster(c).is_some())
+                {
+                    // Placed and its cluster is still there: it stays (no migration yet).
                     continue;
                 }
-                let environment = &service.environment;
-                let Ok(mut usable) =
-                    platform.environment_clusters(tenant, &environment.account, &environment.environment)
-                else {
+                let Some(decision) = platform.schedule_service(tenant, name, &promised) else {
                     continue;
                 };
-                for candidate in &mut usable.clusters {
-                    let reference = ClusterRef {
-                        tenant: candidate.tenant.clone(),
-                        name: candidate.name.clone(),
-                    };
-                    if let (Some(free), Some(used)) = (candidate.free.as_mut(), taken.get(&reference)) {
-                        *free = free.minus(*used);
-                    }
-                }
-                let Some(cluster) = place(
-                    &usable.clusters,
-                    revision.usage,
-                    service.placement.as_ref(),
-                    registered,
-                ) else {
+                let Some(chosen) = decision.chosen.as_ref() else {
                     continue;
                 };
                 let usage = Resources {
                     cpu_millis: revision.usage.vcpu_millis,
                     memory_mib: revision.usage.memory_mib,
                 };
-                let entry = taken.entry(cluster.clone()).or_default();
+                let entry = promised.entry(chosen.cluster.clone()).or_default();
                 *entry = entry.plus(usage);
                 decisions.push(Placement {
                     tenant: tenant.clone(),
                     service: name.clone(),
                     uid: service.uid.clone(),
-                    cluster,
+                    cluster: chosen.cluster.clone(),
+                    decision,
                 });
             }
         }

@@ -75,6 +75,8 @@ struct Committed {
     cluster: Option<ClusterRef>,
     deleting: bool,
     reported: ReconcileStatus,
+    /// Why no cluster takes it, when it is accepted and not placed.
+    unplaced: Option<String>,
 }
 
 /// Most characters of a driver's error kept in a status.
@@ -101,6 +103,14 @@ impl ServiceActor {
                 cluster: service.placement.clone(),
                 deleting: service.deleting_ms.is_some(),
                 reported: service.reconcile.clone(),
+                unplaced: (service.placement.is_none() && service.current.is_some())
+                    .then(|| {
+                        s.platform()
+                            .schedule_service(&args.tenant, &args.service, &Default::default())
+                    })
+                    .flatten()
+                    .filter(|decision| decision.chosen.is_none())
+                    .map(|decision| decision.why_none()),
             })
         })
     }
@@ -151,6 +161,7 @@ impl ServiceActor {
             revision: committed.revision,
             cluster: committed.cluster.as_ref(),
             deleting: committed.deleting,
+            unplaced: committed.unplaced.as_deref(),
         };
         let (actions, mut status) = plan(wanted, seen);
         let mut finalize = false;

@@ -324,6 +324,7 @@ impl Platform {
             events: Default::default(),
             version: 0,
             created_version: 0,
+            scheduling: None,
         };
         self.tenant_mut_for_services(tenant)?
             .services

@@ -64,6 +64,74 @@ pub struct Deployment {
     /// The channels its service serves and calls through (what links join).
     #[serde(default, skip_serializing_if = "Channels::is_empty")]
     pub channels: Channels,
+    /// Which clusters it may run on (Krake's constraint languages).
+    #[serde(default, skip_serializing_if = "Constraints::is_empty")]
+    pub constraints: Constraints,
+}
+
+/// Most constraints of each kind.
+const MAX_CONSTRAINTS: usize = 32;
+
+/// Where a service may run: label constraints on the cluster's labels (`location in (DE, SK)`)
+/// and metric constraints on its metrics (`load < 0.8`), all of which must hold.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Constraints {
+    /// Label constraints.
+    #[serde(default)]
+    pub labels: Vec<String>,
+    /// Metric constraints.
+    #[serde(default)]
+    pub metrics: Vec<String>,
+}
+
+impl Constraints {
+    /// Whether there are none.
+    pub fn is_empty(&self) -> bool {
+        self.labels.is_empty() && self.metrics.is_empty()
+    }
+
+    /// Parsed; the error names the expression.
+    pub fn parsed(
+        &self,
+    ) -> Result<
+        (
+            Vec<crate::scheduling::LabelConstraint>,
+            Vec<crate::scheduling::MetricConstraint>,
+        ),
+        PlatformError,
+    > {
+        for (field, list) in [
+            ("constraints.labels", &self.labels),
+            ("constraints.metrics", &self.metrics),
+        ] {
+            if list.len() > MAX_CONSTRAINTS {
+                return Err(PlatformError::invalid(
+                    field,
+                    format!("at most {MAX_CONSTRAINTS}"),
+                ));
+            }
+        }
+        let labels = self
+            .labels
+            .iter()
+            .enumerate()
+            .map(|(i, text)| {
+                crate::scheduling::LabelConstraint::parse(text)
+                    .map_err(|e| PlatformError::invalid(format!("constraints.labels[{i}]"), e.to_string()))
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        let metrics = self
+            .metrics
+            .iter()
+            .enumerate()
+            .map(|(i, text)| {
+                crate::scheduling::MetricConstraint::parse(text)
+                    .map_err(|e| PlatformError::invalid(format!("constraints.metrics[{i}]"), e.to_string()))
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok((labels, metrics))
+    }
 }
 
 fn empty_object() -> Value {
@@ -140,6 +208,7 @@ impl Deployment {
         if !self.parameters.is_object() {
             return Err(PlatformError::invalid("parameters", "must be a JSON object"));
         }
-        self.channels.validate()
+        self.channels.validate()?;
+        self.constraints.parsed().map(|_| ())
     }
 }

@@ -28,7 +28,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use utoipa::ToSchema;
 
-pub use deployment::{Deployment, ResourceUse, RoleSpec, Usage, MAX_ROLE_INSTANCES};
+pub use deployment::{Constraints, Deployment, ResourceUse, RoleSpec, Usage, MAX_ROLE_INSTANCES};
 pub use revise::{revise, Change};
 
 use crate::platform::Identity;
@@ -153,6 +153,9 @@ pub struct Service {
     /// The state revision that created it.
     #[serde(default)]
     pub created_version: u64,
+    /// Why it was placed where it runs (the scheduler's decision).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scheduling: Option<crate::scheduling::Decision>,
 }
 
 /// Most revisions a service keeps; older ones (never the current or the pending one) are

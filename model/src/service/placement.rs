@@ -1,22 +1,22 @@
-//! Placement, first cut: which cluster a service's instances run on, as a pure function of the
-//! clusters its environment may use (their state and free capacity as their agents last
-//! reported) and where it runs now. A placed service stays on its cluster while that cluster is
-//! registered, whatever its state or the environment's selection: moving it (migration, create
-//! first, remove the old copies only once their cluster answers) is Krake's full scheduler, the
-//! next step; until then nothing here can leave a copy on one cluster while starting another.
-//! The leader commits each decision as a [`Placement`], so a new leader knows where every
-//! service runs.
+//! Placement: which cluster a service's instances run on, chosen by the pure scheduler
+//! ([`crate::scheduling::schedule`]: Krake's constraints, ONLINE clusters whose free capacity
+//! fits, stickiness, deterministic ties) among the clusters its environment may use. A placed
+//! service stays on its cluster while that cluster is registered, whatever its state or the
+//! environment's selection: moving it (migration: create first, remove the old copies only once
+//! their cluster answers) is the next step; until then nothing here can leave a copy on one
+//! cluster while starting another. The leader commits each decision as a [`Placement`] with its
+//! explanation, so a new leader knows where every service runs and why.
 
 use std::collections::BTreeSet;
 
 use serde::{Deserialize, Serialize};
 
 use super::rollout::RoleTarget;
-use super::{Revision, Service, Usage};
+use super::{Revision, Service};
 use crate::cluster::agent_api::{InstanceId, InstanceSpec, SetName};
-use crate::cluster::views::UsableCluster;
-use crate::cluster::{ids_digest, ClusterRef, ClusterState};
+use crate::cluster::{ids_digest, ClusterRef};
 use crate::platform::{Platform, PlatformError};
+use crate::scheduling::{schedule, Candidate, Decision, Needs, STICKINESS};
 
 /// A placement decision (`Command::Placement`), proposed by the leader only.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -29,38 +29,13 @@ pub struct Placement {
     pub uid: String,
     /// Where it runs.
     pub cluster: ClusterRef,
+    /// Why: the winning score, the other candidates and why the rest were excluded.
+    #[serde(default)]
+    pub decision: crate::scheduling::Decision,
 }
 
-/// Where a service needing `needed` should run: its `current` cluster while that cluster is
-/// `registered`, else the `ONLINE` cluster with the most free CPU (then memory, then name) that
-/// fits it; `None` when none fits.
-pub fn place(
-    candidates: &[UsableCluster],
-    needed: Usage,
-    current: Option<&ClusterRef>,
-    registered: impl Fn(&ClusterRef) -> bool,
-) -> Option<ClusterRef> {
-    if let Some(current) = current.filter(|c| registered(c)) {
-        return Some(current.clone());
-    }
-    let reference = |c: &UsableCluster| ClusterRef {
-        tenant: c.tenant.clone(),
-        name: c.name.clone(),
-    };
-    candidates
-        .iter()
-        .filter(|c| c.state == ClusterState::Online)
-        .filter_map(|c| c.free.map(|free| (c, free)))
-        .filter(|(_, free)| free.cpu_millis >= needed.vcpu_millis && free.memory_mib >= needed.memory_mib)
-        .max_by(|(a, a_free), (b, b_free)| {
-            a_free
-                .cpu_millis
-                .cmp(&b_free.cpu_millis)
-                .then(a_free.memory_mib.cmp(&b_free.memory_mib))
-                .then((&b.tenant, &b.name).cmp(&(&a.tenant, &a.name)))
-        })
-        .map(|(c, _)| reference(c))
-}
+/// What the clusters of a placement pass have already been promised, by cluster.
+pub type Promised = std::collections::HashMap<ClusterRef, crate::cluster::agent_api::Resources>;
 
 /// The desired set name of a service: `{tenant}.{service}`.
 pub fn set_name(tenant: &str, service: &str) -> Option<SetName> {
@@ -80,7 +55,55 @@ impl Platform {
         };
         let changed = stored.placement.as_ref() != Some(&placement.cluster);
         stored.placement = Some(placement.cluster.clone());
+        stored.scheduling = Some(placement.decision.clone());
         Ok(changed)
+    }
+
+    /// Where `tenant`'s `service` should run now, by the scheduler ([`crate::scheduling`]),
+    /// among the clusters its environment may use, with the room `promised` to services
+    /// placed earlier in the same pass taken off their free capacity. `None` for a service
+    /// that does not exist or has no accepted revision.
+    pub fn schedule_service(&self, tenant: &str, service: &str, promised: &Promised) -> Option<Decision> {
+        let stored = self.service(tenant, service).ok()?;
+        let revision = stored.current.and_then(|n| stored.revisions.get(&n))?;
+        let (labels, metrics) = revision.deployment.constraints.parsed().ok()?;
+        let environment = &stored.environment;
+        let usable = self
+            .environment_clusters(tenant, &environment.account, &environment.environment)
+            .map(|usable| usable.clusters)
+            .unwrap_or_default();
+        let candidates: Vec<Candidate<'_>> = usable
+            .iter()
+            .map(|c| {
+                let cluster = ClusterRef {
+                    tenant: c.tenant.clone(),
+                    name: c.name.clone(),
+                };
+                let free = match (c.free, promised.get(&cluster)) {
+                    (Some(free), Some(taken)) => Some(free.minus(*taken)),
+                    (free, _) => free,
+                };
+                Candidate {
+                    cluster,
+                    state: c.state,
+                    labels: &c.labels,
+                    free,
+                    metrics: None,
+                }
+            })
+            .collect();
+        let needs = Needs {
+            service: stored.uid.clone(),
+            usage: revision.usage,
+            labels,
+            metrics,
+        };
+        Some(schedule(
+            &needs,
+            &candidates,
+            stored.placement.as_ref(),
+            STICKINESS,
+        ))
     }
 
     /// The sets of every service placed on `cluster`, deleted ones included: the cluster's
@@ -214,77 +237,4 @@ pub struct RunStatus {
     pub running: u32,
     /// Exactly the current revision's instances run, and nothing else of the service.
     pub converged: bool,
-}
-
-#[cfg(test)]
-mod tests {
-    use std::collections::BTreeMap;
-
-    use super::*;
-    use crate::cluster::agent_api::Resources;
-
-    fn cluster(name: &str, state: ClusterState, cpu: u64) -> UsableCluster {
-        UsableCluster {
-            tenant: "operator".into(),
-            name: name.into(),
-            state,
-            labels: BTreeMap::new(),
-            capacity: Some(Resources {
-                cpu_millis: 8000,
-                memory_mib: 8192,
-            }),
-            free: Some(Resources {
-                cpu_millis: cpu,
-                memory_mib: 4096,
-            }),
-        }
-    }
-
-    fn at(name: &str) -> ClusterRef {
-        ClusterRef {
-            tenant: "operator".into(),
-            name: name.into(),
-        }
-    }
-
-    #[test]
-    fn the_roomiest_online_cluster_that_fits_and_stickiness() {
-        let needed = Usage {
-            vcpu_millis: 1000,
-            memory_mib: 512,
-        };
-        let candidates = [
-            cluster("a", ClusterState::Online, 2000),
-            cluster("b", ClusterState::Online, 3000),
-            cluster("c", ClusterState::Offline, 9000),
-            cluster("d", ClusterState::Online, 500),
-            cluster("e", ClusterState::Online, 3000),
-        ];
-        let registered = |c: &ClusterRef| c.name != "gone";
-        let table: [(Option<ClusterRef>, Option<ClusterRef>); 5] = [
-            // New: the most free CPU among ONLINE clusters that fit; a tie goes to the first name.
-            (None, Some(at("b"))),
-            // Placed: stays, even on a cluster that is offline or full now.
-            (Some(at("c")), Some(at("c"))),
-            (Some(at("d")), Some(at("d"))),
-            // Placed on a registered cluster the environment no longer selects: stays (moving
-            // it would run a second copy there until the first is removed).
-            (Some(at("unselected")), Some(at("unselected"))),
-            // Placed on a cluster that is no longer registered: placed again.
-            (Some(at("gone")), Some(at("b"))),
-        ];
-        for (current, expected) in table {
-            assert_eq!(
-                place(&candidates, needed, current.as_ref(), registered),
-                expected,
-                "{current:?}"
-            );
-        }
-        let huge = Usage {
-            vcpu_millis: 5000,
-            memory_mib: 1,
-        };
-        assert_eq!(place(&candidates, huge, None, registered), None);
-        assert_eq!(place(&[], needed, None, registered), None);
-    }
 }

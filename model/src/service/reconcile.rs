@@ -99,6 +99,8 @@ pub struct Wanted<'a> {
     pub cluster: Option<&'a ClusterRef>,
     /// Deleted, waiting for its instances to go.
     pub deleting: bool,
+    /// Why no cluster takes it, when it is not placed (the scheduler's exclusions).
+    pub unplaced: Option<&'a str>,
 }
 
 /// One step for the actor to carry out.
@@ -190,7 +192,10 @@ pub fn plan(wanted: Wanted<'_>, seen: Seen<'_>) -> (Vec<Action>, ReconcileStatus
         );
     };
     let Some(cluster) = wanted.cluster else {
-        let reason = "not placed: no ONLINE cluster of its environment has room for it yet".to_string();
+        let reason = format!(
+            "not placed: {}",
+            wanted.unplaced.unwrap_or("waiting for the placement pass")
+        );
         return (
             Vec::new(),
             status(Phase::Waiting, reason, revision, Progress::default()),
@@ -407,6 +412,7 @@ mod tests {
             revision: accepted.then_some(2),
             cluster: placed.then_some(&cluster),
             deleting,
+            unplaced: (!placed).then_some("operator/edge: OFFLINE"),
         };
         let all_new = vec![vec!["acme.web.api.r2.0".to_string(), "acme.web.api.r2.1".into()]];
         // (case, wanted, seen, actions, phase)
@@ -533,6 +539,8 @@ mod tests {
         );
         let (_, status) = plan(wanted(true, true, true), Seen::Unreachable);
         assert!(status.reason.contains("does not answer"), "{}", status.reason);
+        let (_, status) = plan(wanted(false, false, true), Seen::NotYet);
+        assert_eq!(status.reason, "not placed: operator/edge: OFFLINE");
     }
 
     #[test]

@@ -169,6 +169,7 @@ impl SimpleBody {
             parameters,
             resources,
             channels: artifact.channels,
+            constraints: Default::default(),
         };
         Ok((deployment, self.comment))
     }

@@ -123,6 +123,7 @@ fn deployment(instances: u32, cpu: u64) -> Deployment {
         parameters: json!({}),
         resources: Vec::new(),
         channels: Default::default(),
+        constraints: Default::default(),
     }
 }
 
@@ -831,6 +832,51 @@ fn place_web_again(platform: &mut Platform, cluster: &crate::cluster::ClusterRef
         service: "web".into(),
         uid,
         cluster: cluster.clone(),
+        decision: Default::default(),
     };
     platform.apply_placement(&placement).unwrap();
+}
+
+#[test]
+fn the_scheduler_sees_the_environments_clusters_and_the_services_constraints() {
+    use crate::cluster::{ClusterCommand, ClusterOp, ClusterRef, ClusterRegistration};
+    let mut platform = world();
+    let mut constrained = deployment(1, 100);
+    constrained.constraints.labels = vec!["location is DE".into()];
+    run(&mut platform, "bob", create("web", constrained.clone(), true)).unwrap();
+    // No cluster yet: nothing to choose, and the decision says so.
+    let decision = platform
+        .schedule_service("acme", "web", &Default::default())
+        .unwrap();
+    assert!(decision.chosen.is_none());
+    let register = |name: &str, location: &str| ClusterOp::Register {
+        cluster: ClusterRef {
+            tenant: "operator".into(),
+            name: name.into(),
+        },
+        uid: format!("c-{name}"),
+        registration: ClusterRegistration {
+            endpoint: format!("http://127.0.0.1:77{}", name.len()),
+            join_token: "a-join-token-of-some-length".into(),
+            labels: BTreeMap::from([("location".to_string(), location.to_string())]),
+        },
+    };
+    for (name, location) in [("de", "DE"), ("skk", "SK")] {
+        let command = ClusterCommand::User {
+            caller: who("dave"),
+            change: register(name, location),
+        };
+        platform.apply_cluster(1_000, &command).unwrap();
+    }
+    // Registered clusters are PENDING until their agents answer: excluded, with reasons.
+    let decision = platform
+        .schedule_service("acme", "web", &Default::default())
+        .unwrap();
+    assert!(decision.chosen.is_none());
+    assert!(decision.why_none().contains("PENDING"), "{}", decision.why_none());
+    // A bad constraint is refused when the revision is made, naming the expression.
+    constrained.constraints.labels = vec!["location was DE".into()];
+    let error = refused(&mut platform, "bob", create("api", constrained, true));
+    assert!(error.to_string().contains("constraints.labels[0]"), "{error}");
+    assert!(error.to_string().contains("location was DE"), "{error}");
 }

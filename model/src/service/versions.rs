@@ -230,6 +230,7 @@ mod tests {
             events: Default::default(),
             version: 0,
             created_version: 0,
+            scheduling: None,
         };
         let touched = |name: &str| vec![("acme".to_string(), name.to_string())];
         // Revision 5 creates a, 6 creates b, 7 changes a, 8 removes b.

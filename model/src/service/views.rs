@@ -151,6 +151,10 @@ pub struct ServiceFull {
     pub events: Vec<super::reconcile::ServiceEvent>,
     /// Its links, either end (filled in by the platform's read).
     pub links: Vec<super::links::LinkPair>,
+    /// Why it runs where it runs: the scheduler's winning score, the other candidates, and
+    /// why the other clusters were excluded (as of its placement).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scheduling: Option<crate::scheduling::Decision>,
 }
 
 fn resources_of(revision: &Revision) -> BTreeMap<String, Vec<String>> {
@@ -234,6 +238,7 @@ impl Service {
             deletion_timestamp: self.deleting_ms,
             events: self.events.iter().cloned().collect(),
             links: Vec::new(),
+            scheduling: self.scheduling.clone(),
         })
     }
 

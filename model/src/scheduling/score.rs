@@ -1,0 +1,482 @@
+//! Krake's scheduler as a pure function (`../shared/docs/krake.md` §5.1): which cluster a
+//! service should run on, and why every other cluster was not chosen.
+//!
+//! 1. Only `ONLINE` clusters that pass every label and metric constraint and whose free
+//!    capacity fits the service are candidates; every other cluster is excluded with a reason.
+//! 2. If any candidate reports metrics, only those are scored (Krake): `score = (s·w_s + Σ vᵢ·wᵢ)
+//!    / (w_s + Σ wᵢ)`, with `vᵢ` each metric normalised to [0, 1] and `wᵢ` its weight, `s = 1`
+//!    and `w_s` the stickiness (0.1) for the cluster the service runs on now. Without metrics
+//!    the score is the stickiness alone.
+//! 3. The highest score wins; ties are broken by a hash of the service's uid and the cluster's
+//!    name (rendezvous hashing: replays agree, and services spread over equal clusters) where
+//!    Krake draws at random.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
+
+use super::constraints::{LabelConstraint, MetricConstraint};
+use crate::cluster::agent_api::Resources;
+use crate::cluster::{ClusterRef, ClusterState};
+use crate::service::Usage;
+
+/// Krake's default stickiness weight.
+pub const STICKINESS: f64 = 0.1;
+
+/// One metric of a cluster, as its provider last reported it.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct MetricValue {
+    /// The value as reported.
+    pub value: f64,
+    /// Normalised to [0, 1] between the metric's bounds.
+    pub normalised: f64,
+    /// The cluster's weight for it.
+    pub weight: f64,
+}
+
+/// A cluster the service may run on.
+#[derive(Debug, Clone)]
+pub struct Candidate<'a> {
+    /// Which.
+    pub cluster: ClusterRef,
+    /// Its state.
+    pub state: ClusterState,
+    /// Its labels.
+    pub labels: &'a BTreeMap<String, String>,
+    /// Its free capacity as its agent last reported it.
+    pub free: Option<Resources>,
+    /// Its metrics by name (none: it is scored by stickiness alone).
+    pub metrics: Option<&'a BTreeMap<String, MetricValue>>,
+}
+
+/// What the service asks of a cluster.
+#[derive(Debug, Clone, Default)]
+pub struct Needs {
+    /// Its uid (breaks ties).
+    pub service: String,
+    /// What it uses.
+    pub usage: Usage,
+    /// Label constraints.
+    pub labels: Vec<LabelConstraint>,
+    /// Metric constraints.
+    pub metrics: Vec<MetricConstraint>,
+}
+
+/// A cluster that was not chosen, and why.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct Excluded {
+    /// Which.
+    pub cluster: ClusterRef,
+    /// Why, in words.
+    pub reason: String,
+}
+
+/// A scored candidate.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct Scored {
+    /// Which.
+    pub cluster: ClusterRef,
+    /// Its score in [0, 1].
+    pub score: f64,
+}
+
+// Scores are finite (weights and normalised values are), so equality is reflexive: the stored
+// decision can sit in the replicated state, whose types are `Eq`.
+impl Eq for Scored {}
+impl Eq for Decision {}
+
+/// The scheduler's decision and its explanation.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct Decision {
+    /// The winner, if any cluster qualifies.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub chosen: Option<Scored>,
+    /// The other candidates, best first.
+    #[serde(default)]
+    pub others: Vec<Scored>,
+    /// The clusters that do not qualify.
+    #[serde(default)]
+    pub excluded: Vec<Excluded>,
+}
+
+impl Decision {
+    /// One line saying why nothing was chosen (every exclusion), for a status.
+    pub fn why_none(&self) -> String {
+        if self.excluded.is_empty() {
+            return "its environment may use no cluster".to_string();
+        }
+        self.excluded
+            .iter()
+            .map(|e| format!("{}: {}", e.cluster, e.reason))
+            .collect::<Vec<_>>()
+            .join("; ")
+    }
+}
+
+/// Why `candidate` cannot take the service, if it cannot.
+fn exclusion(candidate: &Candidate<'_>, needs: &Needs) -> Option<String> {
+    if candidate.state != ClusterState::Online {
+        return Some(format!(
+            "{} (only ONLINE clusters are scheduled to)",
+            candidate.state.as_str()
+        ));
+    }
+    if let Some(failed) = needs.labels.iter().find(|c| !c.matches(candidate.labels)) {
+        let why = if candidate.labels.contains_key(&failed.key) {
+            "is false"
+        } else {
+            "is false: the cluster has no such label"
+        };
+        return Some(format!("label constraint `{failed}` {why}"));
+    }
+    for constraint in &needs.metrics {
+        match candidate.metrics.and_then(|m| m.get(&constraint.metric)) {
+            None => {
+                return Some(format!(
+                    "metric constraint `{}`: the cluster reports no metric {:?}",
+                    constraint.expression, constraint.metric
+                ))
+            }
+            Some(metric) if !constraint.holds(metric.value) => {
+                return Some(format!(
+                    "metric constraint `{}` is false ({} is {})",
+                    constraint.expression, constraint.metric, metric.value
+                ))
+            }
+            Some(_) => {}
+        }
+    }
+    let Some(free) = candidate.free else {
+        return Some("its agent has not reported its capacity yet".to_string());
+    };
+    if free.cpu_millis < needs.usage.vcpu_millis || free.memory_mib < needs.usage.memory_mib {
+        return Some(format!(
+            "needs {}m CPU and {} MiB; {}m and {} MiB are free",
+            needs.usage.vcpu_millis, needs.usage.memory_mib, free.cpu_millis, free.memory_mib
+        ));
+    }
+    None
+}
+
+/// The score of a qualifying candidate.
+fn score(candidate: &Candidate<'_>, current: Option<&ClusterRef>, stickiness: f64) -> f64 {
+    let sticky = if current == Some(&candidate.cluster) {
+        1.0
+    } else {
+        0.0
+    };
+    let (sum, weights) = candidate
+        .metrics
+        .map(|metrics| {
+            metrics.values().fold((0.0, 0.0), |(sum, weights), m| {
+                (sum + m.normalised.clamp(0.0, 1.0) * m.weight, weights + m.weight)
+            })
+        })
+        .unwrap_or((0.0, 0.0));
+    let total = stickiness + weights;
+    if total <= 0.0 {
+        return 0.0;
+    }
+    (sticky * stickiness + sum) / total
+}
+
+/// FNV-1a of the service's uid and a cluster: the tie-breaker.
+fn tie_breaker(service: &str, cluster: &ClusterRef) -> u64 {
+    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+    for byte in service
+        .bytes()
+        .chain([0])
+        .chain(cluster.tenant.bytes())
+        .chain([0])
+        .chain(cluster.name.bytes())
+    {
+        hash ^= u64::from(byte);
+        hash = hash.wrapping_mul(0x0100_0000_01b3);
+    }
+    hash
+}
+
+/// Where the service should run, given the clusters its environment may use and where it runs
+/// now (`current`, which gets the stickiness).
+pub fn schedule(
+    needs: &Needs,
+    candidates: &[Candidate<'_>],
+    current: Option<&ClusterRef>,
+    stickiness: f64,
+) -> Decision {
+    let mut excluded = Vec::new();
+    let mut qualified = Vec::new();
+    for candidate in candidates {
+        match exclusion(candidate, needs) {
+            Some(reason) => excluded.push(Excluded {
+                cluster: candidate.cluster.clone(),
+                reason,
+            }),
+            None => qualified.push(candidate),
+        }
+    }
+    // Clusters with metrics are preferred: if any qualify, only they are scored.
+    if qualified.iter().any(|c| c.metrics.is_some_and(|m| !m.is_empty())) {
+        let (with, without): (Vec<_>, Vec<_>) = qualified
+            .into_iter()
+            .partition(|c| c.metrics.is_some_and(|m| !m.is_empty()));
+        excluded.extend(without.into_iter().map(|c| Excluded {
+            cluster: c.cluster.clone(),
+            reason: "reports no metrics, and others that qualify do".to_string(),
+        }));
+        qualified = with;
+    }
+    let mut scored: Vec<(Scored, u64)> = qualified
+        .into_iter()
+        .map(|c| {
+            let scored = Scored {
+                cluster: c.cluster.clone(),
+                score: score(c, current, stickiness),
+            };
+            let tie = tie_breaker(&needs.service, &c.cluster);
+            (scored, tie)
+        })
+        .collect();
+    scored.sort_by(|(a, a_tie), (b, b_tie)| b.score.total_cmp(&a.score).then(b_tie.cmp(a_tie)));
+    let mut ranked = scored.into_iter().map(|(s, _)| s);
+    Decision {
+        chosen: ranked.next(),
+        others: ranked.collect(),
+        excluded,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn at(name: &str) -> ClusterRef {
+        ClusterRef {
+            tenant: "operator".into(),
+            name: name.into(),
+        }
+    }
+
+    struct Fixture {
+        name: &'static str,
+        state: ClusterState,
+        labels: BTreeMap<String, String>,
+        free: Option<Resources>,
+        metrics: Option<BTreeMap<String, MetricValue>>,
+    }
+
+    fn cluster(name: &'static str, location: &str) -> Fixture {
+        Fixture {
+            name,
+            state: ClusterState::Online,
+            labels: BTreeMap::from([("location".to_string(), location.to_string())]),
+            free: Some(Resources {
+                cpu_millis: 4000,
+                memory_mib: 4096,
+            }),
+            metrics: None,
+        }
+    }
+
+    fn metric(value: f64, weight: f64) -> MetricValue {
+        MetricValue {
+            value,
+            normalised: value,
+            weight,
+        }
+    }
+
+    fn candidates(fixtures: &[Fixture]) -> Vec<Candidate<'_>> {
+        fixtures
+            .iter()
+            .map(|f| Candidate {
+                cluster: at(f.name),
+                state: f.state,
+                labels: &f.labels,
+                free: f.free,
+                metrics: f.metrics.as_ref(),
+            })
+            .collect()
+    }
+
+    fn needs(labels: &[&str], metrics: &[&str]) -> Needs {
+        Needs {
+            service: "svc-1".into(),
+            usage: Usage {
+                vcpu_millis: 1000,
+                memory_mib: 512,
+            },
+            labels: labels
+                .iter()
+                .map(|l| LabelConstraint::parse(l).unwrap())
+                .collect(),
+            metrics: metrics
+                .iter()
+                .map(|m| MetricConstraint::parse(m).unwrap())
+                .collect(),
+        }
+    }
+
+    fn chosen(decision: &Decision) -> Option<&str> {
+        decision.chosen.as_ref().map(|s| s.cluster.name.as_str())
+    }
+
+    #[test]
+    fn constraints_state_and_capacity_exclude_with_reasons() {
+        let mut offline = cluster("off", "DE");
+        offline.state = ClusterState::Offline;
+        let mut full = cluster("full", "DE");
+        full.free = Some(Resources {
+            cpu_millis: 500,
+            memory_mib: 4096,
+        });
+        let mut unlabelled = cluster("bare", "DE");
+        unlabelled.labels.clear();
+        let fixtures = [
+            cluster("de", "DE"),
+            cluster("sk", "SK"),
+            offline,
+            full,
+            unlabelled,
+        ];
+        let decision = schedule(
+            &needs(&["location is DE"], &[]),
+            &candidates(&fixtures),
+            None,
+            STICKINESS,
+        );
+        assert_eq!(chosen(&decision), Some("de"));
+        let reasons: BTreeMap<&str, &str> = decision
+            .excluded
+            .iter()
+            .map(|e| (e.cluster.name.as_str(), e.reason.as_str()))
+            .collect();
+        assert!(reasons["sk"].contains("`location is DE` is false"), "{reasons:?}");
+        assert!(reasons["off"].starts_with("OFFLINE"), "{reasons:?}");
+        assert!(reasons["full"].contains("500m"), "{reasons:?}");
+        assert!(reasons["bare"].contains("no such label"), "{reasons:?}");
+        // `!=` on a cluster without the label is false too (Krake's rule).
+        let decision = schedule(
+            &needs(&["location != SK"], &[]),
+            &candidates(&fixtures),
+            None,
+            STICKINESS,
+        );
+        assert_eq!(chosen(&decision), Some("de"));
+        assert!(decision.excluded.iter().any(|e| e.cluster.name == "bare"));
+        // Nothing qualifies: every reason is told.
+        let decision = schedule(
+            &needs(&["location is FR"], &[]),
+            &candidates(&fixtures),
+            None,
+            STICKINESS,
+        );
+        assert_eq!(chosen(&decision), None);
+        assert_eq!(
+            decision.why_none().matches("operator/").count(),
+            5,
+            "{}",
+            decision.why_none()
+        );
+    }
+
+    #[test]
+    fn metric_weights_stickiness_and_ties() {
+        // a: 0.9 on a metric of weight 1; b: 0.5. Unplaced: a wins.
+        let mut a = cluster("a", "DE");
+        a.metrics = Some(BTreeMap::from([("green".to_string(), metric(0.9, 1.0))]));
+        let mut b = cluster("b", "DE");
+        b.metrics = Some(BTreeMap::from([("green".to_string(), metric(0.5, 1.0))]));
+        let fixtures = [a, b, cluster("plain", "DE")];
+        let decision = schedule(&needs(&[], &[]), &candidates(&fixtures), None, STICKINESS);
+        assert_eq!(chosen(&decision), Some("a"));
+        // Clusters without metrics are not scored when others have them.
+        assert!(decision.excluded.iter().any(|e| e.cluster.name == "plain"));
+        // On b now: b scores (0.1 + 0.5) / 1.1 = 0.545, a 0.9 / 1.1 = 0.818: a still wins.
+        let decision = schedule(
+            &needs(&[], &[]),
+            &candidates(&fixtures),
+            Some(&at("b")),
+            STICKINESS,
+        );
+        assert_eq!(chosen(&decision), Some("a"));
+        let b_score = decision
+            .others
+            .iter()
+            .find(|s| s.cluster.name == "b")
+            .unwrap()
+            .score;
+        assert!((b_score - 0.6 / 1.1).abs() < 1e-9, "{b_score}");
+        // Close metrics: stickiness keeps the service where it is.
+        let mut a = cluster("a", "DE");
+        a.metrics = Some(BTreeMap::from([("green".to_string(), metric(0.55, 1.0))]));
+        let mut b = cluster("b", "DE");
+        b.metrics = Some(BTreeMap::from([("green".to_string(), metric(0.5, 1.0))]));
+        let close = [a, b];
+        let decision = schedule(&needs(&[], &[]), &candidates(&close), Some(&at("b")), STICKINESS);
+        assert_eq!(chosen(&decision), Some("b"));
+        // Weights: a heavy metric outweighs a light one.
+        let mut a = cluster("a", "DE");
+        a.metrics = Some(BTreeMap::from([
+            ("cheap".to_string(), metric(1.0, 0.1)),
+            ("green".to_string(), metric(0.0, 10.0)),
+        ]));
+        let mut b = cluster("b", "DE");
+        b.metrics = Some(BTreeMap::from([
+            ("cheap".to_string(), metric(0.0, 0.1)),
+            ("green".to_string(), metric(0.2, 10.0)),
+        ]));
+        let weighted = [a, b];
+        assert_eq!(
+            chosen(&schedule(
+                &needs(&[], &[]),
+                &candidates(&weighted),
+                None,
+                STICKINESS
+            )),
+            Some("b")
+        );
+        // Metric constraints compare the reported value; a cluster without the metric fails.
+        let decision = schedule(
+            &needs(&[], &["green > 0.1"]),
+            &candidates(&weighted),
+            None,
+            STICKINESS,
+        );
+        assert_eq!(chosen(&decision), Some("b"));
+        assert!(
+            decision.excluded[0].reason.contains("is false (green is 0)"),
+            "{:?}",
+            decision.excluded
+        );
+        let decision = schedule(
+            &needs(&[], &["blue > 0"]),
+            &candidates(&weighted),
+            None,
+            STICKINESS,
+        );
+        assert_eq!(chosen(&decision), None);
+        assert!(decision.why_none().contains("no metric \"blue\""));
+
+        // Ties (no metrics, not placed): decided by the service's uid, the same every time, and
+        // different services spread over equal clusters.
+        let equal = [cluster("x", "DE"), cluster("y", "DE"), cluster("z", "DE")];
+        let pick = |service: &str| {
+            let mut n = needs(&[], &[]);
+            n.service = service.into();
+            schedule(&n, &candidates(&equal), None, STICKINESS)
+                .chosen
+                .map(|s| s.cluster.name)
+        };
+        assert_eq!(pick("svc-1"), pick("svc-1"));
+        let spread: std::collections::BTreeSet<_> =
+            (0..30).filter_map(|i| pick(&format!("svc-{i}"))).collect();
+        assert_eq!(spread.len(), 3, "{spread:?}");
+        // Without metrics the current cluster wins by stickiness alone.
+        let mut n = needs(&[], &[]);
+        n.service = "svc-7".into();
+        let decision = schedule(&n, &candidates(&equal), Some(&at("y")), STICKINESS);
+        assert_eq!(chosen(&decision), Some("y"));
+    }
+}

@@ -1,0 +1,137 @@
+//! Label constraints choose among clusters (the scheduling issue's first slice), on three
+//! `drover serve` processes and two `sim` agents labelled `location=DE` and `location=SK`: a
+//! service constrained to SK runs there (checked in both agents' inventories) and says why the
+//! DE cluster was not chosen; one whose constraint no cluster meets is not placed and says why
+//! for every cluster; a malformed constraint is `400` naming the expression.
+
+use std::time::Duration;
+
+use anyhow::{ensure, Context, Result};
+use drover_tests::agent::{AgentClient, AgentProcess};
+use drover_tests::platform::{process_platform_args, token, PlatformClient, OPERATOR_SUBJECT};
+use drover_tests::process::ProcessCluster;
+use drover_tests::services::{expect_ok, tenant_with_clusters};
+use drover_tests::wait::eventually;
+use reqwest::{Method, StatusCode};
+use serde_json::{json, Value};
+use tempfile::TempDir;
+
+const ELECTION: Duration = Duration::from_secs(20);
+const CONVERGE: Duration = Duration::from_secs(30);
+
+fn constrained(labels: &[&str]) -> Value {
+    json!({"deployment": {
+        "roles": {"web": {"instances": 2, "exec": {"argv": ["web"]},
+            "resources": {"cpu_millis": 100, "memory_mib": 16}}},
+        "constraints": {"labels": labels},
+    }})
+}
+
+async fn count_of(agent: &AgentClient, prefix: &str) -> Option<usize> {
+    let inventory = agent.inventory().await.ok()?;
+    Some(
+        inventory
+            .instances
+            .iter()
+            .filter(|i| i.id.as_str().starts_with(prefix))
+            .count(),
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn label_constraints_choose_the_cluster_and_say_why() -> Result<()> {
+    let dir = TempDir::new()?;
+    let mut args = process_platform_args(dir.path())?;
+    args.push("--cluster-probe-interval=200ms".to_string());
+    let nodes = ProcessCluster::start_with_args(3, &args)?;
+    let de = AgentProcess::start(&["--executor=sim"])?;
+    let sk = AgentProcess::start(&["--executor=sim"])?;
+    let leader = nodes.leader(ELECTION).await?;
+    let follower = (1..=3).find(|id| *id != leader).context("no follower")?;
+    let root = PlatformClient::new(&nodes.api_addr(leader), Some(token(OPERATOR_SUBJECT)));
+    let alice = PlatformClient::new(&nodes.api_addr(follower), Some(token("alice")));
+    tenant_with_clusters(&root, &alice, &[(&de, "de"), (&sk, "sk")], 8000).await?;
+    for (cluster, location) in [("de", "DE"), ("sk", "SK")] {
+        let patch = json!({"labels": {"location": location}});
+        let path = format!("/tenant/operator/cluster/{cluster}");
+        expect_ok(&root, Method::PATCH, &path, Some(&patch)).await?;
+    }
+    for cluster in ["de", "sk"] {
+        eventually(CONVERGE, &format!("cluster {cluster} to be ONLINE"), || async {
+            let answer = root
+                .get(&format!("/tenant/operator/cluster/{cluster}"))
+                .await
+                .ok()?;
+            (answer.body["data"]["status"]["state"] == "ONLINE").then_some(())
+        })
+        .await?;
+    }
+
+    // Constrained to SK: it runs there and nowhere else, and says why DE was not chosen.
+    let path = "/tenant/acme/service/south?accept=true";
+    expect_ok(
+        &alice,
+        Method::POST,
+        path,
+        Some(&constrained(&["location in (SK, AT)"])),
+    )
+    .await?;
+    let (de_client, sk_client) = (de.client(), sk.client());
+    eventually(
+        CONVERGE,
+        "the service's two instances on the SK agent",
+        || async {
+            let on_sk = count_of(&sk_client, "acme.south.").await?;
+            let on_de = count_of(&de_client, "acme.south.").await?;
+            (on_sk == 2 && on_de == 0).then_some(())
+        },
+    )
+    .await?;
+    let shown = expect_ok(&alice, Method::GET, "/tenant/acme/service/south", None).await?;
+    let scheduling = &shown["data"]["scheduling"];
+    ensure!(scheduling["chosen"]["cluster"]["name"] == "sk", "{shown}");
+    let excluded = scheduling["excluded"].as_array().context("excluded")?;
+    ensure!(
+        excluded.iter().any(|e| e["cluster"]["name"] == "de"
+            && e["reason"]
+                .as_str()
+                .is_some_and(|r| r.contains("`location in (SK, AT)` is false"))),
+        "{shown}"
+    );
+
+    // No cluster meets it: not placed, nothing runs, and the status names every exclusion.
+    let path = "/tenant/acme/service/nowhere?accept=true";
+    expect_ok(
+        &alice,
+        Method::POST,
+        path,
+        Some(&constrained(&["location is FR"])),
+    )
+    .await?;
+    let reason = eventually(CONVERGE, "the unplaced service to say why", || async {
+        let answer = alice.get("/tenant/acme/service/nowhere").await.ok()?;
+        let reconcile = &answer.body["data"]["reconcile"];
+        let reason = reconcile["reason"].as_str()?.to_string();
+        (reconcile["phase"] == "WAITING" && reason.contains("location is FR")).then_some(reason)
+    })
+    .await?;
+    ensure!(
+        reason.contains("operator/de") && reason.contains("operator/sk"),
+        "{reason}"
+    );
+    ensure!(count_of(&de_client, "acme.nowhere.").await == Some(0));
+    ensure!(count_of(&sk_client, "acme.nowhere.").await == Some(0));
+
+    // A malformed constraint: 400 naming it, nothing created.
+    let bad = alice
+        .post(
+            "/tenant/acme/service/bad?accept=true",
+            &constrained(&["location was DE"]),
+        )
+        .await?;
+    ensure!(bad.status == StatusCode::BAD_REQUEST, "{bad:?}");
+    ensure!(bad.body.to_string().contains("location was DE"), "{bad:?}");
+    let missing = alice.get("/tenant/acme/service/bad").await?;
+    ensure!(missing.status == StatusCode::NOT_FOUND, "{missing:?}");
+    Ok(())
+}
