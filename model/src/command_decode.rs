@@ -310,6 +310,7 @@ mod tests {
                     },
                 },
                 finalize: true,
+                switched_to: None,
             }),
             Command::Noop,
             Command::Batch {

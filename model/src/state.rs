@@ -227,7 +227,7 @@ impl State {
             Command::Placement(placement) => {
                 let touched = vec![(placement.tenant.clone(), placement.service.clone())];
                 let before = self.platform.service_uids(&touched);
-                if self.platform.apply_placement(placement)? {
+                if self.platform.apply_placement(now_ms, placement)? {
                     self.platform.stamp_services(index, &touched, &before);
                 }
                 Ok((CommandResult::Done, Vec::new()))

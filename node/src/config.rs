@@ -126,6 +126,9 @@ pub struct ServeArgs {
     /// duration).
     #[arg(long, env = "DROVER_CLUSTER_OFFLINE_AFTER")]
     pub cluster_offline_after: Option<String>,
+    /// Least time between two moves of one service to another cluster (Go duration).
+    #[arg(long, env = "DROVER_SERVICE_MIGRATION_INTERVAL")]
+    pub service_migration_interval: Option<String>,
     /// Platform API settings.
     #[command(flatten)]
     pub platform: PlatformArgs,
@@ -168,6 +171,7 @@ struct FileConfig {
     max_connections_per_address: Option<usize>,
     cluster_probe_interval: Option<String>,
     cluster_offline_after: Option<String>,
+    service_migration_interval: Option<String>,
     platform: Option<PlatformFile>,
     api_tls_cert_file: Option<PathBuf>,
     api_tls_key_file: Option<PathBuf>,
@@ -209,6 +213,8 @@ pub struct NodeConfig {
     pub pools: PoolActorsConfig,
     /// The leader's cluster actors.
     pub clusters: ClusterActorsConfig,
+    /// Least time between two moves of one service.
+    pub migration_interval: std::time::Duration,
     /// The k8s-claimer endpoints, when enabled.
     pub claimer: Option<ClaimerOptions>,
     /// The platform API's verifier, options and limits.
@@ -343,6 +349,13 @@ impl NodeConfig {
         let connections = connection_limits(args, &file)?;
         let pools = pool_actors_config(args, &file)?;
         let clusters = cluster_actors_config(args, &file)?;
+        let migration_interval = duration(
+            "service-migration-interval",
+            args.service_migration_interval
+                .as_deref()
+                .or(file.service_migration_interval.as_deref()),
+            std::time::Duration::from_secs(60),
+        )?;
         let claimer = claimer_options(args, &file)?;
         let platform = platform_settings(&args.platform, file.platform.clone().unwrap_or_default())?;
         let api_tls = crate::tls::load(
@@ -482,6 +495,7 @@ impl NodeConfig {
             connections,
             pools,
             clusters,
+            migration_interval,
             claimer,
             platform,
             api_tls,

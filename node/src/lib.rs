@@ -150,6 +150,7 @@ pub async fn start(
     let services = ServiceActorsConfig {
         interval: config.clusters.probe_interval,
         sync_interval: config.clusters.sync_interval,
+        migration_interval: config.migration_interval,
         ..ServiceActorsConfig::default()
     };
     children.insert(

@@ -115,6 +115,7 @@ fn config_for(
         log_format: LogFormat::Text,
         pools: options.pools.clone(),
         clusters: options.clusters.clone().unwrap_or_default(),
+        migration_interval: std::time::Duration::from_secs(60),
         claimer: options.claimer.clone(),
         api_tls: options.api_tls.clone(),
         connections: options.connections.unwrap_or_default(),

@@ -54,3 +54,25 @@ pub async fn tenant_with_clusters(
     .await?;
     Ok(())
 }
+
+/// Sets a platform-wide cluster's labels (as `root`, an operator).
+pub async fn label_cluster(root: &PlatformClient, cluster: &str, labels: Value) -> Result<()> {
+    let path = format!("/tenant/operator/cluster/{cluster}");
+    expect_ok(root, Method::PATCH, &path, Some(&json!({"labels": labels}))).await?;
+    Ok(())
+}
+
+/// Waits until a platform-wide cluster is in `state`.
+pub async fn cluster_state(
+    root: &PlatformClient,
+    cluster: &str,
+    state: &str,
+    timeout: std::time::Duration,
+) -> Result<()> {
+    let path = format!("/tenant/operator/cluster/{cluster}");
+    crate::wait::eventually(timeout, &format!("cluster {cluster} to be {state}"), || async {
+        let answer = root.get(&path).await.ok()?;
+        (answer.body["data"]["status"]["state"] == state).then_some(())
+    })
+    .await
+}

@@ -10,7 +10,7 @@ use anyhow::{ensure, Context, Result};
 use drover_tests::agent::{AgentClient, AgentProcess};
 use drover_tests::platform::{process_platform_args, token, PlatformClient, OPERATOR_SUBJECT};
 use drover_tests::process::ProcessCluster;
-use drover_tests::services::{expect_ok, tenant_with_clusters};
+use drover_tests::services::{cluster_state, expect_ok, label_cluster, tenant_with_clusters};
 use drover_tests::wait::eventually;
 use reqwest::{Method, StatusCode};
 use serde_json::{json, Value};
@@ -52,19 +52,8 @@ async fn label_constraints_choose_the_cluster_and_say_why() -> Result<()> {
     let alice = PlatformClient::new(&nodes.api_addr(follower), Some(token("alice")));
     tenant_with_clusters(&root, &alice, &[(&de, "de"), (&sk, "sk")], 8000).await?;
     for (cluster, location) in [("de", "DE"), ("sk", "SK")] {
-        let patch = json!({"labels": {"location": location}});
-        let path = format!("/tenant/operator/cluster/{cluster}");
-        expect_ok(&root, Method::PATCH, &path, Some(&patch)).await?;
-    }
-    for cluster in ["de", "sk"] {
-        eventually(CONVERGE, &format!("cluster {cluster} to be ONLINE"), || async {
-            let answer = root
-                .get(&format!("/tenant/operator/cluster/{cluster}"))
-                .await
-                .ok()?;
-            (answer.body["data"]["status"]["state"] == "ONLINE").then_some(())
-        })
-        .await?;
+        label_cluster(&root, cluster, json!({"location": location})).await?;
+        cluster_state(&root, cluster, "ONLINE", CONVERGE).await?;
     }
 
     // Constrained to SK: it runs there and nowhere else, and says why DE was not chosen.

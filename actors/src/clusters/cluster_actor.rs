@@ -321,10 +321,13 @@ impl ClusterActor {
                     Ok((facts, inventory))
                 }
                 Err(error) => {
-                    state
-                        .args
-                        .observations
-                        .unreachable(&state.args.cluster, state.args.context.term);
+                    let args = &state.args;
+                    args.observations.unreachable(
+                        &args.cluster,
+                        args.context.term,
+                        &args.uid,
+                        driver.clone(),
+                    );
                     Err(error)
                 }
             },

@@ -58,11 +58,23 @@ impl Observations {
         map.insert(cluster.clone(), observation);
     }
 
-    /// Marks `cluster` as not answering in `term`, keeping what it last showed.
-    pub fn unreachable(&self, cluster: &ClusterRef, term: u64) {
+    /// Marks `cluster` as not answering in `term`, keeping what it last showed in this term
+    /// (nothing, when it has not answered in this term at all).
+    pub fn unreachable(&self, cluster: &ClusterRef, term: u64, uid: &str, driver: Arc<dyn Driver>) {
         let mut map = self.0.write().unwrap_or_else(|poisoned| poisoned.into_inner());
-        if let Some(observation) = map.get_mut(cluster).filter(|o| o.term == term) {
-            observation.reachable = false;
+        match map.get_mut(cluster).filter(|o| o.term == term) {
+            Some(observation) => observation.reachable = false,
+            None => {
+                let silent = Observation {
+                    term,
+                    uid: uid.to_string(),
+                    read_at: Instant::now(),
+                    reachable: false,
+                    sets: Arc::new(BTreeMap::new()),
+                    driver,
+                };
+                map.insert(cluster.clone(), silent);
+            }
         }
     }
 

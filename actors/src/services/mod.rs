@@ -43,6 +43,9 @@ pub struct ServiceActorsConfig {
     pub retry_base: Duration,
     /// Longest retry delay.
     pub retry_max: Duration,
+    /// Least time between two moves of one service (a flapping cluster moves it at most once
+    /// per interval).
+    pub migration_interval: Duration,
 }
 
 impl Default for ServiceActorsConfig {
@@ -52,6 +55,7 @@ impl Default for ServiceActorsConfig {
             sync_interval: Duration::from_millis(500),
             retry_base: Duration::from_millis(500),
             retry_max: Duration::from_secs(30),
+            migration_interval: Duration::from_secs(60),
         }
     }
 }

@@ -4,17 +4,33 @@
 //! with its explanation, are committed in one log entry. A service being deleted is never
 //! placed.
 
+use std::time::Duration;
+
 use drover_model::cluster::agent_api::Resources;
+use drover_model::cluster::{ClusterRef, ClusterState};
 use drover_model::service::placement::{Placement, Promised};
 use drover_model::{Command, CommandResult, Proposal};
 use prometheus::IntCounter;
 
 use crate::root::LeaderContext;
 
-/// The placements to make now, from the committed state alone.
-pub(crate) fn decide(context: &LeaderContext) -> Vec<Placement> {
+/// Whether a service on a cluster in `state` should move (if it may).
+fn must_move(state: ClusterState) -> bool {
+    matches!(
+        state,
+        ClusterState::Offline | ClusterState::Unhealthy | ClusterState::NotReady
+    )
+}
+
+/// The placements (and moves) to make now, from the committed state alone. A placed service
+/// moves only when the cluster it runs on (or is moving to) is `OFFLINE`, `UNHEALTHY` or
+/// `NOTREADY`, it may move (`migration`), and its last placement is at least
+/// `migration_interval` old.
+pub(crate) fn decide(context: &LeaderContext, migration_interval: Duration) -> Vec<Placement> {
     context.raft.local_read(|s| {
         let platform = s.platform();
+        let now_ms = s.clock_ms();
+        let interval_ms = u64::try_from(migration_interval.as_millis()).unwrap_or(u64::MAX);
         // Room promised by this pass's own decisions, so that two services placed together do
         // not both count on the same free capacity.
         let mut promised = Promised::new();
@@ -27,20 +43,31 @@ pub(crate) fn decide(context: &LeaderContext) -> Vec<Placement> {
                 let Some(revision) = service.current.and_then(|n| service.revisions.get(&n)) else {
                     continue;
                 };
-                if service
-                    .placement
-                    .as_ref()
-                    .is_some_and(|c| platform.cluster(c).is_some())
-                {
-                    // Placed and its cluster is still there: it stays (no migration yet).
-                    continue;
-                }
+                let state_of = |c: &ClusterRef| platform.cluster(c).map(|c| c.status.state);
+                let placed = service.placement.as_ref().filter(|c| state_of(c).is_some());
+                let migrate = match placed {
+                    None => false,
+                    Some(current) => {
+                        let target = service.migrating_to.as_ref().unwrap_or(current);
+                        let failing = state_of(target).is_none_or(must_move);
+                        let allowed = revision.deployment.constraints.migration
+                            && now_ms.saturating_sub(service.moved_ms) >= interval_ms;
+                        if !(failing && allowed) {
+                            // Placed where it may stay (or must): nothing to decide.
+                            continue;
+                        }
+                        true
+                    }
+                };
                 let Some(decision) = platform.schedule_service(tenant, name, &promised) else {
                     continue;
                 };
                 let Some(chosen) = decision.chosen.as_ref() else {
                     continue;
                 };
+                if migrate && service.migrating_to.as_ref() == Some(&chosen.cluster) {
+                    continue;
+                }
                 let usage = Resources {
                     cpu_millis: revision.usage.vcpu_millis,
                     memory_mib: revision.usage.memory_mib,
@@ -51,6 +78,8 @@ pub(crate) fn decide(context: &LeaderContext) -> Vec<Placement> {
                     tenant: tenant.clone(),
                     service: name.clone(),
                     uid: service.uid.clone(),
+                    // Back to the cluster it still runs on ends the move instead.
+                    migrate: migrate && placed != Some(&chosen.cluster),
                     cluster: chosen.cluster.clone(),
                     decision,
                 });
@@ -61,8 +90,12 @@ pub(crate) fn decide(context: &LeaderContext) -> Vec<Placement> {
 }
 
 /// Decides and commits one pass; counts the placements the apply took.
-pub(crate) async fn place_pass(context: &LeaderContext, placements: &IntCounter) {
-    let decisions = decide(context);
+pub(crate) async fn place_pass(
+    context: &LeaderContext,
+    placements: &IntCounter,
+    migration_interval: Duration,
+) {
+    let decisions = decide(context, migration_interval);
     if decisions.is_empty() {
         return;
     }

@@ -77,6 +77,10 @@ struct Committed {
     reported: ReconcileStatus,
     /// Why no cluster takes it, when it is accepted and not placed.
     unplaced: Option<String>,
+    /// Moving: `cluster` is the one it moves to.
+    migrating: bool,
+    /// It may not move.
+    pinned: bool,
 }
 
 /// Most characters of a driver's error kept in a status.
@@ -100,7 +104,14 @@ impl ServiceActor {
             Some(Committed {
                 roles: role_targets(&args.set, service),
                 revision: service.current,
-                cluster: service.placement.clone(),
+                // While moving, the new cluster is where its instances are started; the old
+                // one keeps what it runs until the switch, then its actor removes it.
+                cluster: service.migrating_to.clone().or_else(|| service.placement.clone()),
+                migrating: service.migrating_to.is_some(),
+                pinned: service
+                    .current
+                    .and_then(|n| service.revisions.get(&n))
+                    .is_some_and(|r| !r.deployment.constraints.migration),
                 deleting: service.deleting_ms.is_some(),
                 reported: service.reconcile.clone(),
                 unplaced: (service.placement.is_none() && service.current.is_some())
@@ -162,15 +173,19 @@ impl ServiceActor {
             cluster: committed.cluster.as_ref(),
             deleting: committed.deleting,
             unplaced: committed.unplaced.as_deref(),
+            migrating: committed.migrating,
+            pinned: committed.pinned,
         };
         let (actions, mut status) = plan(wanted, seen);
         let mut finalize = false;
+        let mut switch = false;
         let mut acted = false;
         let mut failed = false;
         let waiting = state.retry_at.is_some_and(|at| Instant::now() < at);
         for action in actions {
             match action {
                 Action::Finalize => finalize = true,
+                Action::Switch => switch = true,
                 Action::Apply(_) if waiting => {}
                 Action::Apply(instances) => {
                     let (Some(observation), Some(cluster)) = (&observation, &committed.cluster) else {
@@ -223,13 +238,14 @@ impl ServiceActor {
         // Work left: anything but a service running exactly its revision.
         Self::set_backlog(state, status.phase != Phase::Running);
         let args = &state.args;
-        if finalize || status != committed.reported {
+        if finalize || switch || status != committed.reported {
             let report = ServiceReport {
                 tenant: args.tenant.clone(),
                 service: args.service.clone(),
                 uid: args.uid.clone(),
                 status,
                 finalize,
+                switched_to: committed.cluster.clone().filter(|_| switch),
             };
             match args
                 .context
@@ -252,7 +268,7 @@ impl ServiceActor {
         }
         let result = if failed {
             "failed"
-        } else if acted || finalize {
+        } else if acted || finalize || switch {
             "acted"
         } else {
             "idle"

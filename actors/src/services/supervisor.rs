@@ -44,7 +44,12 @@ impl ServicesSupervisor {
         myself: &ActorRef<ServicesMsg>,
         state: &mut ServicesState,
     ) -> Result<(), ActorProcessingErr> {
-        place_pass(&state.args.context, &state.args.placements).await;
+        place_pass(
+            &state.args.context,
+            &state.args.placements,
+            state.args.config.migration_interval,
+        )
+        .await;
         let committed: Vec<(String, String)> = state.args.context.raft.local_read(|s| {
             s.platform()
                 .tenants()

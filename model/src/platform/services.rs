@@ -325,6 +325,8 @@ impl Platform {
             version: 0,
             created_version: 0,
             scheduling: None,
+            migrating_to: None,
+            moved_ms: 0,
         };
         self.tenant_mut_for_services(tenant)?
             .services
@@ -358,6 +360,9 @@ impl Platform {
         if placed.is_some() && !force {
             let stored = self.service_mut(tenant, service)?;
             stored.deleting_ms.get_or_insert(now_ms);
+            // A move stops: what started on the new cluster belongs to no service there any
+            // more, so that cluster's actor removes it.
+            stored.migrating_to = None;
             return Ok(ServiceOutcome {
                 deleting: true,
                 ..ServiceOutcome::default()
@@ -407,8 +412,17 @@ impl Platform {
             self.forget_links_of(&report.tenant, &report.service);
             return Ok(true);
         }
+        let mut switched = false;
+        if let Some(to) = &report.switched_to {
+            if stored.migrating_to.as_ref() == Some(to) {
+                stored.placement = Some(to.clone());
+                stored.migrating_to = None;
+                stored.moved_ms = now_ms;
+                switched = true;
+            }
+        }
         if stored.reconcile == report.status {
-            return Ok(false);
+            return Ok(switched);
         }
         if stored.reconcile.phase != report.status.phase {
             let source = EventSource {

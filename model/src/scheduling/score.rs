@@ -181,7 +181,8 @@ fn score(candidate: &Candidate<'_>, current: Option<&ClusterRef>, stickiness: f6
     (sticky * stickiness + sum) / total
 }
 
-/// FNV-1a of the service's uid and a cluster: the tie-breaker.
+/// FNV-1a of the service's uid and a cluster, mixed (splitmix64's finalizer, so that names
+/// differing in their last byte still land far apart): the tie-breaker.
 fn tie_breaker(service: &str, cluster: &ClusterRef) -> u64 {
     let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
     for byte in service
@@ -194,7 +195,11 @@ fn tie_breaker(service: &str, cluster: &ClusterRef) -> u64 {
         hash ^= u64::from(byte);
         hash = hash.wrapping_mul(0x0100_0000_01b3);
     }
-    hash
+    hash ^= hash >> 30;
+    hash = hash.wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    hash ^= hash >> 27;
+    hash = hash.wrapping_mul(0x94d0_49bb_1331_11eb);
+    hash ^ (hash >> 31)
 }
 
 /// Where the service should run, given the clusters its environment may use and where it runs
@@ -470,9 +475,15 @@ mod tests {
                 .map(|s| s.cluster.name)
         };
         assert_eq!(pick("svc-1"), pick("svc-1"));
-        let spread: std::collections::BTreeSet<_> =
-            (0..30).filter_map(|i| pick(&format!("svc-{i}"))).collect();
-        assert_eq!(spread.len(), 3, "{spread:?}");
+        let mut spread: BTreeMap<String, usize> = BTreeMap::new();
+        for i in 0..300 {
+            let uid = format!("4f6c0a1e-2b7d-4c11-9e3a-{i:012}");
+            *spread.entry(pick(&uid).unwrap()).or_default() += 1;
+        }
+        assert!(
+            spread.len() == 3 && spread.values().all(|n| (70..=130).contains(n)),
+            "{spread:?}"
+        );
         // Without metrics the current cluster wins by stickiness alone.
         let mut n = needs(&[], &[]);
         n.service = "svc-7".into();

@@ -73,8 +73,9 @@ pub struct Deployment {
 const MAX_CONSTRAINTS: usize = 32;
 
 /// Where a service may run: label constraints on the cluster's labels (`location in (DE, SK)`)
-/// and metric constraints on its metrics (`load < 0.8`), all of which must hold.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+/// and metric constraints on its metrics (`load < 0.8`), all of which must hold; and whether it
+/// may move when its cluster fails (`migration`, Krake's name; on by default).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Constraints {
     /// Label constraints.
@@ -83,12 +84,33 @@ pub struct Constraints {
     /// Metric constraints.
     #[serde(default)]
     pub metrics: Vec<String>,
+    /// May move to another cluster when its own goes `OFFLINE`, `UNHEALTHY` or `NOTREADY`.
+    #[serde(default = "yes", skip_serializing_if = "is_true")]
+    pub migration: bool,
+}
+
+fn yes() -> bool {
+    true
+}
+
+fn is_true(value: &bool) -> bool {
+    *value
+}
+
+impl Default for Constraints {
+    fn default() -> Self {
+        Self {
+            labels: Vec::new(),
+            metrics: Vec::new(),
+            migration: true,
+        }
+    }
 }
 
 impl Constraints {
-    /// Whether there are none.
+    /// Whether there are none (and migration is allowed).
     pub fn is_empty(&self) -> bool {
-        self.labels.is_empty() && self.metrics.is_empty()
+        self.labels.is_empty() && self.metrics.is_empty() && self.migration
     }
 
     /// Parsed; the error names the expression.

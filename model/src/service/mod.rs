@@ -156,6 +156,15 @@ pub struct Service {
     /// Why it was placed where it runs (the scheduler's decision).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub scheduling: Option<crate::scheduling::Decision>,
+    /// The cluster it is moving to: its actor starts it there, and once every instance runs
+    /// there it becomes the placement; the old cluster's copies are then removed by that
+    /// cluster's actor (they belong to no service there any more) when it answers.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub migrating_to: Option<crate::cluster::ClusterRef>,
+    /// Leader time its placement last changed (ms since the epoch): moves are at least the
+    /// migration interval apart.
+    #[serde(default)]
+    pub moved_ms: u64,
 }
 
 /// Most revisions a service keeps; older ones (never the current or the pending one) are

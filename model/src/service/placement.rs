@@ -32,6 +32,10 @@ pub struct Placement {
     /// Why: the winning score, the other candidates and why the rest were excluded.
     #[serde(default)]
     pub decision: crate::scheduling::Decision,
+    /// A move of a placed service (its cluster failed): the service starts on `cluster` first
+    /// and switches once it runs there.
+    #[serde(default)]
+    pub migrate: bool,
 }
 
 /// What the clusters of a placement pass have already been promised, by cluster.
@@ -43,20 +47,35 @@ pub fn set_name(tenant: &str, service: &str) -> Option<SetName> {
 }
 
 impl Platform {
-    /// Records a placement, if the service still has that uid; whether it changed anything.
-    pub fn apply_placement(&mut self, placement: &Placement) -> Result<bool, PlatformError> {
+    /// Records a placement (or the start of a move), if the service still has that uid and is
+    /// not being deleted; whether it changed anything.
+    pub fn apply_placement(&mut self, now_ms: u64, placement: &Placement) -> Result<bool, PlatformError> {
         let stored = self
             .tenants
             .get_mut(&placement.tenant)
             .and_then(|t| t.services.get_mut(&placement.service))
-            .filter(|s| s.uid == placement.uid);
+            .filter(|s| s.uid == placement.uid && s.deleting_ms.is_none());
         let Some(stored) = stored else {
             return Ok(false);
         };
-        let changed = stored.placement.as_ref() != Some(&placement.cluster);
+        if placement.migrate {
+            if stored.placement.is_none() || stored.placement.as_ref() == Some(&placement.cluster) {
+                // Not placed, or already there: a move makes no sense.
+                return Ok(false);
+            }
+            let changed = stored.migrating_to.as_ref() != Some(&placement.cluster);
+            stored.migrating_to = Some(placement.cluster.clone());
+            stored.scheduling = Some(placement.decision.clone());
+            return Ok(changed);
+        }
+        let moved = stored.placement.as_ref() != Some(&placement.cluster);
+        let ended_move = stored.migrating_to.take().is_some();
         stored.placement = Some(placement.cluster.clone());
         stored.scheduling = Some(placement.decision.clone());
-        Ok(changed)
+        if moved {
+            stored.moved_ms = now_ms;
+        }
+        Ok(moved || ended_move)
     }
 
     /// Where `tenant`'s `service` should run now, by the scheduler ([`crate::scheduling`]),
@@ -106,16 +125,20 @@ impl Platform {
         ))
     }
 
-    /// The sets of every service placed on `cluster`, deleted ones included: the cluster's
-    /// actor leaves them to their service actors and removes any other set no pinned set or
-    /// service owns (what a forced delete orphaned).
+    /// The sets of every service placed on (or moving to) `cluster`, deleted ones included: the
+    /// cluster's actor leaves them to their service actors and removes any other set no pinned
+    /// set or service owns (what a forced delete orphaned, or the old copies of a service that
+    /// moved away).
     pub fn service_sets_on(&self, cluster: &ClusterRef) -> BTreeSet<SetName> {
         self.tenants()
             .flat_map(|(tenant, stored)| {
                 stored
                     .services
                     .iter()
-                    .filter(|(_, service)| service.placement.as_ref() == Some(cluster))
+                    .filter(|(_, service)| {
+                        service.placement.as_ref() == Some(cluster)
+                            || service.migrating_to.as_ref() == Some(cluster)
+                    })
                     .filter_map(move |(name, _)| set_name(tenant, name))
             })
             .collect()

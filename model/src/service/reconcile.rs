@@ -101,6 +101,10 @@ pub struct Wanted<'a> {
     pub deleting: bool,
     /// Why no cluster takes it, when it is not placed (the scheduler's exclusions).
     pub unplaced: Option<&'a str>,
+    /// `cluster` is the one it is moving to (its placement switches there once it runs).
+    pub migrating: bool,
+    /// It may not move (`migration: false`).
+    pub pinned: bool,
 }
 
 /// One step for the actor to carry out.
@@ -110,6 +114,8 @@ pub enum Action {
     Apply(Vec<InstanceSpec>),
     /// Nothing of the deleted service runs any more: remove its object.
     Finalize,
+    /// Every instance runs on the cluster it is moving to: make that its placement.
+    Switch,
 }
 
 fn count(n: usize) -> u32 {
@@ -211,7 +217,12 @@ pub fn plan(wanted: Wanted<'_>, seen: Seen<'_>) -> (Vec<Action>, ReconcileStatus
             );
         }
         Seen::Unreachable => {
-            let reason = format!("cluster {cluster} does not answer; what runs there is unknown");
+            let pinned = if wanted.pinned {
+                "; it stays there (migration: false)"
+            } else {
+                ""
+            };
+            let reason = format!("cluster {cluster} does not answer; what runs there is unknown{pinned}");
             return (
                 Vec::new(),
                 status(Phase::Unreachable, reason, revision, Progress::default()),
@@ -233,6 +244,16 @@ pub fn plan(wanted: Wanted<'_>, seen: Seen<'_>) -> (Vec<Action>, ReconcileStatus
     };
     let done =
         progress.updated == progress.desired && progress.ready == progress.desired && progress.old == 0;
+    if done && actions.is_empty() && wanted.migrating {
+        let reason = format!(
+            "revision {number}: {} instances running on cluster {cluster}, which it moved to",
+            progress.desired
+        );
+        return (
+            vec![Action::Switch],
+            status(Phase::Running, reason, revision, progress),
+        );
+    }
     if done && actions.is_empty() {
         let reason = format!(
             "revision {number}: {} instances running on cluster {cluster}",
@@ -260,6 +281,9 @@ pub struct ServiceReport {
     pub status: ReconcileStatus,
     /// Nothing of the deleted service runs: remove the object.
     pub finalize: bool,
+    /// Every instance runs on the cluster it is moving to: that becomes its placement.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub switched_to: Option<ClusterRef>,
 }
 
 /// What an event is about (Axebow's `source`).
@@ -378,6 +402,7 @@ mod tests {
                     ids
                 }
                 Action::Finalize => vec!["FINALIZE".into()],
+                Action::Switch => vec!["SWITCH".into()],
             })
             .collect()
     }
@@ -413,6 +438,8 @@ mod tests {
             cluster: placed.then_some(&cluster),
             deleting,
             unplaced: (!placed).then_some("operator/edge: OFFLINE"),
+            migrating: false,
+            pinned: false,
         };
         let all_new = vec![vec!["acme.web.api.r2.0".to_string(), "acme.web.api.r2.1".into()]];
         // (case, wanted, seen, actions, phase)
@@ -541,6 +568,26 @@ mod tests {
         assert!(status.reason.contains("does not answer"), "{}", status.reason);
         let (_, status) = plan(wanted(false, false, true), Seen::NotYet);
         assert_eq!(status.reason, "not placed: operator/edge: OFFLINE");
+        // Moving: once every instance runs on the new cluster, switch; before, start them there.
+        let moving = Wanted {
+            migrating: true,
+            ..wanted(false, true, true)
+        };
+        let (actions, _) = plan(moving, Seen::Instances(&running_new));
+        assert_eq!(ids(&actions), [vec!["SWITCH".to_string()]]);
+        let (actions, status) = plan(moving, Seen::Instances(&[]));
+        assert_eq!(ids(&actions).len(), 1);
+        assert_eq!(status.phase, Phase::Progressing);
+        let (actions, _) = plan(moving, Seen::Instances(&starting_new));
+        assert!(actions.is_empty(), "no switch before every instance runs");
+        // Pinned on a silent cluster: says it stays.
+        let pinned = Wanted {
+            pinned: true,
+            ..wanted(false, true, true)
+        };
+        let (actions, status) = plan(pinned, Seen::Unreachable);
+        assert!(actions.is_empty());
+        assert!(status.reason.ends_with("(migration: false)"), "{}", status.reason);
     }
 
     #[test]

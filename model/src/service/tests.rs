@@ -732,6 +732,7 @@ fn report(
             progress: reconcile::Progress::default(),
         },
         finalize,
+        switched_to: None,
     }
 }
 
@@ -833,8 +834,9 @@ fn place_web_again(platform: &mut Platform, cluster: &crate::cluster::ClusterRef
         uid,
         cluster: cluster.clone(),
         decision: Default::default(),
+        migrate: false,
     };
-    platform.apply_placement(&placement).unwrap();
+    platform.apply_placement(1_000, &placement).unwrap();
 }
 
 #[test]

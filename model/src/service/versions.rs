@@ -231,6 +231,8 @@ mod tests {
             version: 0,
             created_version: 0,
             scheduling: None,
+            migrating_to: None,
+            moved_ms: 0,
         };
         let touched = |name: &str| vec![("acme".to_string(), name.to_string())];
         // Revision 5 creates a, 6 creates b, 7 changes a, 8 removes b.

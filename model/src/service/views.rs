@@ -139,6 +139,10 @@ pub struct ServiceFull {
     pub pending: Option<u64>,
     /// The cluster its instances run on, once placed.
     pub cluster: Option<crate::cluster::ClusterRef>,
+    /// The cluster it is moving to (its cluster failed): it becomes `cluster` once every
+    /// instance runs there.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub migrating_to: Option<crate::cluster::ClusterRef>,
     /// Whether exactly its current revision runs (filled in by the platform's read).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub status: Option<super::placement::RunStatus>,
@@ -233,6 +237,7 @@ impl Service {
             environment: self.environment.name(),
             pending: self.pending,
             cluster: self.placement.clone(),
+            migrating_to: self.migrating_to.clone(),
             status: None,
             reconcile: self.reconcile.clone(),
             deletion_timestamp: self.deleting_ms,
