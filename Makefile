@@ -3,7 +3,7 @@
 CARGO_TARGET_DIR ?= $(HOME)/.cache/drover-target
 export CARGO_TARGET_DIR
 
-.PHONY: setup demo test test-rollout-kills lint bench bench-scale bench-leasing bench-clusters bench-services soak chaos chaos-five chaos-sim chaos-planted
+.PHONY: setup demo test test-rollout-kills lint bench bench-scale bench-leasing bench-clusters bench-services bench-scheduling soak chaos chaos-five chaos-sim chaos-planted
 
 ## setup: install what a fresh machine lacks (clang, libclang, iptables, libfaketime, etcd, the
 ## Kubernetes Python client)
@@ -58,6 +58,12 @@ bench-clusters: setup
 bench-services: setup
 	cargo build --release -p drover-node -p drover-bench
 	$(CARGO_TARGET_DIR)/release/drover-bench services --services 200 --roles 3
+
+## bench-scheduling: decisions per second of the pure scheduler, 10,000 services over 100
+## clusters (release build)
+bench-scheduling: setup
+	cargo build --release -p drover-bench
+	$(CARGO_TARGET_DIR)/release/drover-bench scheduling --services 10000 --clusters 100
 
 ## soak: the hardening issue's exhaustion floods (huge objects under fresh idempotency keys,
 ## silent watchers, unauthenticated 1 MiB bodies, half-sent and idle sockets, new Boskos state

@@ -19,6 +19,7 @@ mod leasing;
 mod proc;
 mod report;
 mod scale;
+mod scheduling;
 mod services;
 mod soak;
 
@@ -50,6 +51,8 @@ enum Workload {
     Clusters(clusters::ClustersArgs),
     /// Services placed and run on three `sim` clusters.
     Services(services::ServicesArgs),
+    /// Decisions per second of the pure scheduler (10,000 services over 100 clusters).
+    Scheduling(scheduling::SchedulingArgs),
     /// The hardening issue's exhaustion findings repeated for minutes, RSS printed each minute.
     Soak(soak::SoakArgs),
 }
@@ -63,5 +66,6 @@ async fn main() -> Result<()> {
         Workload::Soak(args) => soak::run(args).await,
         Workload::Clusters(args) => clusters::run(args).await,
         Workload::Services(args) => services::run(args).await,
+        Workload::Scheduling(args) => scheduling::run(args).await,
     }
 }

@@ -1,11 +1,14 @@
 //! Helpers for tests of services: an `OK` call, and a tenant whose environment runs on agents
 //! registered as platform-wide clusters.
 
+use std::collections::BTreeMap;
+
 use anyhow::{ensure, Result};
+use drover_model::cluster::agent_api::Inventory;
 use reqwest::{Method, StatusCode};
 use serde_json::{json, Value};
 
-use crate::agent::{AgentProcess, AGENT_TOKEN};
+use crate::agent::{AgentClient, AgentProcess, AGENT_TOKEN};
 use crate::platform::{PlatformClient, OPERATOR_SUBJECT};
 
 /// Makes a call that must answer `200`; returns the body.
@@ -75,4 +78,32 @@ pub async fn cluster_state(
         (answer.body["data"]["status"]["state"] == state).then_some(())
     })
     .await
+}
+
+/// Which agents (by name) run instances of each service (the second part of an instance id),
+/// and how many each.
+pub fn placements(inventories: &[(&str, Inventory)]) -> BTreeMap<String, BTreeMap<String, usize>> {
+    let mut by_service: BTreeMap<String, BTreeMap<String, usize>> = BTreeMap::new();
+    for (zone, inventory) in inventories {
+        for instance in &inventory.instances {
+            let Some(service) = instance.id.as_str().split('.').nth(1) else {
+                continue;
+            };
+            *by_service
+                .entry(service.to_string())
+                .or_default()
+                .entry(zone.to_string())
+                .or_default() += 1;
+        }
+    }
+    by_service
+}
+
+/// Every agent's inventory, by the name given with it; `None` when one does not answer.
+pub async fn read_all<'a>(agents: &'a [(&'a str, AgentClient)]) -> Option<Vec<(&'a str, Inventory)>> {
+    let mut all = Vec::new();
+    for (zone, agent) in agents {
+        all.push((*zone, agent.inventory().await.ok()?));
+    }
+    Some(all)
 }

@@ -12,11 +12,12 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
 use anyhow::{ensure, Context, Result};
-use drover_model::cluster::agent_api::Inventory;
 use drover_tests::agent::{AgentClient, AgentProcess};
 use drover_tests::platform::{process_platform_args, token, PlatformClient, OPERATOR_SUBJECT};
 use drover_tests::process::ProcessCluster;
-use drover_tests::services::{cluster_state, expect_ok, label_cluster, tenant_with_clusters};
+use drover_tests::services::{
+    cluster_state, expect_ok, label_cluster, placements, read_all, tenant_with_clusters,
+};
 use drover_tests::wait::eventually;
 use reqwest::Method;
 use serde_json::{json, Value};
@@ -39,32 +40,6 @@ fn service(i: usize) -> (String, Value) {
         "constraints": constraints,
     }});
     (format!("s{i:02}"), body)
-}
-
-/// Which agents (by zone) run instances of each service, and how many each.
-fn placements(inventories: &[(&str, Inventory)]) -> BTreeMap<String, BTreeMap<String, usize>> {
-    let mut by_service: BTreeMap<String, BTreeMap<String, usize>> = BTreeMap::new();
-    for (zone, inventory) in inventories {
-        for instance in &inventory.instances {
-            let Some(service) = instance.id.as_str().split('.').nth(1) else {
-                continue;
-            };
-            *by_service
-                .entry(service.to_string())
-                .or_default()
-                .entry(zone.to_string())
-                .or_default() += 1;
-        }
-    }
-    by_service
-}
-
-async fn read_all<'a>(agents: &'a [(&'a str, AgentClient)]) -> Option<Vec<(&'a str, Inventory)>> {
-    let mut all = Vec::new();
-    for (zone, agent) in agents {
-        all.push((*zone, agent.inventory().await.ok()?));
-    }
-    Some(all)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -23,9 +23,9 @@ fn must_move(state: ClusterState) -> bool {
 }
 
 /// The placements (and moves) to make now, from the committed state alone. A placed service
-/// moves only when the cluster it runs on (or is moving to) is `OFFLINE`, `UNHEALTHY` or
-/// `NOTREADY`, it may move (`migration`), and its last placement is at least
-/// `migration_interval` old.
+/// moves only when the cluster it runs on is `OFFLINE`, `UNHEALTHY` or `NOTREADY`, it may move
+/// (`migration`), and its last move started at least `migration_interval` ago; a move whose
+/// target fails is given another target at once (nothing runs there yet).
 pub(crate) fn decide(context: &LeaderContext, migration_interval: Duration) -> Vec<Placement> {
     context.raft.local_read(|s| {
         let platform = s.platform();
@@ -48,11 +48,17 @@ pub(crate) fn decide(context: &LeaderContext, migration_interval: Duration) -> V
                 let migrate = match placed {
                     None => false,
                     Some(current) => {
-                        let target = service.migrating_to.as_ref().unwrap_or(current);
-                        let failing = state_of(target).is_none_or(must_move);
-                        let allowed = revision.deployment.constraints.migration
-                            && now_ms.saturating_sub(service.moved_ms) >= interval_ms;
-                        if !(failing && allowed) {
+                        let failing = |c: &ClusterRef| state_of(c).is_none_or(must_move);
+                        let may_move = revision.deployment.constraints.migration;
+                        let due = match &service.migrating_to {
+                            Some(target) => may_move && failing(target),
+                            None => {
+                                let rested = service.moved_ms == 0
+                                    || now_ms.saturating_sub(service.moved_ms) >= interval_ms;
+                                may_move && failing(current) && rested
+                            }
+                        };
+                        if !due {
                             // Placed where it may stay (or must): nothing to decide.
                             continue;
                         }

@@ -417,7 +417,6 @@ impl Platform {
             if stored.migrating_to.as_ref() == Some(to) {
                 stored.placement = Some(to.clone());
                 stored.migrating_to = None;
-                stored.moved_ms = now_ms;
                 switched = true;
             }
         }

@@ -161,8 +161,8 @@ pub struct Service {
     /// cluster's actor (they belong to no service there any more) when it answers.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub migrating_to: Option<crate::cluster::ClusterRef>,
-    /// Leader time its placement last changed (ms since the epoch): moves are at least the
-    /// migration interval apart.
+    /// Leader time its last move started (ms since the epoch; 0: it never moved): moves start
+    /// at least the migration interval apart.
     #[serde(default)]
     pub moved_ms: u64,
 }

@@ -63,6 +63,10 @@ impl Platform {
                 // Not placed, or already there: a move makes no sense.
                 return Ok(false);
             }
+            if stored.migrating_to.is_none() {
+                // A move starts: the next one may start only a migration interval later.
+                stored.moved_ms = now_ms;
+            }
             let changed = stored.migrating_to.as_ref() != Some(&placement.cluster);
             stored.migrating_to = Some(placement.cluster.clone());
             stored.scheduling = Some(placement.decision.clone());
@@ -72,9 +76,6 @@ impl Platform {
         let ended_move = stored.migrating_to.take().is_some();
         stored.placement = Some(placement.cluster.clone());
         stored.scheduling = Some(placement.decision.clone());
-        if moved {
-            stored.moved_ms = now_ms;
-        }
         Ok(moved || ended_move)
     }
 
