@@ -2,7 +2,9 @@
 //! `drover serve` processes and two `sim` agents labelled `location=DE` and `location=SK`: a
 //! service constrained to SK runs there (checked in both agents' inventories) and says why the
 //! DE cluster was not chosen; one whose constraint no cluster meets is not placed and says why
-//! for every cluster; a malformed constraint is `400` naming the expression.
+//! for every cluster; a malformed constraint is `400` naming the expression. Draining the SK
+//! cluster moves an unconstrained service off it (started on DE first, then removed from SK,
+//! which answers all along), after which nothing of it is left there.
 
 use std::time::Duration;
 
@@ -122,5 +124,53 @@ async fn label_constraints_choose_the_cluster_and_say_why() -> Result<()> {
     ensure!(bad.body.to_string().contains("location was DE"), "{bad:?}");
     let missing = alice.get("/tenant/acme/service/bad").await?;
     ensure!(missing.status == StatusCode::NOT_FOUND, "{missing:?}");
+
+    // Draining SK moves an unconstrained service that runs there to DE, and only then are its
+    // copies on SK removed; the SK-only service has nowhere to go and keeps running.
+    let path = "/tenant/acme/service/free?accept=true";
+    expect_ok(
+        &alice,
+        Method::POST,
+        path,
+        Some(&constrained(&["location is SK"])),
+    )
+    .await?;
+    eventually(CONVERGE, "the service on SK", || async {
+        (count_of(&sk_client, "acme.free.").await? == 2).then_some(())
+    })
+    .await?;
+    // Let it go anywhere now: the constraint moves with the next revision, not the placement.
+    let patch = json!({"constraints": {"labels": []}});
+    expect_ok(
+        &alice,
+        Method::PATCH,
+        "/tenant/acme/service/free/revision/1?accept=true",
+        Some(&patch),
+    )
+    .await?;
+    let drain = json!({"draining": true});
+    expect_ok(
+        &root,
+        Method::PUT,
+        "/tenant/operator/cluster/sk/drain",
+        Some(&drain),
+    )
+    .await?;
+    eventually(
+        CONVERGE,
+        "the drained cluster's service to move to DE",
+        || async {
+            let on_de = count_of(&de_client, "acme.free.").await?;
+            let on_sk = count_of(&sk_client, "acme.free.").await?;
+            (on_de == 2 && on_sk == 0).then_some(())
+        },
+    )
+    .await?;
+    let shown = expect_ok(&alice, Method::GET, "/tenant/acme/service/free", None).await?;
+    ensure!(shown["data"]["cluster"]["name"] == "de", "{shown}");
+    ensure!(
+        count_of(&sk_client, "acme.south.").await == Some(2),
+        "the SK-only service left"
+    );
     Ok(())
 }
