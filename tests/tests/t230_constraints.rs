@@ -2,7 +2,8 @@
 //! `drover serve` processes and two `sim` agents labelled `location=DE` and `location=SK`: a
 //! service constrained to SK runs there (checked in both agents' inventories) and says why the
 //! DE cluster was not chosen; one whose constraint no cluster meets is not placed and says why
-//! for every cluster; a malformed constraint is `400` naming the expression. Draining the SK
+//! for every cluster; a malformed constraint is `400` naming the expression; a dry run says
+//! where the service would go. Draining the SK
 //! cluster moves an unconstrained service off it (started on DE first, then removed from SK,
 //! which answers all along), after which nothing of it is left there.
 
@@ -89,6 +90,20 @@ async fn label_constraints_choose_the_cluster_and_say_why() -> Result<()> {
                 .is_some_and(|r| r.contains("`location in (SK, AT)` is false"))),
         "{shown}"
     );
+
+    // A dry run says where the scheduler would place a service, and stores nothing.
+    let dry = expect_ok(
+        &alice,
+        Method::POST,
+        "/tenant/acme/service/probe?dryrun=true&accept=true",
+        Some(&constrained(&["location is DE"])),
+    )
+    .await?;
+    let placement = &dry["data"]["placement"];
+    ensure!(placement["chosen"]["cluster"]["name"] == "de", "{dry}");
+    ensure!(placement["excluded"][0]["cluster"]["name"] == "sk", "{dry}");
+    let stored = alice.get("/tenant/acme/service/probe").await?;
+    ensure!(stored.status == StatusCode::NOT_FOUND, "{stored:?}");
 
     // No cluster meets it: not placed, nothing runs, and the status names every exclusion.
     let path = "/tenant/acme/service/nowhere?accept=true";

@@ -249,7 +249,13 @@ async fn create_service(
     };
     let status_of = |p: &drover_model::platform::Platform| p.service(&tenant, &service).map(|s| s.status());
     if params.dryrun == Some(true) {
-        return store::dry_run(&state, &caller.0, change, |p, _| status_of(p))
+        // An accepted dry run also says where the scheduler would place the service now.
+        let placed = |p: &drover_model::platform::Platform| {
+            let mut status = status_of(p)?;
+            status.placement = p.schedule_service(&tenant, &service, &Default::default());
+            Ok(status)
+        };
+        return store::dry_run(&state, &caller.0, change, |p, _| placed(p))
             .await
             .map(|status| (StatusCode::OK, ok(status)));
     }

@@ -45,6 +45,9 @@ pub struct ServiceStatus {
     /// When a `wait` ran out: the request to look up (`GET …/service/{s}/request/{id}`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub request_id: Option<String>,
+    /// A dry run of an accepted create: where the scheduler would place it now, and why.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub placement: Option<crate::scheduling::Decision>,
 }
 
 /// Usage as Axebow reports it: vCPU in millicores, RAM in MiB.
@@ -205,6 +208,7 @@ impl Service {
             history: self.history(),
             environment: self.environment.name(),
             request_id: None,
+            placement: None,
         }
     }
 
