@@ -9,6 +9,7 @@ pub mod command;
 mod command_decode;
 pub mod error;
 pub mod limits;
+pub mod merge_patch;
 pub mod object;
 pub mod platform;
 pub mod pool;

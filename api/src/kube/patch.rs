@@ -8,6 +8,7 @@ use axum::extract::{Path, Query, State};
 use axum::http::{header, HeaderMap};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
+use drover_model::merge_patch::merge_patch;
 use drover_model::{Command, CommandResult, DomainError, ObjectKey, Precondition, Proposal};
 use drover_raft::Consistency;
 use serde_json::Value;
@@ -19,26 +20,6 @@ use crate::state::ApiState;
 
 /// How often a patch without a `resourceVersion` is retried after losing a race.
 const PATCH_ATTEMPTS: usize = 5;
-
-/// Applies an RFC 7386 merge patch to `target`.
-pub fn merge_patch(target: &mut Value, patch: &Value) {
-    let Value::Object(patch) = patch else {
-        *target = patch.clone();
-        return;
-    };
-    if !target.is_object() {
-        *target = Value::Object(serde_json::Map::new());
-    }
-    if let Value::Object(target) = target {
-        for (key, value) in patch {
-            if value.is_null() {
-                target.remove(key);
-            } else {
-                merge_patch(target.entry(key.clone()).or_insert(Value::Null), value);
-            }
-        }
-    }
-}
 
 fn check_content_type(headers: &HeaderMap) -> Result<(), KubeError> {
     let content_type = headers
@@ -114,21 +95,4 @@ pub async fn patch(
         key,
         message: "the object kept changing while the patch was applied; try again".to_string(),
     }))
-}
-
-#[cfg(test)]
-mod tests {
-    use serde_json::json;
-
-    use super::*;
-
-    #[test]
-    fn merge_patch_follows_rfc_7386() {
-        let mut target = json!({"a": "b", "c": {"d": "e", "f": "g"}});
-        merge_patch(&mut target, &json!({"a": "z", "c": {"f": null}}));
-        assert_eq!(target, json!({"a": "z", "c": {"d": "e"}}));
-        let mut scalar = json!({"a": 1});
-        merge_patch(&mut scalar, &json!(["x"]));
-        assert_eq!(scalar, json!(["x"]));
-    }
 }

@@ -47,26 +47,6 @@ impl Change {
     }
 }
 
-/// RFC 7396: objects merge key by key, `null` removes a key, anything else replaces.
-fn merge(target: &mut Value, patch: &Value) {
-    let Value::Object(patch) = patch else {
-        *target = patch.clone();
-        return;
-    };
-    if !target.is_object() {
-        *target = Value::Object(serde_json::Map::new());
-    }
-    if let Value::Object(target) = target {
-        for (key, value) in patch {
-            if value.is_null() {
-                target.remove(key);
-            } else {
-                merge(target.entry(key.clone()).or_insert(Value::Null), value);
-            }
-        }
-    }
-}
-
 /// The deployment `change` makes from `previous`; `earlier` finds a revision's deployment for a
 /// rollback.
 pub fn revise<'a>(
@@ -85,7 +65,7 @@ pub fn revise<'a>(
             }
             let mut merged =
                 serde_json::to_value(previous).map_err(|e| PlatformError::invalid("body", e.to_string()))?;
-            merge(&mut merged, patch);
+            crate::merge_patch::merge_patch(&mut merged, patch);
             serde_json::from_value(merged)
                 .map_err(|e| PlatformError::invalid("body", format!("the patched deployment: {e}")))?
         }
