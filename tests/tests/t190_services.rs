@@ -506,6 +506,11 @@ async fn links_join_channels_of_services_in_one_environment() -> Result<()> {
         409,
     )
     .await?;
+    // Another tenant: the same 409 whether or not it has such a service (nothing is learnt).
+    for tenant in ["operator", "no-such-tenant"] {
+        let foreign = format!("/tenant/acme/service/front/client/api/tenant/{tenant}/service/x/server/y");
+        expect(&two, Method::POST, &foreign, None, 409).await?;
+    }
     expect(
         &one,
         Method::POST,

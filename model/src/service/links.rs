@@ -177,14 +177,22 @@ impl Platform {
                 None => Err(PlatformError::NotFound(format!("no link {}", link.id()))),
             };
         }
+        // The caller was authorized on the client's tenant only: another tenant's services are
+        // not looked at (whether one exists there is not this caller's to learn).
+        if link.server.tenant != *tenant {
+            return Err(conflict(format!(
+                "service {:?} and a service of another tenant are not in the same environment; only services of one environment can be linked",
+                link.client.service
+            )));
+        }
         let client = self.service(tenant, &link.client.service)?;
-        let server = self.service(&link.server.tenant, &link.server.service)?;
+        let server = self.service(tenant, &link.server.service)?;
         for (end, stored) in [(&link.client, client), (&link.server, server)] {
             if stored.deleting_ms.is_some() {
                 return Err(conflict(format!("service {:?} is being deleted", end.service)));
             }
         }
-        if link.client.tenant != link.server.tenant || client.environment != server.environment {
+        if client.environment != server.environment {
             return Err(conflict(format!(
                 "services {:?} and {:?} are not in the same environment; only services of one environment can be linked",
                 link.client.service, link.server.service
