@@ -224,27 +224,26 @@ impl State {
                 let result = self.platform.apply(platform_command)?;
                 Ok((CommandResult::Platform(result), Vec::new()))
             }
+            // Service changes stamp the services they touch with this revision, for watches.
             Command::Placement(placement) => {
-                let touched = vec![(placement.tenant.clone(), placement.service.clone())];
-                let before = self.platform.service_uids(&touched);
-                if self.platform.apply_placement(now_ms, placement)? {
-                    self.platform.stamp_services(index, &touched, &before);
-                }
+                let touched = [(placement.tenant.clone(), placement.service.clone())];
+                self.platform.changing_services(index, &touched, |p| {
+                    Ok(((), p.apply_placement(now_ms, placement)?))
+                })?;
                 Ok((CommandResult::Done, Vec::new()))
             }
             Command::ServiceReport(report) => {
-                let touched = vec![(report.tenant.clone(), report.service.clone())];
-                let before = self.platform.service_uids(&touched);
-                if self.platform.apply_service_report(index, now_ms, report)? {
-                    self.platform.stamp_services(index, &touched, &before);
-                }
+                let touched = [(report.tenant.clone(), report.service.clone())];
+                self.platform.changing_services(index, &touched, |p| {
+                    Ok(((), p.apply_service_report(index, now_ms, report)?))
+                })?;
                 Ok((CommandResult::Done, Vec::new()))
             }
             Command::Service(service_command) => {
                 let touched = service_command.change.services();
-                let before = self.platform.service_uids(&touched);
-                let outcome = self.platform.apply_service(now_ms, service_command)?;
-                self.platform.stamp_services(index, &touched, &before);
+                let outcome = self.platform.changing_services(index, &touched, |p| {
+                    Ok((p.apply_service(now_ms, service_command)?, true))
+                })?;
                 Ok((CommandResult::Service(outcome), Vec::new()))
             }
             Command::Cluster(cluster_command) => {

@@ -82,6 +82,22 @@ impl Platform {
         }
     }
 
+    /// Runs `change`, which says whether it changed anything, and then stamps the `touched`
+    /// services with `revision` (or records their removal).
+    pub fn changing_services<R>(
+        &mut self,
+        revision: u64,
+        touched: &[(String, String)],
+        change: impl FnOnce(&mut Self) -> Result<(R, bool), crate::platform::PlatformError>,
+    ) -> Result<R, crate::platform::PlatformError> {
+        let before = self.service_uids(touched);
+        let (result, changed) = change(self)?;
+        if changed {
+            self.stamp_services(revision, touched, &before);
+        }
+        Ok(result)
+    }
+
     /// What watches need to resume.
     pub fn service_removals(&self) -> &Removals {
         &self.service_removals
