@@ -139,6 +139,7 @@ async fn a_crashing_cluster_actor_is_restarted_and_then_brings_its_cluster_onlin
         cluster: cluster.clone(),
         uid: "c-1".into(),
         registration: ClusterRegistration {
+            metrics: Vec::new(),
             endpoint: "http://127.0.0.1:9".into(),
             join_token: "a-join-token-of-some-length".into(),
             labels: BTreeMap::new(),

@@ -263,6 +263,7 @@ mod tests {
             }),
             Command::Cluster(crate::cluster::ClusterCommand::Observe(
                 crate::cluster::ClusterObservation {
+                    metrics: None,
                     cluster: crate::cluster::ClusterRef {
                         tenant: "acme".into(),
                         name: "edge".into(),

@@ -129,6 +129,13 @@ pub struct ServeArgs {
     /// Least time between two moves of one service to another cluster (Go duration).
     #[arg(long, env = "DROVER_SERVICE_MIGRATION_INTERVAL")]
     pub service_migration_interval: Option<String>,
+    /// How often a placed service is scored again and moved if another cluster wins, Krake's
+    /// `reschedule_after` (Go duration; 0 turns it off).
+    #[arg(long, env = "DROVER_SERVICE_RESCHEDULE_AFTER")]
+    pub service_reschedule_after: Option<String>,
+    /// How often the leader reads the metrics each cluster is scored on (Go duration).
+    #[arg(long, env = "DROVER_CLUSTER_METRICS_INTERVAL")]
+    pub cluster_metrics_interval: Option<String>,
     /// Platform API settings.
     #[command(flatten)]
     pub platform: PlatformArgs,
@@ -172,6 +179,8 @@ struct FileConfig {
     cluster_probe_interval: Option<String>,
     cluster_offline_after: Option<String>,
     service_migration_interval: Option<String>,
+    service_reschedule_after: Option<String>,
+    cluster_metrics_interval: Option<String>,
     platform: Option<PlatformFile>,
     api_tls_cert_file: Option<PathBuf>,
     api_tls_key_file: Option<PathBuf>,
@@ -215,6 +224,8 @@ pub struct NodeConfig {
     pub clusters: ClusterActorsConfig,
     /// Least time between two moves of one service.
     pub migration_interval: std::time::Duration,
+    /// How often a placed service is scored again (zero: never).
+    pub reschedule_after: std::time::Duration,
     /// The k8s-claimer endpoints, when enabled.
     pub claimer: Option<ClaimerOptions>,
     /// The platform API's verifier, options and limits.
@@ -243,6 +254,16 @@ fn cluster_actors_config(args: &ServeArgs, file: &FileConfig) -> Result<ClusterA
             .or(file.cluster_offline_after.as_deref()),
         defaults.offline_after,
     )?;
+    let metrics_interval = duration(
+        "cluster-metrics-interval",
+        args.cluster_metrics_interval
+            .as_deref()
+            .or(file.cluster_metrics_interval.as_deref()),
+        defaults.metrics_interval,
+    )?;
+    if metrics_interval.is_zero() {
+        return Err(invalid("cluster-metrics-interval", "must be positive"));
+    }
     if probe_interval.is_zero() || offline_after < probe_interval {
         return Err(invalid(
             "cluster-offline-after",
@@ -256,6 +277,7 @@ fn cluster_actors_config(args: &ServeArgs, file: &FileConfig) -> Result<ClusterA
             .max(std::time::Duration::from_millis(500))
             .min(offline_after),
         offline_after,
+        metrics_interval,
         ..defaults
     })
 }
@@ -354,6 +376,13 @@ impl NodeConfig {
             args.service_migration_interval
                 .as_deref()
                 .or(file.service_migration_interval.as_deref()),
+            std::time::Duration::from_secs(60),
+        )?;
+        let reschedule_after = duration(
+            "service-reschedule-after",
+            args.service_reschedule_after
+                .as_deref()
+                .or(file.service_reschedule_after.as_deref()),
             std::time::Duration::from_secs(60),
         )?;
         let claimer = claimer_options(args, &file)?;
@@ -496,6 +525,7 @@ impl NodeConfig {
             pools,
             clusters,
             migration_interval,
+            reschedule_after,
             claimer,
             platform,
             api_tls,

@@ -151,6 +151,7 @@ pub async fn start(
         interval: config.clusters.probe_interval,
         sync_interval: config.clusters.sync_interval,
         migration_interval: config.migration_interval,
+        reschedule_after: config.reschedule_after,
         ..ServiceActorsConfig::default()
     };
     children.insert(

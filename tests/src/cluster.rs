@@ -57,6 +57,10 @@ pub struct ClusterOptions {
     pub connections: Option<drover_node::listen::ConnectionLimits>,
     /// The leader's cluster actors (the defaults when `None`).
     pub clusters: Option<drover_actors::clusters::ClusterActorsConfig>,
+    /// Least time between two moves of one service (60 s when `None`).
+    pub migration_interval: Option<std::time::Duration>,
+    /// How often a placed service is scored again (60 s when `None`).
+    pub reschedule_after: Option<std::time::Duration>,
 }
 
 impl ClusterOptions {
@@ -115,7 +119,12 @@ fn config_for(
         log_format: LogFormat::Text,
         pools: options.pools.clone(),
         clusters: options.clusters.clone().unwrap_or_default(),
-        migration_interval: std::time::Duration::from_secs(60),
+        migration_interval: options
+            .migration_interval
+            .unwrap_or(std::time::Duration::from_secs(60)),
+        reschedule_after: options
+            .reschedule_after
+            .unwrap_or(std::time::Duration::from_secs(60)),
         claimer: options.claimer.clone(),
         api_tls: options.api_tls.clone(),
         connections: options.connections.unwrap_or_default(),

@@ -8,6 +8,7 @@ pub mod client;
 pub mod cluster;
 pub mod platform;
 pub mod process;
+pub mod prometheus;
 pub mod services;
 pub mod status;
 pub mod tls;

@@ -16,11 +16,13 @@ use drover_model::cluster::{
     ids_digest, ClusterCommand, ClusterFacts, ClusterObservation, ClusterRef, ClusterState, InstanceCounts,
     SetObservation,
 };
+use drover_model::scheduling::metrics::MetricReadings;
 use drover_model::{Command, CommandResult, Proposal};
 use ractor::{Actor, ActorProcessingErr, ActorRef};
 
 use super::driver::{Driver, DriverError};
-use super::lifecycle::{next_state, ProbeOutcome};
+use super::lifecycle::{next_state, with_metrics, ProbeOutcome};
+use super::metrics_reader::read_metrics;
 use super::observed::{by_set, Observation, Observations};
 use super::plan::{desired_sets, plan_sets};
 use super::{ClusterActorMetrics, ClusterActorsConfig, DriverFactory};
@@ -55,6 +57,12 @@ pub struct ClusterActorState {
     fenced: bool,
     /// Whether every pinned set was sent in this term.
     sent_all: bool,
+    /// Reads metrics from their providers.
+    http: reqwest::Client,
+    /// The metrics being read, off the probe's path (a slow provider never delays a probe).
+    metrics_task: Option<tokio::task::JoinHandle<MetricReadings>>,
+    /// When the metrics are read next.
+    metrics_due: Instant,
 }
 
 /// What the actor reads of its committed cluster.
@@ -67,6 +75,7 @@ struct Committed {
     instances: InstanceCounts,
     set_errors: BTreeMap<SetName, String>,
     sets: BTreeMap<SetName, SetObservation>,
+    metrics: MetricReadings,
     /// Pinned sets.
     desired: BTreeMap<SetName, Vec<InstanceSpec>>,
     restarts: Vec<(InstanceId, u64)>,
@@ -166,6 +175,7 @@ impl ClusterActor {
                 instances: cluster.status.instances,
                 set_errors: cluster.status.set_errors.clone(),
                 sets: cluster.status.sets.clone(),
+                metrics: cluster.status.metrics.clone(),
                 desired: desired_sets(cluster),
                 restarts: cluster
                     .pending_restarts
@@ -292,10 +302,43 @@ impl ClusterActor {
         sent
     }
 
+    /// The readings of the metrics read since the last pass, if a reading finished; starts the
+    /// next reading when it is due. A cluster scored on no metric reads nothing (and drops
+    /// readings of metrics it no longer lists).
+    async fn metrics(state: &mut ClusterActorState) -> Option<MetricReadings> {
+        if state
+            .metrics_task
+            .as_ref()
+            .is_some_and(|task| !task.is_finished())
+        {
+            return None;
+        }
+        let mut fresh = match state.metrics_task.take() {
+            Some(task) => task.await.ok(),
+            None => None,
+        };
+        let now = Instant::now();
+        if now >= state.metrics_due {
+            state.metrics_due = now + state.args.config.metrics_interval;
+            let args = &state.args;
+            let sources = args
+                .context
+                .raft
+                .local_read(|s| s.platform().cluster_metric_sources(&args.cluster));
+            if sources.is_empty() {
+                fresh.get_or_insert_with(MetricReadings::default);
+            } else {
+                state.metrics_task = Some(tokio::spawn(read_metrics(state.http.clone(), sources)));
+            }
+        }
+        fresh
+    }
+
     async fn tick(state: &mut ClusterActorState) -> Result<bool, ActorProcessingErr> {
         let Some(committed) = Self::committed(state) else {
             return Ok(false);
         };
+        let metrics = Self::metrics(state).await;
         let started = Instant::now();
         let mut sent = Sent::default();
         let probed = match Self::driver(state, &committed) {
@@ -365,12 +408,17 @@ impl ClusterActor {
         let failing_for = state
             .failing_since
             .map_or(Duration::ZERO, |since| since.elapsed());
-        let (next, reason) = next_state(
+        let failing_metrics = metrics.as_ref().unwrap_or(&committed.metrics).why_failing();
+        let (next, reason) = with_metrics(
             committed.state,
-            committed.draining,
-            &outcome,
-            failing_for,
-            state.args.config.offline_after,
+            next_state(
+                committed.state,
+                committed.draining,
+                &outcome,
+                failing_for,
+                state.args.config.offline_after,
+            ),
+            failing_metrics,
         );
         let set_errors = answered.then_some(sent.set_errors);
         let unchanged = next == committed.state
@@ -378,6 +426,7 @@ impl ClusterActor {
             && instances.is_none_or(|i| i == committed.instances)
             && set_errors.as_ref().is_none_or(|e| *e == committed.set_errors)
             && sets.as_ref().is_none_or(|s| *s == committed.sets)
+            && metrics.as_ref().is_none_or(|m| *m == committed.metrics)
             && sent.restarted.is_empty();
         if unchanged {
             return Ok(true);
@@ -392,6 +441,7 @@ impl ClusterActor {
             set_errors,
             sets,
             restarted: sent.restarted,
+            metrics,
         };
         let proposal = Proposal::new(Command::Cluster(ClusterCommand::Observe(observation)));
         match state.args.context.raft.write(proposal).await {
@@ -426,12 +476,20 @@ impl Actor for ClusterActor {
         args: ClusterArgs,
     ) -> Result<ClusterActorState, ActorProcessingErr> {
         myself.send_message(ClusterMsg::Tick)?;
+        // Providers are other services of the operator's: no proxy from the environment.
+        let http = reqwest::Client::builder()
+            .no_proxy()
+            .build()
+            .map_err(|e| format!("no HTTP client for metrics: {e}"))?;
         Ok(ClusterActorState {
             args,
             driver: None,
             failing_since: None,
             fenced: false,
             sent_all: false,
+            http,
+            metrics_task: None,
+            metrics_due: Instant::now(),
         })
     }
 
@@ -444,6 +502,9 @@ impl Actor for ClusterActor {
             .args
             .observations
             .forget(&state.args.cluster, &state.args.uid);
+        if let Some(task) = state.metrics_task.take() {
+            task.abort();
+        }
         Ok(())
     }
 

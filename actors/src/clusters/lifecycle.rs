@@ -68,6 +68,24 @@ pub fn next_state(
     }
 }
 
+/// The state once the cluster's metrics count: an `ONLINE` cluster with a metric that cannot be
+/// read is `FAILING_METRICS` (nothing new is placed there, what runs stays); it is `ONLINE`
+/// again once every metric is read (Krake 1.0.1 never clears the state). Other states win:
+/// an agent that does not answer is not made `FAILING_METRICS`.
+pub fn with_metrics(
+    current: ClusterState,
+    (next, reason): (ClusterState, String),
+    failing: Option<String>,
+) -> (ClusterState, String) {
+    match (next, failing) {
+        (ClusterState::Online, Some(why)) => (ClusterState::FailingMetrics, why),
+        (ClusterState::Online, None) if current == ClusterState::FailingMetrics => {
+            (ClusterState::Online, "every metric is read again".to_string())
+        }
+        (next, _) => (next, reason),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -124,6 +142,46 @@ mod tests {
             );
             if got != current {
                 assert!(!reason.is_empty(), "a transition has a reason");
+            }
+        }
+    }
+
+    #[test]
+    fn failing_metrics_is_set_on_online_clusters_and_cleared_when_read_again() {
+        let budget = Duration::from_secs(10);
+        let why = || Some("metrics not read: load: UNREACHABLE_METRICS_PROVIDER (refused)".to_string());
+        let table = [
+            // (current, draining, outcome, failing metrics, expected)
+            (Online, false, answered(), why(), FailingMetrics),
+            (FailingMetrics, false, answered(), why(), FailingMetrics),
+            (FailingMetrics, false, answered(), None, Online),
+            (Pending, false, answered(), why(), FailingMetrics),
+            (FailingMetrics, false, failed(), why(), Degraded),
+            (FailingMetrics, true, answered(), why(), NotReady),
+            (
+                Online,
+                false,
+                ProbeOutcome::Answered {
+                    pressure: Some("disk".into()),
+                },
+                why(),
+                Unhealthy,
+            ),
+            (Offline, false, answered(), why(), Connecting),
+            (Online, false, answered(), None, Online),
+        ];
+        for (current, draining, outcome, failing, expected) in table {
+            let lifecycle = next_state(current, draining, &outcome, Duration::ZERO, budget);
+            let (got, reason) = with_metrics(current, lifecycle, failing.clone());
+            assert_eq!(
+                got, expected,
+                "{current:?} draining={draining} {outcome:?} {failing:?}"
+            );
+            if got == FailingMetrics {
+                assert!(reason.contains("UNREACHABLE_METRICS_PROVIDER"), "{reason}");
+            }
+            if current == FailingMetrics && got == Online {
+                assert_eq!(reason, "every metric is read again");
             }
         }
     }

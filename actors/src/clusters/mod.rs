@@ -1,13 +1,15 @@
 //! The leader's cluster actors: one [`ClustersSupervisor`] under the root keeps one
 //! [`ClusterActor`](cluster_actor::ClusterActor) per registered cluster. A cluster actor is the
 //! only path through which the control plane changes what a cluster runs: it probes the agent
-//! through a [`Driver`], moves the cluster through Krake's states ([`lifecycle`]), sends the
-//! committed desired sets ([`plan`]) fenced by (term, leader id), and commits what it observed.
+//! through a [`Driver`], moves the cluster through Krake's states ([`lifecycle`]), reads the
+//! metrics it is scored on, sends the committed desired sets ([`plan`]) fenced by (term, leader
+//! id), and commits what it observed.
 
 mod agent_driver;
 mod cluster_actor;
 mod driver;
 pub mod lifecycle;
+mod metrics_reader;
 pub mod observed;
 pub mod plan;
 mod supervisor;
@@ -45,6 +47,8 @@ pub struct ClusterActorsConfig {
     pub offline_after: Duration,
     /// How often the supervisor compares its actors with the committed clusters.
     pub sync_interval: Duration,
+    /// How often a cluster's metrics are read from their providers.
+    pub metrics_interval: Duration,
 }
 
 impl Default for ClusterActorsConfig {
@@ -55,6 +59,7 @@ impl Default for ClusterActorsConfig {
             apply_timeout: Duration::from_secs(30),
             offline_after: Duration::from_secs(10),
             sync_interval: Duration::from_millis(500),
+            metrics_interval: Duration::from_secs(10),
         }
     }
 }

@@ -46,6 +46,9 @@ pub struct ServiceActorsConfig {
     /// Least time between two moves of one service (a flapping cluster moves it at most once
     /// per interval).
     pub migration_interval: Duration,
+    /// How often a placed service is scored again and moved if another cluster wins (Krake's
+    /// `reschedule_after`); zero turns periodic rescheduling off.
+    pub reschedule_after: Duration,
 }
 
 impl Default for ServiceActorsConfig {
@@ -56,6 +59,7 @@ impl Default for ServiceActorsConfig {
             retry_base: Duration::from_millis(500),
             retry_max: Duration::from_secs(30),
             migration_interval: Duration::from_secs(60),
+            reschedule_after: Duration::from_secs(60),
         }
     }
 }
@@ -136,6 +140,7 @@ pub struct ServicesChild {
     config: Arc<ServiceActorsConfig>,
     metrics: ServiceMetrics,
     placements: IntCounter,
+    rescores: IntCounter,
     observations: Observations,
 }
 
@@ -149,10 +154,16 @@ impl ServicesChild {
     ) -> Result<Self, ActorsError> {
         let placements = IntCounter::new("drover_service_placements_total", "Services placed on a cluster")?;
         registry.register(Box::new(placements.clone()))?;
+        let rescores = IntCounter::new(
+            "drover_service_rescores_total",
+            "Placed services scored again by periodic rescheduling (reschedule_after)",
+        )?;
+        registry.register(Box::new(rescores.clone()))?;
         Ok(Self {
             config: Arc::new(config),
             metrics: ServiceMetrics::register(registry)?,
             placements,
+            rescores,
             observations,
         })
     }
@@ -170,6 +181,7 @@ impl ChildSpec for ServicesChild {
             config: self.config.clone(),
             metrics: self.metrics.clone(),
             placements: self.placements.clone(),
+            rescores: self.rescores.clone(),
         };
         Box::pin(async move {
             let (actor, _) = Actor::spawn_linked(None, ServicesSupervisor, args, supervisor)

@@ -1,10 +1,12 @@
 //! The placement pass: every accepted service that runs nowhere (or whose cluster is no longer
 //! registered) is placed by the pure scheduler (`Platform::schedule_service`: Krake's
-//! constraints and scoring) on one of its environment's clusters; the decisions of one pass, each
-//! with its explanation, are committed in one log entry. A service being deleted is never
-//! placed.
+//! constraints and scoring) on one of its environment's clusters; a placed service is scored
+//! again every `reschedule_after` (Krake's periodic rescheduling) and moves when another cluster
+//! wins; the decisions of one pass, each with its explanation, are committed in one log entry.
+//! A service being deleted is never placed.
 
-use std::time::Duration;
+use std::collections::{HashMap, HashSet};
+use std::time::{Duration, Instant};
 
 use drover_model::cluster::agent_api::Resources;
 use drover_model::cluster::{ClusterRef, ClusterState};
@@ -12,7 +14,52 @@ use drover_model::service::placement::{Placement, Promised};
 use drover_model::{Command, CommandResult, Proposal};
 use prometheus::IntCounter;
 
+use super::backoff::phase;
 use crate::root::LeaderContext;
+
+/// When each placed service is scored again (leader memory: the decision itself is a pure
+/// function of the committed state). A new leader spreads the first round over one period by
+/// the services' uids, so that thousands of services never re-score in one burst; a zero period
+/// turns periodic rescheduling off.
+pub(crate) struct Rescheduler {
+    period: Duration,
+    due: HashMap<String, Instant>,
+    rescores: IntCounter,
+}
+
+impl Rescheduler {
+    /// Scores every placed service once per `period`.
+    pub(crate) fn new(period: Duration, rescores: IntCounter) -> Self {
+        Self {
+            period,
+            due: HashMap::new(),
+            rescores,
+        }
+    }
+
+    /// Whether the service `uid` is to be scored again now (then its next time is set).
+    fn is_due(&mut self, uid: &str, now: Instant) -> bool {
+        if self.period.is_zero() {
+            return false;
+        }
+        let period = self.period;
+        let due = self
+            .due
+            .entry(uid.to_string())
+            .or_insert_with(|| now + phase(uid, period));
+        if now < *due {
+            return false;
+        }
+        *due = now + period;
+        self.rescores.inc();
+        true
+    }
+
+    /// Forgets the services that are gone.
+    fn keep(&mut self, live: &HashSet<&str>) {
+        self.due.retain(|uid, _| live.contains(uid.as_str()));
+    }
+}
 
 /// Whether a service on a cluster in `state` should move (if it may).
 fn must_move(state: ClusterState) -> bool {
@@ -23,10 +70,18 @@ fn must_move(state: ClusterState) -> bool {
 }
 
 /// The placements (and moves) to make now, from the committed state alone. A placed service
-/// moves only when the cluster it runs on is `OFFLINE`, `UNHEALTHY` or `NOTREADY`, it may move
-/// (`migration`), and its last move started at least `migration_interval` ago; a move whose
-/// target fails is given another target at once (nothing runs there yet).
-pub(crate) fn decide(context: &LeaderContext, migration_interval: Duration) -> Vec<Placement> {
+/// may move (`migration`) only if its last move started at least `migration_interval` ago, and
+/// then moves when the cluster it runs on is `OFFLINE`, `UNHEALTHY` or `NOTREADY`, or when it is
+/// due for rescoring, runs on an `ONLINE` cluster and another cluster wins (stickiness counts
+/// for the current one); a move whose target fails is given another target at once (nothing
+/// runs there yet). A service on a `FAILING_METRICS` cluster stays: its cluster runs, only the
+/// score cannot be computed.
+pub(crate) fn decide(
+    context: &LeaderContext,
+    migration_interval: Duration,
+    rescheduler: &mut Rescheduler,
+) -> Vec<Placement> {
+    let now = Instant::now();
     context.raft.local_read(|s| {
         let platform = s.platform();
         let now_ms = s.clock_ms();
@@ -35,8 +90,10 @@ pub(crate) fn decide(context: &LeaderContext, migration_interval: Duration) -> V
         // not both count on the same free capacity.
         let mut promised = Promised::new();
         let mut decisions = Vec::new();
+        let mut live = HashSet::new();
         for (tenant, stored) in platform.tenants() {
             for (name, service) in &stored.services {
+                live.insert(service.uid.as_str());
                 if service.deleting_ms.is_some() {
                     continue;
                 }
@@ -55,7 +112,9 @@ pub(crate) fn decide(context: &LeaderContext, migration_interval: Duration) -> V
                             None => {
                                 let rested = service.moved_ms == 0
                                     || now_ms.saturating_sub(service.moved_ms) >= interval_ms;
-                                may_move && failing(current) && rested
+                                let rescore = state_of(current) == Some(ClusterState::Online)
+                                    && rescheduler.is_due(&service.uid, now);
+                                may_move && rested && (failing(current) || rescore)
                             }
                         };
                         if !due {
@@ -71,7 +130,11 @@ pub(crate) fn decide(context: &LeaderContext, migration_interval: Duration) -> V
                 let Some(chosen) = decision.chosen.as_ref() else {
                     continue;
                 };
-                if migrate && service.migrating_to.as_ref() == Some(&chosen.cluster) {
+                if migrate
+                    && (service.migrating_to.as_ref() == Some(&chosen.cluster)
+                        || (service.migrating_to.is_none() && placed == Some(&chosen.cluster)))
+                {
+                    // Rescored and still the best place, or already moving there.
                     continue;
                 }
                 let usage = Resources {
@@ -91,6 +154,7 @@ pub(crate) fn decide(context: &LeaderContext, migration_interval: Duration) -> V
                 });
             }
         }
+        rescheduler.keep(&live);
         decisions
     })
 }
@@ -100,8 +164,9 @@ pub(crate) async fn place_pass(
     context: &LeaderContext,
     placements: &IntCounter,
     migration_interval: Duration,
+    rescheduler: &mut Rescheduler,
 ) {
-    let decisions = decide(context, migration_interval);
+    let decisions = decide(context, migration_interval, rescheduler);
     if decisions.is_empty() {
         return;
     }

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use prometheus::IntCounter;
 use ractor::{Actor, ActorProcessingErr, ActorRef, SupervisionEvent};
 
-use super::placer::place_pass;
+use super::placer::{place_pass, Rescheduler};
 use super::tenant::{TenantArgs, TenantMsg, TenantSupervisor};
 use super::{ServiceActorsConfig, ServiceMetrics};
 use crate::clusters::Observations;
@@ -28,12 +28,14 @@ pub struct ServicesArgs {
     pub(crate) config: Arc<ServiceActorsConfig>,
     pub(crate) metrics: ServiceMetrics,
     pub(crate) placements: IntCounter,
+    pub(crate) rescores: IntCounter,
 }
 
 /// State of the services supervisor.
 pub struct ServicesState {
     args: ServicesArgs,
     tenants: Keyed<String, TenantMsg>,
+    rescheduler: Rescheduler,
 }
 
 /// The services supervisor actor.
@@ -48,6 +50,7 @@ impl ServicesSupervisor {
             &state.args.context,
             &state.args.placements,
             state.args.config.migration_interval,
+            &mut state.rescheduler,
         )
         .await;
         let committed: Vec<(String, String)> = state.args.context.raft.local_read(|s| {
@@ -90,9 +93,11 @@ impl Actor for ServicesSupervisor {
         myself.send_interval(args.config.sync_interval, || ServicesMsg::Tick);
         myself.send_message(ServicesMsg::Tick)?;
         let retry = args.config.sync_interval;
+        let rescheduler = Rescheduler::new(args.config.reschedule_after, args.rescores.clone());
         Ok(ServicesState {
             args,
             tenants: Keyed::new(retry),
+            rescheduler,
         })
     }
 

@@ -6,6 +6,7 @@
 pub mod accounts;
 pub mod clusters;
 pub mod context;
+pub mod metrics;
 pub mod openapi;
 pub mod platform_info;
 pub mod rate;
@@ -82,10 +83,23 @@ pub fn documented_routes() -> OpenApiRouter<ApiState> {
         .routes(routes!(clusters::logs))
         .routes(routes!(clusters::restart))
         .routes(routes!(clusters::environment_clusters))
+        .routes(routes!(metrics::list_providers))
+        .routes(routes!(
+            metrics::put_provider,
+            metrics::get_provider,
+            metrics::delete_provider
+        ))
+        .routes(routes!(metrics::list_metrics))
+        .routes(routes!(
+            metrics::put_metric,
+            metrics::get_metric,
+            metrics::delete_metric
+        ))
         .routes(routes!(services::list))
         .routes(routes!(services::create, services::get, services::delete))
         .routes(routes!(services::get_scale))
         .routes(routes!(services::history))
+        .routes(routes!(services::placement))
         .routes(routes!(services::request))
         .routes(routes!(services::create_simple))
         .routes(routes!(services::events))

@@ -11,7 +11,9 @@ use std::collections::BTreeMap;
 use axum::extract::{Path, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
+use drover_model::cluster::ClusterRef;
 use drover_model::platform::{PlatformError, PlatformRead};
+use drover_model::scheduling::Decision;
 use drover_model::service::placement::RunStatus;
 use drover_model::service::reconcile::ServiceEvent;
 use drover_model::service::simple::SimpleBody;
@@ -642,6 +644,49 @@ pub async fn get_scale(
     })
     .await
     .map(ok)
+}
+
+/// Where the service runs (or is moving to), the decision that put it there, and how the
+/// scheduler scores its clusters now (Krake's scoring from the committed state: constraints,
+/// capacity, metrics, stickiness). `now.chosen` differing from `cluster` means it will move at
+/// its next rescoring, if it may move and rested since its last move.
+#[utoipa::path(get, path = "/api/1.0-beta/tenant/{tenant}/service/{service}/placement", tag = "services",
+    params(("tenant" = String, Path, description = "Tenant name"), ("service" = String, Path, description = "Service name")),
+    responses((status = 200, description = "Its placement, explained", body = Envelope<PlacementView>)))]
+pub async fn placement(
+    State(state): State<ApiState>,
+    Caller(caller): Caller,
+    Path((tenant, service)): Path<(String, String)>,
+) -> Result<Envelope<PlacementView>, AxebowError> {
+    store::read(&state, &caller, PlatformRead::Tenant(&tenant), |p, _| {
+        let stored = p.service(&tenant, &service)?;
+        Ok(PlacementView {
+            cluster: stored.placement.clone(),
+            migrating_to: stored.migrating_to.clone(),
+            decision: stored.scheduling.clone(),
+            now: p.schedule_service(&tenant, &service, &Default::default()),
+        })
+    })
+    .await
+    .map(ok)
+}
+
+/// `GET …/service/{s}/placement`.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct PlacementView {
+    /// Where it runs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cluster: Option<ClusterRef>,
+    /// Where it is being moved to.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub migrating_to: Option<ClusterRef>,
+    /// The decision that placed it (or moved it last).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub decision: Option<Decision>,
+    /// The decision the scheduler would take now (none before a revision is accepted).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub now: Option<Decision>,
 }
 
 /// Every revision with its type, `previous`, `original` and `reinstates`.

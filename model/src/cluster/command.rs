@@ -1,5 +1,6 @@
 //! The changes of clusters: the ones users make ([`ClusterOp`], authorized against the caller's
-//! tenant role where they are applied) and the observations the leader's cluster actors commit.
+//! tenant role where they are applied: clusters, and the metrics and providers they are scored
+//! on) and the observations the leader's cluster actors commit.
 
 use serde::{Deserialize, Serialize};
 
@@ -10,6 +11,7 @@ use super::object::{
     ClusterFacts, ClusterPatch, ClusterRef, ClusterRegistration, ClusterState, InstanceCounts, SetSpec,
 };
 use crate::platform::Identity;
+use crate::scheduling::metrics::{MetricReadings, MetricSpec, ProviderSpec};
 
 /// One change of clusters.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -83,11 +85,43 @@ pub enum ClusterOp {
         /// Which instance.
         instance: InstanceId,
     },
+    /// Create or replace a metrics provider of a tenant.
+    PutMetricsProvider {
+        /// Owning tenant (`operator`: everyone's).
+        tenant: String,
+        /// Provider name.
+        name: String,
+        /// Where its values come from.
+        spec: ProviderSpec,
+    },
+    /// Remove a metrics provider (clusters whose metrics use it fail them until it is back).
+    DeleteMetricsProvider {
+        /// Owning tenant.
+        tenant: String,
+        /// Provider name.
+        name: String,
+    },
+    /// Create or replace a metric of a tenant.
+    PutMetric {
+        /// Owning tenant (`operator`: everyone's).
+        tenant: String,
+        /// Metric name.
+        name: String,
+        /// Provider, name there, bounds.
+        spec: MetricSpec,
+    },
+    /// Remove a metric (clusters scored on it fail it until it is back).
+    DeleteMetric {
+        /// Owning tenant.
+        tenant: String,
+        /// Metric name.
+        name: String,
+    },
 }
 
 impl ClusterOp {
-    /// The cluster the change is about.
-    pub fn cluster(&self) -> &ClusterRef {
+    /// The tenant whose cluster, metric or provider the change is about.
+    pub fn tenant(&self) -> &str {
         match self {
             ClusterOp::Register { cluster, .. }
             | ClusterOp::Patch { cluster, .. }
@@ -95,7 +129,11 @@ impl ClusterOp {
             | ClusterOp::Deregister { cluster }
             | ClusterOp::PutSet { cluster, .. }
             | ClusterOp::DeleteSet { cluster, .. }
-            | ClusterOp::RestartInstance { cluster, .. } => cluster,
+            | ClusterOp::RestartInstance { cluster, .. } => &cluster.tenant,
+            ClusterOp::PutMetricsProvider { tenant, .. }
+            | ClusterOp::DeleteMetricsProvider { tenant, .. }
+            | ClusterOp::PutMetric { tenant, .. }
+            | ClusterOp::DeleteMetric { tenant, .. } => tenant,
         }
     }
 }
@@ -128,4 +166,7 @@ pub struct ClusterObservation {
     /// a newer request came meanwhile.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub restarted: Vec<(InstanceId, u64)>,
+    /// The metrics read (or not), when they were read in this pass.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub metrics: Option<MetricReadings>,
 }

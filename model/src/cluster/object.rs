@@ -12,6 +12,7 @@ use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
 use super::agent_api::{ExecSpec, InstanceId, Resources, SetName, MAX_SET_INSTANCES};
+use crate::scheduling::metrics::{MetricReadings, MetricRef};
 
 /// How many transitions a cluster keeps on its object.
 pub const EVENTS_KEPT: usize = 32;
@@ -53,11 +54,14 @@ pub enum ClusterState {
     /// An operator drains it: nothing new is placed there.
     #[serde(rename = "NOTREADY")]
     NotReady,
+    /// The agent answers, but a metric the cluster is scored on cannot be read: nothing new is
+    /// placed there until every metric is read again (what runs there stays).
+    FailingMetrics,
 }
 
 impl ClusterState {
     /// Every state, for metrics.
-    pub const ALL: [ClusterState; 7] = [
+    pub const ALL: [ClusterState; 8] = [
         ClusterState::Pending,
         ClusterState::Online,
         ClusterState::Degraded,
@@ -65,6 +69,7 @@ impl ClusterState {
         ClusterState::Connecting,
         ClusterState::Unhealthy,
         ClusterState::NotReady,
+        ClusterState::FailingMetrics,
     ];
 
     /// The name as the API spells it.
@@ -77,6 +82,7 @@ impl ClusterState {
             ClusterState::Connecting => "CONNECTING",
             ClusterState::Unhealthy => "UNHEALTHY",
             ClusterState::NotReady => "NOTREADY",
+            ClusterState::FailingMetrics => "FAILING_METRICS",
         }
     }
 }
@@ -132,6 +138,9 @@ pub struct ClusterStatus {
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     #[schema(value_type = Object)]
     pub sets: BTreeMap<SetName, SetObservation>,
+    /// The metrics it is scored on as its actor last read them, and those it could not read.
+    #[serde(default)]
+    pub metrics: MetricReadings,
 }
 
 /// One set as the agent reported it: enough to tell whether exactly the desired instances run,
@@ -187,6 +196,9 @@ pub struct ClusterRegistration {
     /// Labels that environments select clusters by.
     #[serde(default)]
     pub labels: BTreeMap<String, String>,
+    /// The metrics it is scored on, each with a weight.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub metrics: Vec<MetricRef>,
 }
 
 /// `PATCH …/cluster/{name}`: what changes (anything left out stays).
@@ -202,6 +214,9 @@ pub struct ClusterPatch {
     /// New join token.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub join_token: Option<String>,
+    /// New metrics to be scored on (replace the old ones).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub metrics: Option<Vec<MetricRef>>,
 }
 
 /// `PUT …/cluster/{name}/set/{set}`: instances pinned to one cluster, the way a Nomad job
@@ -258,6 +273,9 @@ pub struct Cluster {
     pub join_token: String,
     /// Labels.
     pub labels: BTreeMap<String, String>,
+    /// The metrics it is scored on.
+    #[serde(default)]
+    pub metrics: Vec<MetricRef>,
     /// Being drained (`NOTREADY`).
     pub draining: bool,
     /// When it was registered (leader time, ms).

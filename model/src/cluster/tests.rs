@@ -81,6 +81,7 @@ fn register_at(cluster: ClusterRef, endpoint: &str) -> ClusterOp {
         cluster,
         uid: "c-1".into(),
         registration: ClusterRegistration {
+            metrics: Vec::new(),
             endpoint: endpoint.into(),
             join_token: "a-join-token-of-some-length".into(),
             labels: BTreeMap::from([("zone".into(), "a".into())]),
@@ -148,6 +149,7 @@ fn bad_registrations_name_the_field_and_change_nothing() {
         cluster: at("acme", "edge"),
         uid: "c-1".into(),
         registration: ClusterRegistration {
+            metrics: Vec::new(),
             endpoint: endpoint.into(),
             join_token: token.into(),
             labels: BTreeMap::from([(label.into(), "v".into())]),
@@ -173,6 +175,7 @@ fn bad_registrations_name_the_field_and_change_nothing() {
         cluster: at("acme", "Edge_1"),
         uid: "c".into(),
         registration: ClusterRegistration {
+            metrics: Vec::new(),
             endpoint: "http://x:1".into(),
             join_token: good.into(),
             labels: BTreeMap::new(),
@@ -186,6 +189,7 @@ fn bad_registrations_name_the_field_and_change_nothing() {
 
 fn observe(state: ClusterState, reason: &str, uid: &str) -> ClusterCommand {
     ClusterCommand::Observe(ClusterObservation {
+        metrics: None,
         cluster: at("acme", "edge"),
         uid: uid.into(),
         state,
@@ -508,6 +512,7 @@ fn an_environment_lists_its_usable_clusters_and_their_free_capacity() {
         (at("operator", "shared"), "c-1", 500),
     ] {
         let observe = ClusterCommand::Observe(ClusterObservation {
+            metrics: None,
             cluster,
             uid: uid.into(),
             state: ClusterState::Online,
@@ -598,6 +603,7 @@ fn restart_requests_wait_for_the_actor_and_a_newer_one_is_not_lost() {
         .unwrap();
     let report = |requested: u64| {
         ClusterCommand::Observe(ClusterObservation {
+            metrics: None,
             cluster: at("acme", "edge"),
             uid: "c-1".into(),
             state: ClusterState::Online,
@@ -667,6 +673,7 @@ fn one_agent_is_one_cluster() {
         cluster: at("acme", "twin"),
         uid: "c-2".into(),
         registration: ClusterRegistration {
+            metrics: Vec::new(),
             endpoint: "http://EDGE.acme.test:7700/".into(),
             join_token: "a-join-token-of-some-length".into(),
             labels: BTreeMap::new(),
@@ -681,6 +688,7 @@ fn one_agent_is_one_cluster() {
         cluster: at("acme", "other"),
         uid: "c-3".into(),
         registration: ClusterRegistration {
+            metrics: Vec::new(),
             endpoint: "http://127.0.0.1:7701".into(),
             join_token: "a-join-token-of-some-length".into(),
             labels: BTreeMap::new(),

@@ -9,6 +9,8 @@ use utoipa::ToSchema;
 use super::agent_api::{InstanceId, Resources, SetName};
 use super::object::{Cluster, ClusterEvent, ClusterRef, ClusterState, ClusterStatus, StoredSet};
 use crate::platform::{environment_may_use, Platform, PlatformError};
+use crate::scheduling::metrics::MetricRef;
+use crate::scheduling::score::MetricValue;
 
 /// A cluster as the API shows it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
@@ -23,6 +25,9 @@ pub struct ClusterView {
     pub endpoint: String,
     /// Labels.
     pub labels: BTreeMap<String, String>,
+    /// The metrics it is scored on, each with a weight.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub metrics: Vec<MetricRef>,
     /// Being drained.
     pub draining: bool,
     /// When it was registered (ms since the epoch).
@@ -48,6 +53,7 @@ impl ClusterView {
             uid: stored.uid.clone(),
             endpoint: stored.endpoint.clone(),
             labels: stored.labels.clone(),
+            metrics: stored.metrics.clone(),
             draining: stored.draining,
             registered_ms: stored.registered_ms,
             status: stored.status.clone(),
@@ -114,6 +120,10 @@ pub struct UsableCluster {
     /// Free capacity as its agent last reported it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub free: Option<Resources>,
+    /// The metrics it is scored on, as its actor last read them.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    #[schema(value_type = Object)]
+    pub metrics: BTreeMap<String, MetricValue>,
 }
 
 /// The clusters an environment may use and their free capacity.
@@ -160,6 +170,7 @@ impl Platform {
                 labels: stored.labels.clone(),
                 capacity: stored.status.facts.as_ref().map(|f| f.capacity),
                 free: stored.status.facts.as_ref().map(|f| f.free),
+                metrics: stored.status.metrics.values.clone(),
             })
             .collect();
         let free = clusters

@@ -143,18 +143,7 @@ impl Platform {
                     .or_default()
                     .insert(caller.subject.clone(), new_uid.clone());
                 if *operator {
-                    let tenant = self
-                        .tenants
-                        .entry(OPERATOR_TENANT.to_string())
-                        .or_insert_with(|| Tenant {
-                            spec: TenantSpec::default(),
-                            members: BTreeMap::new(),
-                            accounts: BTreeMap::new(),
-                            resources: BTreeMap::new(),
-                            clusters: BTreeMap::new(),
-                            services: BTreeMap::new(),
-                            links: BTreeMap::new(),
-                        });
+                    let tenant = self.tenants.entry(OPERATOR_TENANT.to_string()).or_default();
                     tenant.members.insert(
                         new_uid.clone(),
                         Member {
@@ -257,11 +246,7 @@ impl Platform {
                     Tenant {
                         spec: spec.clone(),
                         members,
-                        accounts: BTreeMap::new(),
-                        resources: BTreeMap::new(),
-                        clusters: BTreeMap::new(),
-                        services: BTreeMap::new(),
-                        links: BTreeMap::new(),
+                        ..Tenant::default()
                     },
                 );
                 Ok(PlatformResult::Done)

@@ -41,6 +41,9 @@ pub enum PlatformRead<'a> {
     ListAllTenants,
     /// Anything inside one tenant: info, accounts, environments, resources.
     Tenant(&'a str),
+    /// A tenant's metrics and metrics providers: the operator tenant's are every registered
+    /// user's to read (clusters of any tenant are scored on them), others their members'.
+    Metrics(&'a str),
 }
 
 impl<'a> PlatformRead<'a> {
@@ -49,7 +52,8 @@ impl<'a> PlatformRead<'a> {
         match self {
             PlatformRead::UserInfo | PlatformRead::ListOwnTenants => Requirement::Registered,
             PlatformRead::ListUsers | PlatformRead::ListAllTenants => Requirement::Operator,
-            PlatformRead::Tenant(tenant) => Requirement::Tenant {
+            PlatformRead::Metrics(tenant) if *tenant == super::OPERATOR_TENANT => Requirement::Registered,
+            PlatformRead::Tenant(tenant) | PlatformRead::Metrics(tenant) => Requirement::Tenant {
                 tenant,
                 role: Role::Plain,
             },

@@ -12,6 +12,7 @@ use crate::cluster::{
     Cluster, ClusterCommand, ClusterObservation, ClusterOp, ClusterRef, ClusterState, ClusterStatus, SetSpec,
     StoredSet, MAX_JOIN_TOKEN_LEN,
 };
+use crate::scheduling::metrics::{validate_metric, validate_provider, validate_refs, MAX_METRICS_PER_TENANT};
 use crate::validation::validate_metadata;
 
 /// Most bytes of argv and env of one instance.
@@ -197,7 +198,7 @@ impl Platform {
     pub fn apply_cluster(&mut self, now_ms: u64, command: &ClusterCommand) -> Result<(), PlatformError> {
         match command {
             ClusterCommand::User { caller, change } => {
-                let tenant = change.cluster().tenant.as_str();
+                let tenant = change.tenant();
                 self.authorize(
                     caller,
                     Requirement::Tenant {
@@ -249,6 +250,7 @@ impl Platform {
                 validate_endpoint(&registration.endpoint)?;
                 validate_join_token(&registration.join_token)?;
                 labels_checked(&registration.labels)?;
+                validate_refs(&registration.metrics)?;
                 let tenant = self.tenants.get(&cluster.tenant).ok_or_else(|| {
                     PlatformError::NotFound(format!("tenant {:?} not found", cluster.tenant))
                 })?;
@@ -270,6 +272,7 @@ impl Platform {
                     endpoint: registration.endpoint.clone(),
                     join_token: registration.join_token.clone(),
                     labels: registration.labels.clone(),
+                    metrics: registration.metrics.clone(),
                     draining: false,
                     registered_ms: now_ms,
                     status: ClusterStatus {
@@ -280,6 +283,7 @@ impl Platform {
                         instances: Default::default(),
                         set_errors: BTreeMap::new(),
                         sets: BTreeMap::new(),
+                        metrics: Default::default(),
                     },
                     events: VecDeque::new(),
                     sets: BTreeMap::new(),
@@ -299,6 +303,9 @@ impl Platform {
                 if let Some(labels) = &patch.labels {
                     labels_checked(labels)?;
                 }
+                if let Some(metrics) = &patch.metrics {
+                    validate_refs(metrics)?;
+                }
                 self.cluster_mut(cluster)?;
                 if let Some(endpoint) = &patch.endpoint {
                     self.check_endpoint_free(endpoint, cluster)?;
@@ -312,6 +319,14 @@ impl Platform {
                 }
                 if let Some(labels) = &patch.labels {
                     stored.labels = labels.clone();
+                }
+                if let Some(metrics) = &patch.metrics {
+                    // Readings of metrics it is no longer scored on go at once; new ones are
+                    // read by its actor.
+                    let kept = |name: &String| metrics.iter().any(|m| m.name == *name);
+                    stored.status.metrics.values.retain(|name, _| kept(name));
+                    stored.status.metrics.failures.retain(|name, _| kept(name));
+                    stored.metrics = metrics.clone();
                 }
                 Ok(())
             }
@@ -373,7 +388,51 @@ impl Platform {
                 stored.pending_restarts.insert(instance.clone(), now_ms);
                 Ok(())
             }
+            ClusterOp::PutMetricsProvider { tenant, name, spec } => {
+                super::apply::validate_object_name("name", name)?;
+                validate_provider(spec)?;
+                let stored = self.metrics_tenant_mut(tenant)?;
+                if !stored.metrics_providers.contains_key(name)
+                    && stored.metrics_providers.len() >= MAX_METRICS_PER_TENANT
+                {
+                    return Err(PlatformError::Conflict(format!(
+                        "tenant {tenant:?} has {MAX_METRICS_PER_TENANT} metrics providers already"
+                    )));
+                }
+                stored.metrics_providers.insert(name.clone(), spec.clone());
+                Ok(())
+            }
+            ClusterOp::DeleteMetricsProvider { tenant, name } => {
+                let stored = self.metrics_tenant_mut(tenant)?;
+                stored.metrics_providers.remove(name).map(|_| ()).ok_or_else(|| {
+                    PlatformError::NotFound(format!("tenant {tenant:?} has no metrics provider {name:?}"))
+                })
+            }
+            ClusterOp::PutMetric { tenant, name, spec } => {
+                super::apply::validate_object_name("name", name)?;
+                validate_metric(spec)?;
+                let stored = self.metrics_tenant_mut(tenant)?;
+                if !stored.metrics.contains_key(name) && stored.metrics.len() >= MAX_METRICS_PER_TENANT {
+                    return Err(PlatformError::Conflict(format!(
+                        "tenant {tenant:?} has {MAX_METRICS_PER_TENANT} metrics already"
+                    )));
+                }
+                stored.metrics.insert(name.clone(), spec.clone());
+                Ok(())
+            }
+            ClusterOp::DeleteMetric { tenant, name } => {
+                let stored = self.metrics_tenant_mut(tenant)?;
+                stored.metrics.remove(name).map(|_| ()).ok_or_else(|| {
+                    PlatformError::NotFound(format!("tenant {tenant:?} has no metric {name:?}"))
+                })
+            }
         }
+    }
+
+    fn metrics_tenant_mut(&mut self, tenant: &str) -> Result<&mut super::Tenant, PlatformError> {
+        self.tenants
+            .get_mut(tenant)
+            .ok_or_else(|| PlatformError::NotFound(format!("tenant {tenant:?} not found")))
     }
 
     /// Applies an observation to the cluster it names, if that cluster still has its uid.
@@ -398,6 +457,14 @@ impl Platform {
         }
         if let Some(sets) = &observation.sets {
             stored.status.sets = sets.clone();
+        }
+        if let Some(metrics) = &observation.metrics {
+            // A reading started before the cluster's metrics changed keeps only what it lists.
+            let mut metrics = metrics.clone();
+            let listed = |name: &String| stored.metrics.iter().any(|m| m.name == *name);
+            metrics.values.retain(|name, _| listed(name));
+            metrics.failures.retain(|name, _| listed(name));
+            stored.status.metrics = metrics;
         }
         for (instance, requested_ms) in &observation.restarted {
             if stored.pending_restarts.get(instance) == Some(requested_ms) {

@@ -337,6 +337,12 @@ pub struct Tenant {
     /// Links between its services' channels, by id.
     #[serde(default)]
     pub links: BTreeMap<String, crate::service::links::Link>,
+    /// Metrics providers by name (the operator tenant's are everyone's).
+    #[serde(default)]
+    pub metrics_providers: BTreeMap<String, crate::scheduling::metrics::ProviderSpec>,
+    /// Metrics by name (the operator tenant's are everyone's).
+    #[serde(default)]
+    pub metrics: BTreeMap<String, crate::scheduling::metrics::MetricSpec>,
 }
 
 impl Tenant {

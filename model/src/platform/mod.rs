@@ -6,7 +6,7 @@
 //! who may do what ([`authz`]) are checked by the same pure apply on every replica, so a change
 //! is allowed or refused atomically with the state it reads.
 
-mod apply;
+pub(crate) mod apply;
 pub mod authz;
 mod clusters;
 pub mod entities;

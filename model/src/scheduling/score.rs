@@ -25,7 +25,7 @@ use crate::service::Usage;
 pub const STICKINESS: f64 = 0.1;
 
 /// One metric of a cluster, as its provider last reported it.
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, ToSchema)]
 pub struct MetricValue {
     /// The value as reported.
     pub value: f64,
@@ -85,6 +85,7 @@ pub struct Scored {
 // decision can sit in the replicated state, whose types are `Eq`.
 impl Eq for Scored {}
 impl Eq for Decision {}
+impl Eq for MetricValue {}
 
 /// The scheduler's decision and its explanation.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, ToSchema)]

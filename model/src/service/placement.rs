@@ -1,11 +1,10 @@
 //! Placement: which cluster a service's instances run on, chosen by the pure scheduler
 //! ([`crate::scheduling::schedule`]: Krake's constraints, ONLINE clusters whose free capacity
-//! fits, stickiness, deterministic ties) among the clusters its environment may use. A placed
-//! service stays on its cluster while that cluster is registered, whatever its state or the
-//! environment's selection: moving it (migration: create first, remove the old copies only once
-//! their cluster answers) is the next step; until then nothing here can leave a copy on one
-//! cluster while starting another. The leader commits each decision as a [`Placement`] with its
-//! explanation, so a new leader knows where every service runs and why.
+//! fits, metric scores, stickiness, deterministic ties) among the clusters its environment may
+//! use. A placed service moves only through a migration (`migrating_to`: created on the new
+//! cluster first, switched once ready, the old copies removed once their cluster answers). The
+//! leader commits each decision as a [`Placement`] with its explanation, so a new leader knows
+//! where every service runs and why.
 
 use std::collections::BTreeSet;
 
@@ -13,7 +12,7 @@ use serde::{Deserialize, Serialize};
 
 use super::rollout::RoleTarget;
 use super::{Revision, Service};
-use crate::cluster::agent_api::{InstanceId, InstanceSpec, SetName};
+use crate::cluster::agent_api::{InstanceId, InstanceSpec, Resources, SetName};
 use crate::cluster::{ids_digest, ClusterRef};
 use crate::platform::{Platform, PlatformError};
 use crate::scheduling::{schedule, Candidate, Decision, Needs, STICKINESS};
@@ -87,6 +86,10 @@ impl Platform {
         let stored = self.service(tenant, service).ok()?;
         let revision = stored.current.and_then(|n| stored.revisions.get(&n))?;
         let (labels, metrics) = revision.deployment.constraints.parsed().ok()?;
+        let usage = Resources {
+            cpu_millis: revision.usage.vcpu_millis,
+            memory_mib: revision.usage.memory_mib,
+        };
         let environment = &stored.environment;
         let usable = self
             .environment_clusters(tenant, &environment.account, &environment.environment)
@@ -103,12 +106,16 @@ impl Platform {
                     (Some(free), Some(taken)) => Some(free.minus(*taken)),
                     (free, _) => free,
                 };
+                // Where it runs (or is moving to), its own instances take no room from it.
+                let own = stored.placement.as_ref() == Some(&cluster)
+                    || stored.migrating_to.as_ref() == Some(&cluster);
+                let free = free.map(|free| if own { free.plus(usage) } else { free });
                 Candidate {
                     cluster,
                     state: c.state,
                     labels: &c.labels,
                     free,
-                    metrics: None,
+                    metrics: (!c.metrics.is_empty()).then_some(&c.metrics),
                 }
             })
             .collect();

@@ -686,6 +686,7 @@ fn place_web(platform: &mut Platform) -> crate::cluster::ClusterRef {
         cluster: cluster.clone(),
         uid: "c-1".into(),
         registration: ClusterRegistration {
+            metrics: Vec::new(),
             endpoint: "http://127.0.0.1:7700".into(),
             join_token: "a-join-token-of-some-length".into(),
             labels: BTreeMap::new(),
@@ -858,6 +859,7 @@ fn the_scheduler_sees_the_environments_clusters_and_the_services_constraints() {
         },
         uid: format!("c-{name}"),
         registration: ClusterRegistration {
+            metrics: Vec::new(),
             endpoint: format!("http://127.0.0.1:77{}", name.len()),
             join_token: "a-join-token-of-some-length".into(),
             labels: BTreeMap::from([("location".to_string(), location.to_string())]),
