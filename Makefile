@@ -5,8 +5,8 @@ export CARGO_TARGET_DIR
 
 .PHONY: setup demo test test-rollout-kills lint bench bench-scale bench-leasing bench-clusters bench-services bench-scheduling soak chaos chaos-five chaos-sim chaos-planted
 
-## setup: install what a fresh machine lacks (clang, libclang, iptables, libfaketime, etcd, the
-## Kubernetes Python client)
+## setup: install what a fresh machine lacks (clang, libclang, iptables, libfaketime, etcd,
+## Prometheus, the Kubernetes Python client)
 setup:
 	scripts/setup.sh
 

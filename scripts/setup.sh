@@ -2,7 +2,7 @@
 # Installs what a fresh machine lacks to build and test Drover: Debian's RocksDB library and
 # headers (linked, not compiled; see .cargo/config.toml), clang and libclang (its bindings),
 # iptables and libfaketime (the chaos harness's partitions and clock skew), etcd (the
-# benchmark's reference cluster), rustfmt and clippy, the official Kubernetes Python client used
+# benchmark's reference cluster), Prometheus (the metric-scoring test's real server), rustfmt and clippy, the official Kubernetes Python client used
 # by the compatibility tests, and schemathesis for the platform API's spec test. Safe to run
 # again: it installs only what is missing.
 set -euo pipefail
@@ -23,6 +23,7 @@ command -v ip >/dev/null 2>&1 || missing_debs+=(iproute2)
 ls /usr/lib/*/faketime/libfaketimeMT.so.1 >/dev/null 2>&1 || missing_debs+=(faketime)
 command -v etcd >/dev/null 2>&1 || missing_debs+=(etcd-server)
 command -v etcdctl >/dev/null 2>&1 || missing_debs+=(etcd-client)
+command -v prometheus >/dev/null 2>&1 || missing_debs+=(prometheus)
 if [ "${#missing_debs[@]}" -gt 0 ]; then
   echo "setup: installing ${missing_debs[*]}"
   as_root apt-get update -qq

@@ -86,9 +86,10 @@ pub(crate) fn decide(
         let platform = s.platform();
         let now_ms = s.clock_ms();
         let interval_ms = u64::try_from(migration_interval.as_millis()).unwrap_or(u64::MAX);
-        // Room promised by this pass's own decisions, so that two services placed together do
-        // not both count on the same free capacity.
-        let mut promised = Promised::new();
+        // Room committed on each cluster, and promised by this pass's own decisions, so that
+        // two services placed together do not both count on the same free capacity (the apply
+        // checks it again: `Platform::check_room`).
+        let mut promised: Promised = platform.reserved();
         let mut decisions = Vec::new();
         let mut live = HashSet::new();
         for (tenant, stored) in platform.tenants() {

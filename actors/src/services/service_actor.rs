@@ -116,8 +116,8 @@ impl ServiceActor {
                 reported: service.reconcile.clone(),
                 unplaced: (service.placement.is_none() && service.current.is_some())
                     .then(|| {
-                        s.platform()
-                            .schedule_service(&args.tenant, &args.service, &Default::default())
+                        let platform = s.platform();
+                        platform.schedule_service(&args.tenant, &args.service, &platform.reserved())
                     })
                     .flatten()
                     .filter(|decision| decision.chosen.is_none())

@@ -254,7 +254,7 @@ async fn create_service(
         // An accepted dry run also says where the scheduler would place the service now.
         let placed = |p: &drover_model::platform::Platform| {
             let mut status = status_of(p)?;
-            status.placement = p.schedule_service(&tenant, &service, &Default::default());
+            status.placement = p.schedule_service(&tenant, &service, &p.reserved());
             Ok(status)
         };
         return store::dry_run(&state, &caller.0, change, |p, _| placed(p))
@@ -664,7 +664,7 @@ pub async fn placement(
             cluster: stored.placement.clone(),
             migrating_to: stored.migrating_to.clone(),
             decision: stored.scheduling.clone(),
-            now: p.schedule_service(&tenant, &service, &Default::default()),
+            now: p.schedule_service(&tenant, &service, &p.reserved()),
         })
     })
     .await

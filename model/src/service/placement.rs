@@ -37,8 +37,17 @@ pub struct Placement {
     pub migrate: bool,
 }
 
-/// What the clusters of a placement pass have already been promised, by cluster.
+/// What clusters are promised, by cluster: what is committed to run there
+/// ([`Platform::reserved`]) plus what a placement pass placed there before committing.
 pub type Promised = std::collections::HashMap<ClusterRef, crate::cluster::agent_api::Resources>;
+
+/// What a revision's instances request, as cluster resources.
+fn requests(revision: &Revision) -> Resources {
+    Resources {
+        cpu_millis: revision.usage.vcpu_millis,
+        memory_mib: revision.usage.memory_mib,
+    }
+}
 
 /// The desired set name of a service: `{tenant}.{service}`.
 pub fn set_name(tenant: &str, service: &str) -> Option<SetName> {
@@ -49,6 +58,7 @@ impl Platform {
     /// Records a placement (or the start of a move), if the service still has that uid and is
     /// not being deleted; whether it changed anything.
     pub fn apply_placement(&mut self, now_ms: u64, placement: &Placement) -> Result<bool, PlatformError> {
+        self.check_room(placement)?;
         let stored = self
             .tenants
             .get_mut(&placement.tenant)
@@ -78,18 +88,96 @@ impl Platform {
         Ok(moved || ended_move)
     }
 
+    /// What is committed to run on each cluster: its pinned sets, and every service placed on
+    /// it or moving to it (deleted ones too, until their end is committed).
+    pub fn reserved(&self) -> Promised {
+        let mut reserved: Promised = self
+            .clusters()
+            .map(|(cluster, stored)| (cluster, stored.requested()))
+            .collect();
+        for (_, tenant) in self.tenants() {
+            for service in tenant.services.values() {
+                let Some(revision) = service.current.and_then(|n| service.revisions.get(&n)) else {
+                    continue;
+                };
+                for cluster in service.placement.iter().chain(service.migrating_to.iter()) {
+                    let entry = reserved.entry(cluster.clone()).or_default();
+                    *entry = entry.plus(requests(revision));
+                }
+            }
+        }
+        reserved
+    }
+
+    /// What is committed to run on `cluster`, but for the service `except`.
+    fn reserved_on(&self, cluster: &ClusterRef, except: &str) -> Resources {
+        let pinned = self
+            .cluster(cluster)
+            .map_or_else(Resources::default, |c| c.requested());
+        self.tenants()
+            .flat_map(|(_, tenant)| tenant.services.values())
+            .filter(|s| s.uid != except)
+            .filter(|s| s.placement.as_ref() == Some(cluster) || s.migrating_to.as_ref() == Some(cluster))
+            .filter_map(|s| s.current.and_then(|n| s.revisions.get(&n)))
+            .fold(pinned, |sum, revision| sum.plus(requests(revision)))
+    }
+
+    /// Capacity is taken in the apply: a placement that puts a service on a cluster it does not
+    /// occupy yet is refused unless what is committed there, with this service, fits the
+    /// cluster's capacity — two placements can never count on the same room, whatever the
+    /// leader that proposed them believed.
+    fn check_room(&self, placement: &Placement) -> Result<(), PlatformError> {
+        let Ok(stored) = self.service(&placement.tenant, &placement.service) else {
+            return Ok(());
+        };
+        let occupies = stored.placement.as_ref() == Some(&placement.cluster)
+            || stored.migrating_to.as_ref() == Some(&placement.cluster);
+        let Some(revision) = stored.current.and_then(|n| stored.revisions.get(&n)) else {
+            return Ok(());
+        };
+        if stored.uid != placement.uid || occupies {
+            return Ok(());
+        }
+        let capacity = self
+            .cluster(&placement.cluster)
+            .and_then(|c| c.status.facts.as_ref())
+            .map(|facts| facts.capacity)
+            .ok_or_else(|| {
+                PlatformError::Conflict(format!(
+                    "cluster {} has not reported its capacity yet",
+                    placement.cluster
+                ))
+            })?;
+        let committed = self.reserved_on(&placement.cluster, &stored.uid);
+        let needed = requests(revision);
+        let total = committed.plus(needed);
+        if total.cpu_millis > capacity.cpu_millis || total.memory_mib > capacity.memory_mib {
+            return Err(PlatformError::Conflict(format!(
+                "cluster {} has no room for service {}/{}: it needs {}m CPU and {} MiB; {}m and {} MiB of its {}m and {} MiB are committed",
+                placement.cluster,
+                placement.tenant,
+                placement.service,
+                needed.cpu_millis,
+                needed.memory_mib,
+                committed.cpu_millis,
+                committed.memory_mib,
+                capacity.cpu_millis,
+                capacity.memory_mib
+            )));
+        }
+        Ok(())
+    }
+
     /// Where `tenant`'s `service` should run now, by the scheduler ([`crate::scheduling`]),
-    /// among the clusters its environment may use, with the room `promised` to services
-    /// placed earlier in the same pass taken off their free capacity. `None` for a service
+    /// among the clusters its environment may use; a cluster's free room is its capacity less
+    /// what `promised` holds for it ([`Platform::reserved`], plus what a pass placed before
+    /// committing), the service's own share given back where it runs. `None` for a service
     /// that does not exist or has no accepted revision.
     pub fn schedule_service(&self, tenant: &str, service: &str, promised: &Promised) -> Option<Decision> {
         let stored = self.service(tenant, service).ok()?;
         let revision = stored.current.and_then(|n| stored.revisions.get(&n))?;
         let (labels, metrics) = revision.deployment.constraints.parsed().ok()?;
-        let usage = Resources {
-            cpu_millis: revision.usage.vcpu_millis,
-            memory_mib: revision.usage.memory_mib,
-        };
+        let usage = requests(revision);
         let environment = &stored.environment;
         let usable = self
             .environment_clusters(tenant, &environment.account, &environment.environment)
@@ -102,10 +190,8 @@ impl Platform {
                     tenant: c.tenant.clone(),
                     name: c.name.clone(),
                 };
-                let free = match (c.free, promised.get(&cluster)) {
-                    (Some(free), Some(taken)) => Some(free.minus(*taken)),
-                    (free, _) => free,
-                };
+                let taken = promised.get(&cluster).copied().unwrap_or_default();
+                let free = c.capacity.map(|capacity| capacity.minus(taken));
                 // Where it runs (or is moving to), its own instances take no room from it.
                 let own = stored.placement.as_ref() == Some(&cluster)
                     || stored.migrating_to.as_ref() == Some(&cluster);

@@ -701,8 +701,112 @@ fn place_web(platform: &mut Platform) -> crate::cluster::ClusterRef {
             },
         )
         .unwrap();
+    report_capacity(platform, &cluster, "c-1", 64_000);
     place_web_again(platform, &cluster);
     cluster
+}
+
+/// The cluster's actor reports its agent's facts: `cpu_millis` of capacity (and as many MiB).
+fn report_capacity(
+    platform: &mut Platform,
+    cluster: &crate::cluster::ClusterRef,
+    uid: &str,
+    cpu_millis: u64,
+) {
+    use crate::cluster::{ClusterCommand, ClusterFacts, ClusterObservation, ClusterState};
+    let capacity = Resources {
+        cpu_millis,
+        memory_mib: cpu_millis,
+    };
+    let observation = ClusterObservation {
+        cluster: cluster.clone(),
+        uid: uid.into(),
+        state: ClusterState::Online,
+        reason: String::new(),
+        facts: Some(ClusterFacts {
+            nodes: 1,
+            capacity,
+            free: capacity,
+            executor: "sim".into(),
+            version: "test".into(),
+        }),
+        instances: None,
+        set_errors: None,
+        sets: None,
+        restarted: Vec::new(),
+        metrics: None,
+    };
+    platform
+        .apply_cluster(1_000, &ClusterCommand::Observe(observation))
+        .unwrap();
+}
+
+#[test]
+fn capacity_is_taken_in_the_apply_so_two_placements_cannot_share_room() {
+    let mut platform = world();
+    // `edge` has 64 CPUs; `web` takes 100m of them. A second cluster with room for one service.
+    run(&mut platform, "bob", create("web", deployment(1, 100), true)).unwrap();
+    let edge = place_web(&mut platform);
+    use crate::cluster::{ClusterCommand, ClusterOp, ClusterRef, ClusterRegistration};
+    let small = ClusterRef {
+        tenant: "operator".into(),
+        name: "small".into(),
+    };
+    let register = ClusterOp::Register {
+        cluster: small.clone(),
+        uid: "c-small".into(),
+        registration: ClusterRegistration {
+            metrics: Vec::new(),
+            endpoint: "http://127.0.0.1:7701".into(),
+            join_token: "a-join-token-of-some-length".into(),
+            labels: BTreeMap::new(),
+        },
+    };
+    let command = ClusterCommand::User {
+        caller: who("dave"),
+        change: register,
+    };
+    platform.apply_cluster(1_000, &command).unwrap();
+    let place = |platform: &mut Platform, service: &str, cluster: &ClusterRef, migrate: bool| {
+        let uid = platform.service("acme", service).unwrap().uid.clone();
+        platform.apply_placement(
+            2_000,
+            &placement::Placement {
+                tenant: "acme".into(),
+                service: service.into(),
+                uid,
+                cluster: cluster.clone(),
+                decision: Default::default(),
+                migrate,
+            },
+        )
+    };
+    for name in ["api", "db"] {
+        run(&mut platform, "bob", create(name, deployment(2, 150), true)).unwrap();
+    }
+    // No facts yet: no placement can count on room it does not know of.
+    let error = place(&mut platform, "api", &small, false).unwrap_err();
+    assert!(
+        error.to_string().contains("has not reported its capacity"),
+        "{error}"
+    );
+    report_capacity(&mut platform, &small, "c-small", 400);
+    // 300m fits in 400m; the second 300m does not, whichever leader proposed it.
+    assert!(place(&mut platform, "api", &small, false).unwrap());
+    let error = place(&mut platform, "db", &small, false).unwrap_err();
+    assert!(matches!(error, PlatformError::Conflict(_)), "{error:?}");
+    assert!(error.to_string().contains("no room"), "{error}");
+    assert!(platform.service("acme", "db").unwrap().placement.is_none());
+    // A move reserves room on its target too: `web` (100m) moving to `small` fits (400m),
+    // then `db` cannot go there either, and the service already there is placed again freely.
+    assert!(place(&mut platform, "web", &small, true).unwrap());
+    assert_eq!(platform.reserved()[&small].cpu_millis, 400);
+    assert!(place(&mut platform, "db", &small, false).is_err());
+    assert!(place(&mut platform, "db", &edge, false).unwrap());
+    assert!(
+        !place(&mut platform, "api", &small, false).unwrap(),
+        "already there: nothing changes"
+    );
 }
 
 fn delete(force: bool) -> ServiceOp {
