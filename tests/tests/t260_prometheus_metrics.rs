@@ -72,6 +72,23 @@ async fn rescores(nodes: &ProcessCluster) -> Result<u64> {
         .unwrap_or(0))
 }
 
+/// Waits until a cluster's committed reading of its metric is normalised to `expected`.
+async fn reading_is(root: &PlatformClient, cluster: &str, expected: f64) -> Result<()> {
+    eventually(
+        CONVERGE,
+        &format!("cluster {cluster}'s metric read as {expected}"),
+        || async {
+            let view = root
+                .get(&format!("/tenant/operator/cluster/{cluster}"))
+                .await
+                .ok()?;
+            let reading = &view.body["data"]["status"]["metrics"]["values"][format!("load-{cluster}")];
+            ((reading["normalised"].as_f64()? - expected).abs() < 1e-9).then_some(())
+        },
+    )
+    .await
+}
+
 fn set_gauges(target: &ScrapeTarget, a: f64, b: f64) {
     for (cluster, _, _) in CLUSTERS {
         let value = if cluster.starts_with('a') { a } else { b };
@@ -162,19 +179,7 @@ async fn prometheus_metrics_move_a_service_whose_stickiness_they_outweigh() -> R
     ensure!(missing.status == 404, "{missing:?}");
     for (cluster, _, _) in CLUSTERS {
         cluster_state(&root, cluster, "ONLINE", CONVERGE).await?;
-        let expected = if cluster.starts_with('a') { 0.8 } else { 0.2 };
-        eventually(CONVERGE, &format!("cluster {cluster}'s metric read"), || async {
-            let view = root
-                .get(&format!("/tenant/operator/cluster/{cluster}"))
-                .await
-                .ok()?;
-            let reading = &view.body["data"]["status"]["metrics"]["values"][format!("load-{cluster}")];
-            (reading["normalised"].as_f64()? - expected)
-                .abs()
-                .lt(&1e-9)
-                .then_some(())
-        })
-        .await?;
+        reading_is(&root, cluster, if cluster.starts_with('a') { 0.8 } else { 0.2 }).await?;
     }
 
     // Both services start where the gauges are high.
@@ -232,19 +237,7 @@ async fn prometheus_metrics_move_a_service_whose_stickiness_they_outweigh() -> R
     .await?;
     // Every cluster's new reading is committed; from then on, two full rounds of rescoring.
     for (cluster, _, _) in CLUSTERS {
-        let expected = if cluster.starts_with('a') { 0.2 } else { 0.8 };
-        eventually(CONVERGE, &format!("cluster {cluster}'s new reading"), || async {
-            let view = root
-                .get(&format!("/tenant/operator/cluster/{cluster}"))
-                .await
-                .ok()?;
-            let reading = &view.body["data"]["status"]["metrics"]["values"][format!("load-{cluster}")];
-            (reading["normalised"].as_f64()? - expected)
-                .abs()
-                .lt(&1e-9)
-                .then_some(())
-        })
-        .await?;
+        reading_is(&root, cluster, if cluster.starts_with('a') { 0.2 } else { 0.8 }).await?;
     }
     let before = rescores(&nodes).await?;
     eventually(CONVERGE, "two more rounds of rescoring", || async {
