@@ -54,10 +54,12 @@ bench-clusters: setup
 	$(CARGO_TARGET_DIR)/release/drover-bench clusters --instances 10000 --steady-secs 60
 
 ## bench-services: 200 services of three roles placed and run on three sim clusters; placements
-## per second and the leader's CPU per service
+## per second and the leader's CPU per service; then 2,000 services placed in one burst (created
+## while the clusters are drained): end-to-end placements per second through Raft
 bench-services: setup
 	cargo build --release -p drover-node -p drover-bench
 	$(CARGO_TARGET_DIR)/release/drover-bench services --services 200 --roles 3
+	$(CARGO_TARGET_DIR)/release/drover-bench services --services 2000 --roles 1 --placement-burst
 
 ## bench-scheduling: decisions per second of the pure scheduler, 10,000 services over 100
 ## clusters (release build)

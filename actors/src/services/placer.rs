@@ -1,16 +1,13 @@
-//! The placement pass: every accepted service that runs nowhere (or whose cluster is no longer
-//! registered) is placed by the pure scheduler (`Platform::schedule_service`: Krake's
-//! constraints and scoring) on one of its environment's clusters; a placed service is scored
-//! again every `reschedule_after` (Krake's periodic rescheduling) and moves when another cluster
-//! wins; the decisions of one pass, each with its explanation, are committed in one log entry.
-//! A service being deleted is never placed.
+//! The placement pass: the pure `Platform::placement_pass` (Krake's constraints and scoring,
+//! migration off failed clusters, periodic rescheduling) decides from the committed state which
+//! services to place or move; the decisions of one pass, each with its explanation, are
+//! committed in one log entry. When each placed service is scored again (every
+//! `reschedule_after`, jittered) is this leader's memory.
 
 use std::collections::{HashMap, HashSet};
 use std::time::{Duration, Instant};
 
-use drover_model::cluster::agent_api::Resources;
-use drover_model::cluster::{ClusterRef, ClusterState};
-use drover_model::service::placement::{Placement, Promised};
+use drover_model::service::placement::Placement;
 use drover_model::{Command, CommandResult, Proposal};
 use prometheus::IntCounter;
 
@@ -55,109 +52,33 @@ impl Rescheduler {
         true
     }
 
-    /// Forgets the services that are gone.
-    fn keep(&mut self, live: &HashSet<&str>) {
-        self.due.retain(|uid, _| live.contains(uid.as_str()));
+    /// Forgets the services that were not candidates for rescoring in a pass (gone, moving,
+    /// pinned, or on a cluster that is not `ONLINE`): when they are again, their first time is
+    /// drawn afresh within one period.
+    fn keep(&mut self, seen: &HashSet<String>) {
+        self.due.retain(|uid, _| seen.contains(uid));
     }
 }
 
-/// Whether a service on a cluster in `state` should move (if it may).
-fn must_move(state: ClusterState) -> bool {
-    matches!(
-        state,
-        ClusterState::Offline | ClusterState::Unhealthy | ClusterState::NotReady
-    )
-}
-
-/// The placements (and moves) to make now, from the committed state alone. A placed service
-/// may move (`migration`) only if its last move started at least `migration_interval` ago, and
-/// then moves when the cluster it runs on is `OFFLINE`, `UNHEALTHY` or `NOTREADY`, or when it is
-/// due for rescoring, runs on an `ONLINE` cluster and another cluster wins (stickiness counts
-/// for the current one); a move whose target fails is given another target at once (nothing
-/// runs there yet). A service on a `FAILING_METRICS` cluster stays: its cluster runs, only the
-/// score cannot be computed.
+/// The placements (and moves) to make now: the pure pass
+/// ([`Platform::placement_pass`](drover_model::platform::Platform::placement_pass)) over the
+/// committed state, with this leader's rescoring times.
 pub(crate) fn decide(
     context: &LeaderContext,
     migration_interval: Duration,
     rescheduler: &mut Rescheduler,
 ) -> Vec<Placement> {
     let now = Instant::now();
-    context.raft.local_read(|s| {
-        let platform = s.platform();
-        let now_ms = s.clock_ms();
-        let interval_ms = u64::try_from(migration_interval.as_millis()).unwrap_or(u64::MAX);
-        // Room committed on each cluster, and promised by this pass's own decisions, so that
-        // two services placed together do not both count on the same free capacity (the apply
-        // checks it again: `Platform::check_room`).
-        let mut promised: Promised = platform.reserved();
-        let mut decisions = Vec::new();
-        let mut live = HashSet::new();
-        for (tenant, stored) in platform.tenants() {
-            for (name, service) in &stored.services {
-                live.insert(service.uid.as_str());
-                if service.deleting_ms.is_some() {
-                    continue;
-                }
-                let Some(revision) = service.current.and_then(|n| service.revisions.get(&n)) else {
-                    continue;
-                };
-                let state_of = |c: &ClusterRef| platform.cluster(c).map(|c| c.status.state);
-                let placed = service.placement.as_ref().filter(|c| state_of(c).is_some());
-                let migrate = match placed {
-                    None => false,
-                    Some(current) => {
-                        let failing = |c: &ClusterRef| state_of(c).is_none_or(must_move);
-                        let may_move = revision.deployment.constraints.migration;
-                        let due = match &service.migrating_to {
-                            Some(target) => may_move && failing(target),
-                            None => {
-                                let rested = service.moved_ms == 0
-                                    || now_ms.saturating_sub(service.moved_ms) >= interval_ms;
-                                let rescore = state_of(current) == Some(ClusterState::Online)
-                                    && rescheduler.is_due(&service.uid, now);
-                                may_move && rested && (failing(current) || rescore)
-                            }
-                        };
-                        if !due {
-                            // Placed where it may stay (or must): nothing to decide.
-                            continue;
-                        }
-                        true
-                    }
-                };
-                let Some(decision) = platform.schedule_service(tenant, name, &promised) else {
-                    continue;
-                };
-                let Some(chosen) = decision.chosen.as_ref() else {
-                    continue;
-                };
-                if migrate
-                    && (service.migrating_to.as_ref() == Some(&chosen.cluster)
-                        || (service.migrating_to.is_none() && placed == Some(&chosen.cluster)))
-                {
-                    // Rescored and still the best place, or already moving there.
-                    continue;
-                }
-                let usage = Resources {
-                    cpu_millis: revision.usage.vcpu_millis,
-                    memory_mib: revision.usage.memory_mib,
-                };
-                let entry = promised.entry(chosen.cluster.clone()).or_default();
-                *entry = entry.plus(usage);
-                decisions.push(Placement {
-                    tenant: tenant.clone(),
-                    service: name.clone(),
-                    uid: service.uid.clone(),
-                    // Back to the cluster it still runs on ends the move instead.
-                    migrate: migrate && placed != Some(&chosen.cluster),
-                    cluster: chosen.cluster.clone(),
-                    decision,
-                });
-            }
-        }
-        rescheduler.keep(&live);
-        decisions
-    })
+    let interval_ms = u64::try_from(migration_interval.as_millis()).unwrap_or(u64::MAX);
+    let mut seen = HashSet::new();
+    let decisions = context.raft.local_read(|s| {
+        s.platform().placement_pass(s.clock_ms(), interval_ms, |uid| {
+            seen.insert(uid.to_string());
+            rescheduler.is_due(uid, now)
+        })
+    });
+    rescheduler.keep(&seen);
+    decisions
 }
 
 /// Decides and commits one pass; counts the placements the apply took.

@@ -13,6 +13,7 @@ mod deployment;
 mod fixtures;
 pub mod links;
 pub mod placement;
+mod placement_pass;
 pub mod reconcile;
 mod revise;
 pub mod rollout;

@@ -42,7 +42,7 @@ pub struct Placement {
 pub type Promised = std::collections::HashMap<ClusterRef, crate::cluster::agent_api::Resources>;
 
 /// What a revision's instances request, as cluster resources.
-fn requests(revision: &Revision) -> Resources {
+pub(crate) fn requests(revision: &Revision) -> Resources {
     Resources {
         cpu_millis: revision.usage.vcpu_millis,
         memory_mib: revision.usage.memory_mib,

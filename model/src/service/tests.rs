@@ -988,3 +988,289 @@ fn the_scheduler_sees_the_environments_clusters_and_the_services_constraints() {
     assert!(error.to_string().contains("constraints.labels[0]"), "{error}");
     assert!(error.to_string().contains("location was DE"), "{error}");
 }
+
+/// The cluster's actor reports it in `state` with a reading of metric `load` (normalised).
+fn report_state(
+    platform: &mut Platform,
+    cluster: &crate::cluster::ClusterRef,
+    uid: &str,
+    state: crate::cluster::ClusterState,
+    load: Option<f64>,
+) {
+    use crate::cluster::{ClusterCommand, ClusterObservation, ClusterOp, ClusterPatch};
+    use crate::scheduling::metrics::{MetricReadings, MetricRef};
+    use crate::scheduling::score::MetricValue;
+    if load.is_some() {
+        let patch = ClusterOp::Patch {
+            cluster: cluster.clone(),
+            patch: ClusterPatch {
+                metrics: Some(vec![MetricRef {
+                    name: "load".into(),
+                    weight: 1.0,
+                    namespaced: false,
+                }]),
+                ..ClusterPatch::default()
+            },
+        };
+        let command = ClusterCommand::User {
+            caller: who("dave"),
+            change: patch,
+        };
+        platform.apply_cluster(1_000, &command).unwrap();
+    }
+    let metrics = load.map(|normalised| MetricReadings {
+        values: BTreeMap::from([(
+            "load".to_string(),
+            MetricValue {
+                value: normalised,
+                normalised,
+                weight: 1.0,
+            },
+        )]),
+        failures: BTreeMap::new(),
+    });
+    let observation = ClusterObservation {
+        cluster: cluster.clone(),
+        uid: uid.into(),
+        state,
+        reason: "test".into(),
+        facts: None,
+        instances: None,
+        set_errors: None,
+        sets: None,
+        restarted: Vec::new(),
+        metrics,
+    };
+    platform
+        .apply_cluster(1_000, &ClusterCommand::Observe(observation))
+        .unwrap();
+}
+
+/// A table row: what differs from `web` placed on `edge` with `other` beside it.
+struct PassRow {
+    row: &'static str,
+    migration: bool,
+    edge: crate::cluster::ClusterState,
+    edge_load: Option<f64>,
+    other_load: Option<f64>,
+    moved_ago_ms: Option<u64>,
+    due: bool,
+    expected: Option<(&'static str, bool)>,
+}
+
+#[test]
+fn the_placement_pass_moves_only_what_must_or_should_move() {
+    use crate::cluster::{ClusterCommand, ClusterOp, ClusterRef, ClusterRegistration, ClusterState::*};
+    const INTERVAL: u64 = 60_000;
+    const NOW: u64 = 1_000_000;
+    // `web` placed on `edge`; `other` ONLINE with room; both scored on nothing unless a row
+    // gives them a `load` reading.
+    let world_with = |migration: bool| {
+        let mut platform = world();
+        let mut web = deployment(1, 100);
+        web.constraints.migration = migration;
+        run(&mut platform, "bob", create("web", web, true)).unwrap();
+        let edge = place_web(&mut platform);
+        let other = ClusterRef {
+            tenant: "operator".into(),
+            name: "other".into(),
+        };
+        let register = ClusterOp::Register {
+            cluster: other.clone(),
+            uid: "c-other".into(),
+            registration: ClusterRegistration {
+                metrics: Vec::new(),
+                endpoint: "http://127.0.0.1:7702".into(),
+                join_token: "a-join-token-of-some-length".into(),
+                labels: BTreeMap::new(),
+            },
+        };
+        let command = ClusterCommand::User {
+            caller: who("dave"),
+            change: register,
+        };
+        platform.apply_cluster(1_000, &command).unwrap();
+        report_capacity(&mut platform, &other, "c-other", 64_000);
+        (platform, edge, other)
+    };
+    let row = |row, migration, edge, moved_ago_ms, due, expected| PassRow {
+        row,
+        migration,
+        edge,
+        edge_load: None,
+        other_load: None,
+        moved_ago_ms,
+        due,
+        expected,
+    };
+    let loads = |mut r: PassRow, edge: f64, other: f64| {
+        r.edge_load = Some(edge);
+        r.other_load = Some(other);
+        r
+    };
+    let rows = [
+        row("steady, not due", true, Online, None, false, None),
+        row(
+            "due, equal clusters: stickiness keeps it",
+            true,
+            Online,
+            None,
+            true,
+            None,
+        ),
+        row(
+            "its cluster OFFLINE",
+            true,
+            Offline,
+            None,
+            false,
+            Some(("other", true)),
+        ),
+        row(
+            "its cluster UNHEALTHY",
+            true,
+            Unhealthy,
+            None,
+            false,
+            Some(("other", true)),
+        ),
+        row(
+            "drained (NOTREADY)",
+            true,
+            NotReady,
+            None,
+            false,
+            Some(("other", true)),
+        ),
+        row("OFFLINE but migration: false", false, Offline, None, false, None),
+        row(
+            "OFFLINE but moved 1 s ago",
+            true,
+            Offline,
+            Some(1_000),
+            false,
+            None,
+        ),
+        row(
+            "OFFLINE, moved a minute ago",
+            true,
+            Offline,
+            Some(INTERVAL),
+            false,
+            Some(("other", true)),
+        ),
+        loads(
+            row(
+                "FAILING_METRICS, due: stays",
+                true,
+                FailingMetrics,
+                None,
+                true,
+                None,
+            ),
+            0.2,
+            0.8,
+        ),
+        loads(
+            row(
+                "due, a metric outweighs stickiness",
+                true,
+                Online,
+                None,
+                true,
+                Some(("other", true)),
+            ),
+            0.2,
+            0.8,
+        ),
+        loads(
+            row("due, a metric within stickiness", true, Online, None, true, None),
+            0.5,
+            0.55,
+        ),
+        loads(
+            row("not due, a metric outweighs", true, Online, None, false, None),
+            0.2,
+            0.8,
+        ),
+    ];
+    for r in rows {
+        let (mut platform, edge, other) = world_with(r.migration);
+        report_state(&mut platform, &edge, "c-1", r.edge, r.edge_load);
+        if r.other_load.is_some() {
+            report_state(&mut platform, &other, "c-other", Online, r.other_load);
+        }
+        if let Some(ago) = r.moved_ago_ms {
+            let web = platform
+                .tenants
+                .get_mut("acme")
+                .unwrap()
+                .services
+                .get_mut("web")
+                .unwrap();
+            web.moved_ms = NOW - ago;
+        }
+        let mut asked = Vec::new();
+        let decisions = platform.placement_pass(NOW, INTERVAL, |uid| {
+            asked.push(uid.to_string());
+            r.due
+        });
+        let got: Vec<(&str, bool)> = decisions
+            .iter()
+            .map(|p| (p.cluster.name.as_str(), p.migrate))
+            .collect();
+        assert_eq!(got, r.expected.into_iter().collect::<Vec<_>>(), "{}", r.row);
+        if !r.migration || r.edge != Online {
+            assert!(
+                asked.is_empty(),
+                "{}: only a movable service on an ONLINE cluster is rescored",
+                r.row
+            );
+        }
+    }
+
+    // A move whose target goes OFFLINE ends where the service still runs.
+    let (mut platform, edge, other) = world_with(true);
+    report_state(&mut platform, &edge, "c-1", Offline, None);
+    let moves = platform.placement_pass(NOW, INTERVAL, |_| false);
+    assert_eq!(moves.len(), 1);
+    platform.apply_placement(NOW, &moves[0]).unwrap();
+    assert_eq!(
+        platform.service("acme", "web").unwrap().migrating_to.as_ref(),
+        Some(&other)
+    );
+    report_state(&mut platform, &other, "c-other", Offline, None);
+    report_state(&mut platform, &edge, "c-1", Online, None);
+    let back = platform.placement_pass(NOW, INTERVAL, |_| false);
+    let got: Vec<(&str, bool)> = back
+        .iter()
+        .map(|p| (p.cluster.name.as_str(), p.migrate))
+        .collect();
+    assert_eq!(got, [("edge", false)]);
+    platform.apply_placement(NOW, &back[0]).unwrap();
+    assert_eq!(platform.service("acme", "web").unwrap().migrating_to, None);
+
+    // A new service is placed; one being deleted never is.
+    let (mut platform, _, _) = world_with(true);
+    run(&mut platform, "bob", create("api", deployment(1, 100), true)).unwrap();
+    let placed = platform.placement_pass(NOW, INTERVAL, |_| false);
+    let got: Vec<(&str, bool)> = placed.iter().map(|p| (p.service.as_str(), p.migrate)).collect();
+    assert_eq!(got, [("api", false)]);
+    platform.apply_placement(NOW, &placed[0]).unwrap();
+    let delete_api = ServiceOp::Delete {
+        tenant: "acme".into(),
+        service: "api".into(),
+        force: false,
+    };
+    run(&mut platform, "bob", delete_api).unwrap();
+    assert!(platform.service("acme", "api").unwrap().deleting_ms.is_some());
+    platform
+        .tenants
+        .get_mut("acme")
+        .unwrap()
+        .services
+        .get_mut("api")
+        .unwrap()
+        .placement = None;
+    assert!(platform.placement_pass(NOW, INTERVAL, |_| false).is_empty());
+}
