@@ -708,3 +708,111 @@ fn one_agent_is_one_cluster() {
     ));
     run(&mut platform, "alice", onto("edge")).unwrap();
 }
+
+#[test]
+fn metrics_resolve_through_their_tenant_and_provider_and_say_why_not() {
+    use crate::scheduling::metrics::{
+        MetricFailureReason, MetricRef, MetricSource, MetricSpec, ProviderMetric, ProviderSpec, StaticSpec,
+    };
+    let mut platform = world();
+    run(&mut platform, "carol", register(at("acme", "edge"))).unwrap();
+    let fixed = |value: f64| ProviderSpec::Static {
+        values: StaticSpec {
+            metrics: BTreeMap::from([("load".to_string(), value)]),
+        },
+    };
+    let provider = |tenant: &str, value: f64| ClusterOp::PutMetricsProvider {
+        tenant: tenant.into(),
+        name: "fixed".into(),
+        spec: fixed(value),
+    };
+    let metric = |tenant: &str, name: &str, provider: &str| ClusterOp::PutMetric {
+        tenant: tenant.into(),
+        name: name.into(),
+        spec: MetricSpec {
+            min: 0.0,
+            max: 100.0,
+            provider: ProviderMetric {
+                name: provider.into(),
+                metric: "load".into(),
+            },
+        },
+    };
+    // A tenant's admins write its metrics; plain members and other tenants' admins do not.
+    assert!(matches!(
+        refused(&mut platform, "bob", provider("acme", 30.0)),
+        PlatformError::Forbidden(_)
+    ));
+    refused(&mut platform, "carol", provider("operator", 30.0));
+    run(&mut platform, "carol", provider("acme", 30.0)).unwrap();
+    run(&mut platform, "carol", metric("acme", "load", "fixed")).unwrap();
+    run(&mut platform, "dave", provider("operator", 90.0)).unwrap();
+    run(&mut platform, "dave", metric("operator", "global-load", "fixed")).unwrap();
+    run(&mut platform, "dave", metric("operator", "orphan", "nowhere")).unwrap();
+    let mut bad = metric("acme", "inverted", "fixed");
+    if let ClusterOp::PutMetric { spec, .. } = &mut bad {
+        spec.min = 100.0;
+    }
+    assert!(refused(&mut platform, "carol", bad)
+        .to_string()
+        .starts_with("max"));
+
+    let refs = |names: &[(&str, f64, bool)]| ClusterOp::Patch {
+        cluster: at("acme", "edge"),
+        patch: ClusterPatch {
+            metrics: Some(
+                names
+                    .iter()
+                    .map(|(name, weight, namespaced)| MetricRef {
+                        name: (*name).into(),
+                        weight: *weight,
+                        namespaced: *namespaced,
+                    })
+                    .collect(),
+            ),
+            ..ClusterPatch::default()
+        },
+    };
+    let change = refs(&[
+        ("load", 1.0, true),
+        ("global-load", 2.0, false),
+        ("missing", 1.0, false),
+        ("orphan", 1.0, false),
+    ]);
+    run(&mut platform, "carol", change).unwrap();
+    let sources = platform.cluster_metric_sources(&at("acme", "edge"));
+    let by_name = |name: &str| sources.iter().find(|s| s.name == name).unwrap();
+    // The cluster's own tenant's metric (namespaced), and the operator tenant's.
+    assert_eq!(by_name("load").source, Ok(MetricSource::Static(30.0)));
+    assert_eq!(by_name("load").reading(Ok(30.0)).unwrap().normalised, 0.3);
+    assert_eq!(by_name("global-load").source, Ok(MetricSource::Static(90.0)));
+    assert_eq!(by_name("global-load").weight, 2.0);
+    let reason = |name: &str| by_name(name).source.clone().unwrap_err().reason;
+    assert_eq!(reason("missing"), MetricFailureReason::UnknownMetric);
+    assert_eq!(reason("orphan"), MetricFailureReason::UnknownMetricsProvider);
+    // A value outside the bounds is invalid; a provider removed fails its metrics.
+    assert_eq!(
+        by_name("load").reading(Ok(130.0)).unwrap_err().reason,
+        MetricFailureReason::InvalidMetric
+    );
+    let remove = ClusterOp::DeleteMetricsProvider {
+        tenant: "acme".into(),
+        name: "fixed".into(),
+    };
+    run(&mut platform, "carol", remove).unwrap();
+    let sources = platform.cluster_metric_sources(&at("acme", "edge"));
+    let load = sources.iter().find(|s| s.name == "load").unwrap();
+    assert_eq!(
+        load.source.clone().unwrap_err().reason,
+        MetricFailureReason::UnknownMetricsProvider
+    );
+    // Listing a metric twice, or a negative weight, is refused naming the field.
+    let error = refused(
+        &mut platform,
+        "carol",
+        refs(&[("load", 1.0, true), ("load", 1.0, false)]),
+    );
+    assert!(error.to_string().contains("metrics[1].name"), "{error}");
+    let error = refused(&mut platform, "carol", refs(&[("load", -1.0, true)]));
+    assert!(error.to_string().contains("metrics[0].weight"), "{error}");
+}
