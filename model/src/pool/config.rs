@@ -204,7 +204,7 @@ impl PoolConfig {
     pub fn from_yaml(text: &str) -> Result<Self, String> {
         check_yaml_shape(text)?;
         let config: PoolConfig =
-            serde_yaml::from_str(text).map_err(|e| format!("not a Boskos resources file: {e}"))?;
+            yaml_serde::from_str(text).map_err(|e| format!("not a Boskos resources file: {e}"))?;
         config.validate().map_err(|e| e.to_string())?;
         Ok(config)
     }
