@@ -198,6 +198,7 @@ the process list, and the CLI from DROVER_TOKEN:
 
   export DROVER_TOKEN=\$(cat $state/token)
   curl http://127.0.0.1:7401/cluster
+  $bin cluster status        # every member; exit 1 when degraded
   curl -H @$state/auth-header http://127.0.0.1:7402/apis/coordination.k8s.io/v1/namespaces/demo/leases
   curl -N -H @$state/auth-header 'http://127.0.0.1:7403/apis/coordination.k8s.io/v1/namespaces/demo/leases?watch=true'
   curl http://127.0.0.1:7401/metrics

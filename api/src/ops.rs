@@ -84,6 +84,7 @@ fn member_json(member: MemberView) -> Value {
             entry["lastLogIndex"] = json!(status.last_log_index);
             entry["snapshotIndex"] = json!(status.snapshot_index);
             entry["purgedIndex"] = json!(status.purged_index);
+            entry["version"] = json!(status.version);
         }
         Err(error) => {
             entry["reachable"] = json!(false);

@@ -3,6 +3,7 @@
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
+use drover_node::cli::cluster::ClusterCommand;
 use drover_node::cli::lease::LeaseCommand;
 use drover_node::cli::token::TokenArgs;
 use drover_node::{config, shutdown_signal, start, telemetry, Listeners, NodeConfig};
@@ -29,6 +30,9 @@ enum Command {
     /// Acquire, hold, release and list pool resources.
     #[command(subcommand)]
     Lease(LeaseCommand),
+    /// The control plane's members: `drover cluster status`.
+    #[command(subcommand)]
+    Cluster(ClusterCommand),
     /// Mint a development bearer token for the platform API.
     Token(TokenArgs),
     /// Run the worker-machine agent: serve the cluster API and run the instances the control
@@ -44,6 +48,13 @@ async fn main() -> anyhow::Result<ExitCode> {
             Ok(code) => return Ok(code),
             Err(e) => {
                 eprintln!("drover: {e}");
+                return Ok(ExitCode::from(1));
+            }
+        },
+        Command::Cluster(command) => match drover_node::cli::cluster::run(command).await {
+            Ok(code) => return Ok(code),
+            Err(e) => {
+                eprintln!("drover cluster: {e}");
                 return Ok(ExitCode::from(1));
             }
         },

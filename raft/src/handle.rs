@@ -830,6 +830,7 @@ pub(crate) fn node_status(node: &PeerNode, metrics: &RaftMetrics, committed: u64
         applied_index: applied,
         snapshot_index: metrics.snapshot.as_ref().map_or(0, |id| id.index),
         purged_index: metrics.purged.as_ref().map_or(0, |id| id.index),
+        version: env!("CARGO_PKG_VERSION").to_string(),
     }
 }
 

@@ -1,6 +1,8 @@
 //! The `drover` command-line client: `drover lease …` speaks the Boskos dialect to any node;
-//! `drover token` mints a development token for the platform API.
+//! `drover cluster status` shows the control plane's members; `drover token` mints a
+//! development token for the platform API.
 
+pub mod cluster;
 pub mod lease;
 mod server;
 pub mod token;

@@ -115,6 +115,9 @@ pub struct NodeStatus {
     pub snapshot_index: u64,
     /// Index up to which its log was purged (disk is bounded behind snapshots).
     pub purged_index: u64,
+    /// Its software version (empty from a node older than the field).
+    #[serde(default)]
+    pub version: String,
 }
 
 /// The header of a snapshot transfer; the snapshot bytes follow it in the body.
