@@ -119,6 +119,8 @@ impl Actor for ClustersSupervisor {
     ) -> Result<(), ActorProcessingErr> {
         state.clusters.stop_all("clusters supervisor stopping");
         state.args.metrics.actors.set(0);
+        // The counts by state are the leader's view: a node that stops leading has none.
+        state.args.metrics.clusters.reset();
         Ok(())
     }
 
