@@ -8,7 +8,7 @@
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::fs::File;
-use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::net::{Ipv4Addr, SocketAddr};
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::sync::{Arc, Mutex, PoisonError};
@@ -196,23 +196,37 @@ impl Prometheus {
     /// Starts Prometheus scraping `target` (on 127.0.0.1) every `scrape_interval`, evaluating
     /// rules as often, and waits until it is ready.
     pub async fn start(target: SocketAddr, scrape_interval: Duration) -> Result<Self> {
+        Self::start_jobs(&[("drover-test", vec![target])], scrape_interval).await
+    }
+
+    /// Starts Prometheus scraping each job's targets (loopback addresses only) every
+    /// `scrape_interval`, evaluating rules as often, and waits until it is ready.
+    pub async fn start_jobs(jobs: &[(&str, Vec<SocketAddr>)], scrape_interval: Duration) -> Result<Self> {
         if !Path::new(PROMETHEUS).is_file() {
             bail!("prometheus is not installed: run `make setup` (Debian package prometheus)");
         }
-        ensure!(
-            target.ip() == IpAddr::V4(Ipv4Addr::LOCALHOST),
-            "the scrape target {target} is not on 127.0.0.1"
-        );
+        for target in jobs.iter().flat_map(|(_, targets)| targets) {
+            ensure!(
+                target.ip().is_loopback(),
+                "the scrape target {target} is not a loopback address"
+            );
+        }
         ensure!(
             scrape_interval.as_millis() > 0,
             "the scrape interval must be at least 1ms"
         );
         let dir = TempDir::new().context("creating prometheus's directory")?;
         let interval = prometheus_duration(scrape_interval);
-        let config = format!(
-            "global:\n  scrape_interval: {interval}\n  scrape_timeout: {interval}\n  evaluation_interval: {interval}\n\
-             scrape_configs:\n  - job_name: drover-test\n    static_configs:\n      - targets: [\"{target}\"]\n"
+        let mut config = format!(
+            "global:\n  scrape_interval: {interval}\n  scrape_timeout: {interval}\n  evaluation_interval: {interval}\nscrape_configs:\n"
         );
+        for (job, targets) in jobs {
+            let list: Vec<String> = targets.iter().map(|t| format!("\"{t}\"")).collect();
+            config.push_str(&format!(
+                "  - job_name: {job}\n    static_configs:\n      - targets: [{}]\n",
+                list.join(", ")
+            ));
+        }
         std::fs::write(dir.path().join("prometheus.yml"), config).context("writing prometheus.yml")?;
         let http = reqwest::Client::builder()
             .no_proxy()
@@ -321,6 +335,20 @@ impl Prometheus {
         self.stop().await?;
         self.spawn()?;
         self.wait_ready().await
+    }
+
+    /// The `data.result` of an instant query (an error when Prometheus refuses the query).
+    pub async fn query(&self, query: &str) -> Result<serde_json::Value> {
+        let answer: serde_json::Value = self
+            .http
+            .get(format!("{}/api/v1/query", self.url()))
+            .query(&[("query", query)])
+            .send()
+            .await?
+            .json()
+            .await?;
+        ensure!(answer["status"] == "success", "{query}: {answer}");
+        Ok(answer["data"]["result"].clone())
     }
 
     /// Polls the instant query `query` until its result vector holds a sample equal to `value`,
