@@ -348,6 +348,32 @@ impl ProcessCluster {
         Ok(())
     }
 
+    /// Stops a node the way a rolling restart does: SIGTERM, then waits (up to 20 s) for it to
+    /// exit cleanly; SIGKILL and an error if it does not.
+    pub fn terminate(&mut self, id: u64) -> Result<()> {
+        let node = self.nodes.get_mut(&id).ok_or_else(|| anyhow!("no node {id}"))?;
+        let Some(mut child) = node.child.take() else {
+            return Ok(());
+        };
+        let status = Command::new("kill")
+            .args(["-TERM", &child.id().to_string()])
+            .status()?;
+        anyhow::ensure!(status.success(), "kill -TERM of node {id} failed");
+        let deadline = std::time::Instant::now() + Duration::from_secs(20);
+        loop {
+            if let Some(status) = child.try_wait()? {
+                anyhow::ensure!(status.success(), "node {id} exited with {status} on SIGTERM");
+                return Ok(());
+            }
+            if std::time::Instant::now() >= deadline {
+                let _ = child.kill();
+                let _ = child.wait();
+                anyhow::bail!("node {id} did not exit within 20 s of SIGTERM");
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
     /// Sends SIGSTOP (`pause = true`) or SIGCONT to a running node.
     pub fn pause(&mut self, id: u64, pause: bool) -> Result<()> {
         let node = self.nodes.get(&id).ok_or_else(|| anyhow!("no node {id}"))?;
