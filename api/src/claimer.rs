@@ -18,6 +18,9 @@ use serde_json::json;
 
 use crate::auth::Verifier;
 use crate::boskos::run;
+
+/// The principal of k8s-claimer clients in the audit log (they share one token).
+const CLAIMER: &str = "k8s-claimer";
 use crate::state::ApiState;
 
 /// How the claimer endpoints are set up.
@@ -183,7 +186,7 @@ async fn lease(State(state): State<ApiState>, headers: HeaderMap, body: Body) ->
         claim_for_ms: Some(max_ms),
         new_dynamic_name: None,
     };
-    match run(&state, command).await {
+    match crate::audit::scoped(CLAIMER.into(), run(&state, command)).await {
         Ok(PoolResult::Resource(resource)) => {
             let kubeconfig = resource.user_data.get("kubeconfig").cloned().unwrap_or_default();
             Json(json!({
@@ -228,7 +231,7 @@ async fn release_token(state: ApiState, token: String, headers: HeaderMap) -> Re
     if uuid::Uuid::parse_str(&token).is_err() {
         return text(StatusCode::BAD_REQUEST, format!("{token:?} is not a lease token"));
     }
-    match run(&state, PoolCommand::ReleaseClaim { token }).await {
+    match crate::audit::scoped(CLAIMER.into(), run(&state, PoolCommand::ReleaseClaim { token })).await {
         Ok(_) => StatusCode::OK.into_response(),
         Err(error) => error.into_response_with(|status| status),
     }

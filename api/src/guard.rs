@@ -14,6 +14,7 @@ use axum::extract::{Request, State};
 use axum::http::{header, Method, StatusCode};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
+use drover_model::audit::principal_of;
 use drover_model::platform::Identity;
 
 use crate::auth::{AuthError, Verified, Verifier};
@@ -121,10 +122,29 @@ pub fn authorize(state: &ApiState, verified: &Verified, need: Need<'_>) -> Resul
     }
 }
 
-fn check(state: &ApiState, request: &Request, need: Need<'_>) -> Result<(), Denied> {
+/// Authenticates and authorizes the request; its principal for the audit log (`anonymous` on
+/// a node that runs open).
+fn check(state: &ApiState, request: &Request, need: Need<'_>) -> Result<String, Denied> {
     match authenticate(state, request)? {
-        None => Ok(()),
-        Some(verified) => authorize(state, &verified, need),
+        None => Ok(ANONYMOUS.to_string()),
+        Some(verified) => {
+            authorize(state, &verified, need)?;
+            Ok(principal_of(&verified.identity))
+        }
+    }
+}
+
+/// The principal of a request from anyone on a node that runs open.
+pub const ANONYMOUS: &str = "anonymous";
+
+/// The caller's principal if they are an operator (anyone on a node that runs open).
+pub fn operator(state: &ApiState, headers: &axum::http::HeaderMap) -> Result<String, Denied> {
+    match authenticate_headers(state, headers)? {
+        None => Ok(ANONYMOUS.to_string()),
+        Some(verified) => {
+            authorize(state, &verified, Need::Operator)?;
+            Ok(principal_of(&verified.identity))
+        }
     }
 }
 
@@ -147,7 +167,7 @@ pub async fn kube(State(state): State<ApiState>, request: Request, next: Next) -
         None => Need::Authenticated,
     };
     match check(&state, &request, need) {
-        Ok(()) => next.run(request).await,
+        Ok(principal) => crate::audit::scoped(principal, next.run(request)).await,
         Err(Denied::Unauthenticated(e)) => KubeError::unauthorized(e.to_string()).into_response(),
         Err(Denied::Forbidden(message)) => KubeError::forbidden(message).into_response(),
     }
@@ -162,7 +182,7 @@ pub async fn boskos(State(state): State<ApiState>, request: Request, next: Next)
         Need::Authenticated
     };
     match check(&state, &request, need) {
-        Ok(()) => next.run(request).await,
+        Ok(principal) => crate::audit::scoped(principal, next.run(request)).await,
         // Not 401: the Boskos Go client reads 401 as "owned by someone else" and polls forever.
         // 403 is an error it reports, so a missing or wrong password fails fast.
         Err(Denied::Unauthenticated(e)) => BoskosError::new(
@@ -181,7 +201,7 @@ pub async fn membership(State(state): State<ApiState>, request: Request, next: N
         return next.run(request).await;
     }
     match check(&state, &request, Need::Operator) {
-        Ok(()) => next.run(request).await,
+        Ok(principal) => crate::audit::scoped(principal, next.run(request)).await,
         Err(Denied::Unauthenticated(e)) => {
             crate::error::ApiError::Unauthorized(e.to_string()).into_response()
         }

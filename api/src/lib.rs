@@ -8,6 +8,7 @@
 //! [`drover_raft::RaftHandle`]; the handle forwards to the leader, so any node answers.
 
 pub mod agents;
+pub mod audit;
 pub mod auth;
 pub mod axebow;
 pub mod boskos;
@@ -59,6 +60,7 @@ pub fn router(state: ApiState) -> Router {
                 .layer(axum::middleware::from_fn_with_state(state.clone(), guard::boskos)),
         )
         .merge(claimer::routes())
+        .merge(audit::routes())
         .layer(RequestBodyLimitLayer::new(limit));
     // The platform API reads bodies itself, so an oversized one gets its error envelope.
     let platform = axebow::routes().layer(DefaultBodyLimit::max(limit));

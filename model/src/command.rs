@@ -72,6 +72,11 @@ pub enum Command {
     Placement(crate::service::placement::Placement),
     /// A service actor's status report, or the end of a deleted service (leader only).
     ServiceReport(crate::service::reconcile::ServiceReport),
+    /// How many entries the audit log keeps (operators; checked by the API).
+    AuditRetention {
+        /// Entries kept (1 to 1,000,000).
+        entries: u32,
+    },
     /// Changes nothing; used to probe the write path.
     Noop,
     /// Several proposals applied one after another in one log entry. The leader groups the
@@ -98,6 +103,11 @@ pub struct Proposal {
     /// every time-dependent rule reads it, so all replicas agree.
     #[serde(default)]
     pub now_ms: u64,
+    /// Who asked, as the node that took the request verified it (`subject@issuer`,
+    /// `anonymous` on a node that runs open), for the audit log; `None` for the leader's own
+    /// changes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub principal: Option<String>,
     /// The change itself.
     pub command: Command,
 }
@@ -109,8 +119,15 @@ impl Proposal {
             idempotency_key: None,
             idempotency_request: None,
             now_ms: 0,
+            principal: None,
             command,
         }
+    }
+
+    /// Attaches the principal who asked (for the audit log).
+    pub fn with_principal(mut self, principal: Option<String>) -> Self {
+        self.principal = principal;
+        self
     }
 
     /// Attaches an idempotency key.

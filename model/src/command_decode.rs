@@ -38,6 +38,7 @@ enum Op {
     Service,
     Placement,
     ServiceReport,
+    AuditRetention,
     Noop,
     Batch,
 }
@@ -114,6 +115,15 @@ impl Op {
             Op::Placement => Command::Placement(crate::service::placement::Placement::deserialize(fields)?),
             Op::ServiceReport => {
                 Command::ServiceReport(crate::service::reconcile::ServiceReport::deserialize(fields)?)
+            }
+            Op::AuditRetention => {
+                #[derive(Deserialize)]
+                struct Fields {
+                    entries: u32,
+                }
+                Command::AuditRetention {
+                    entries: Fields::deserialize(fields)?.entries,
+                }
             }
             Op::Noop => {
                 IgnoredAny::deserialize(fields)?;

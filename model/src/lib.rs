@@ -4,6 +4,7 @@
 //! Nothing here does I/O or reads a clock: the proposing node chooses wall-clock times, uids and
 //! tokens and carries them inside the command, so every replica computes the same state.
 
+pub mod audit;
 pub mod cluster;
 pub mod command;
 mod command_decode;

@@ -81,6 +81,9 @@ pub struct State {
     /// Resource versions, fencing tokens and watch positions are revisions.
     #[serde(default)]
     revision: u64,
+    /// Users' changes, for operators.
+    #[serde(default)]
+    audit: crate::audit::AuditLog,
 }
 
 impl State {
@@ -175,6 +178,7 @@ impl State {
             Ok(done) => done,
             Err(error) => (CommandResult::Refused(error), Vec::new()),
         };
+        self.audit_change(revision, proposal, &result);
         // A refusal changed nothing, so it is not remembered: a retry is judged afresh (a merge
         // patch retried after a conflict must not get the same conflict forever).
         if let (Some(key), false) = (
@@ -210,6 +214,32 @@ impl State {
                 self.idempotency_bytes = self.idempotency_bytes.saturating_sub(gone.bytes);
             }
         }
+    }
+
+    /// Records a user's change in the audit log: one the command says who made (platform
+    /// changes), or one proposed with a principal (the other dialects); the leader's own
+    /// changes carry neither.
+    fn audit_change(&mut self, revision: u64, proposal: &Proposal, result: &CommandResult) {
+        let Some(described) = crate::audit::describe(&proposal.command) else {
+            return;
+        };
+        let Some(principal) = described.caller.or_else(|| proposal.principal.clone()) else {
+            return;
+        };
+        self.audit.record(crate::audit::AuditEntry {
+            revision,
+            time: crate::time::rfc3339_ms(self.clock_ms),
+            principal,
+            dialect: described.dialect.to_string(),
+            verb: described.verb,
+            object: described.object,
+            result: crate::audit::outcome(result),
+        });
+    }
+
+    /// The audit log.
+    pub fn audit(&self) -> &crate::audit::AuditLog {
+        &self.audit
     }
 
     fn apply_command(
@@ -332,6 +362,10 @@ impl State {
                     object: object.clone(),
                 };
                 Ok((CommandResult::Deleted(object), vec![change]))
+            }
+            Command::AuditRetention { entries } => {
+                self.audit.set_retention(*entries);
+                Ok((CommandResult::Done, Vec::new()))
             }
             Command::Noop => Ok((CommandResult::Done, Vec::new())),
             // Handled by `apply`; a batch inside a batch is applied the same way.

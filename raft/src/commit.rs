@@ -40,6 +40,7 @@ async fn commit(raft: Raft, proposals: Vec<Proposal>) -> Vec<LeaderResponse> {
             idempotency_key: None,
             idempotency_request: None,
             now_ms: wall_clock_ms(),
+            principal: None,
             command: Command::Batch { proposals },
         }
     };

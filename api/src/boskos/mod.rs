@@ -158,7 +158,8 @@ fn fencing_token(params: &Params) -> Result<Option<u64>, BoskosError> {
 
 /// Commits a pool command and returns its result, or the refusal as a Boskos error.
 pub async fn run(state: &ApiState, command: PoolCommand) -> Result<PoolResult, BoskosError> {
-    let written = state.raft.write(Proposal::new(Command::Pool(command))).await?;
+    let proposal = Proposal::new(Command::Pool(command)).with_principal(crate::audit::principal());
+    let written = state.raft.write(proposal).await?;
     match written.result {
         CommandResult::Pool(result) => Ok(result),
         CommandResult::Refused(error) => Err(error.into()),

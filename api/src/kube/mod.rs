@@ -188,6 +188,7 @@ fn generated_name(prefix: &str) -> String {
 }
 
 pub(super) async fn commit(state: &ApiState, proposal: Proposal) -> Result<CommandResult, KubeError> {
+    let proposal = proposal.with_principal(crate::audit::principal());
     Ok(state.raft.write(proposal).await?.result)
 }
 

@@ -127,6 +127,7 @@ impl Served {
                     idempotency_key: None,
                     idempotency_request: None,
                     now_ms: turmoil::since_epoch().map_or(0, |t| t.as_millis() as u64),
+                    principal: None,
                     command,
                 };
                 match self.raft.client_write(proposal).await {
