@@ -2,7 +2,8 @@
 # Installs what a fresh machine lacks to build and test Drover: Debian's RocksDB library and
 # headers (linked, not compiled; see .cargo/config.toml), clang and libclang (its bindings),
 # iptables and libfaketime (the chaos harness's partitions and clock skew), etcd (the
-# benchmark's reference cluster), Prometheus (the metric-scoring test's real server), rustfmt and clippy, the official Kubernetes Python client used
+# benchmark's reference cluster), Prometheus (the metric-scoring and monitoring tests' real
+# server), docker-compose and systemd's analyzer (the deployment recipes' validators), rustfmt and clippy, the official Kubernetes Python client used
 # by the compatibility tests, and schemathesis for the platform API's spec test. Safe to run
 # again: it installs only what is missing.
 set -euo pipefail
@@ -24,6 +25,9 @@ ls /usr/lib/*/faketime/libfaketimeMT.so.1 >/dev/null 2>&1 || missing_debs+=(fake
 command -v etcd >/dev/null 2>&1 || missing_debs+=(etcd-server)
 command -v etcdctl >/dev/null 2>&1 || missing_debs+=(etcd-client)
 command -v prometheus >/dev/null 2>&1 || missing_debs+=(prometheus)
+# docker-compose validates deploy/compose (when the compose plugin is missing).
+docker compose version >/dev/null 2>&1 || command -v docker-compose >/dev/null 2>&1 || missing_debs+=(docker-compose)
+command -v systemd-analyze >/dev/null 2>&1 || missing_debs+=(systemd)
 if [ "${#missing_debs[@]}" -gt 0 ]; then
   echo "setup: installing ${missing_debs[*]}"
   as_root apt-get update -qq
