@@ -94,7 +94,7 @@ check_units_content() {
   CHECK="systemd unit settings"
   local unit=$systemd_dir/drover.service agent=$systemd_dir/drover-agent.service missing=() d
   # The hardening drover.service promises (deploy/README.md).
-  for d in 'Type=exec' 'User=drover' 'StateDirectory=drover' 'NoNewPrivileges=yes' \
+  for d in 'Type=notify' 'NotifyAccess=main' 'User=drover' 'StateDirectory=drover' 'NoNewPrivileges=yes' \
     'ProtectSystem=strict' 'ProtectHome=yes' 'PrivateTmp=yes' 'PrivateDevices=yes' \
     'ProtectKernelTunables=yes' 'ProtectKernelModules=yes' 'ProtectControlGroups=yes' \
     'RestrictAddressFamilies=AF_INET AF_INET6 AF_UNIX' 'RestrictNamespaces=yes' \
@@ -104,8 +104,8 @@ check_units_content() {
     'ExecStart=/usr/local/bin/drover serve --config /etc/drover/drover.toml'; do
     grep -qxF "$d" "$unit" || missing+=("drover.service lacks: $d")
   done
-  # drover serve has no sd_notify: Type=notify would time out (see the unit's comment).
-  grep -q '^Type=notify' "$unit" "$agent" && missing+=("Type=notify, which drover does not implement")
+  # drover agent has no sd_notify: Type=notify would time out (see the unit's comment).
+  grep -q '^Type=notify' "$agent" && missing+=("drover-agent.service: Type=notify, which the agent does not implement")
   # The agent leaves its instances running across its own restarts, and they may JIT.
   grep -qxF 'KillMode=process' "$agent" || missing+=("drover-agent.service lacks: KillMode=process")
   grep -q '^MemoryDenyWriteExecute=' "$agent" && missing+=("drover-agent.service sets MemoryDenyWriteExecute=, which its instances inherit")
@@ -114,7 +114,7 @@ check_units_content() {
     fail "$CHECK" "${missing[@]}"
     return
   fi
-  ok "$CHECK: hardening present, Type=exec, agent KillMode=process"
+  ok "$CHECK: hardening present, Type=notify, agent KillMode=process"
 }
 
 check_units_security() {

@@ -11,6 +11,7 @@ pub mod config;
 pub mod error;
 pub mod listen;
 pub mod platform_config;
+pub mod systemd;
 pub mod telemetry;
 pub mod tls;
 
@@ -87,6 +88,9 @@ impl RunningNode {
     pub async fn run_until(self, signal: impl std::future::Future<Output = ()>) -> Result<(), NodeError> {
         signal.await;
         tracing::info!("shutting down");
+        if let Err(error) = systemd::notify("STOPPING=1") {
+            tracing::warn!(%error, "could not tell systemd the node is stopping");
+        }
         self.stop().await
     }
 }

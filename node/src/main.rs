@@ -86,6 +86,10 @@ async fn main() -> anyhow::Result<ExitCode> {
             telemetry::init(config.log_format, config.node_id);
             let listeners = Listeners::bind(&config).await?;
             let node = start(config, listeners, Vec::new()).await?;
+            // The API serves now: a Type=notify unit counts the node as started.
+            if let Err(error) = drover_node::systemd::notify("READY=1") {
+                tracing::warn!(%error, "could not tell systemd the node is ready");
+            }
             node.run_until(shutdown_signal()).await?;
         }
     }
