@@ -5,6 +5,7 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 use drover_node::cli::cluster::ClusterCommand;
 use drover_node::cli::lease::LeaseCommand;
+use drover_node::cli::resources;
 use drover_node::cli::token::TokenArgs;
 use drover_node::{config, shutdown_signal, start, telemetry, Listeners, NodeConfig};
 
@@ -33,11 +34,31 @@ enum Command {
     /// The control plane's members: `drover cluster status`.
     #[command(subcommand)]
     Cluster(ClusterCommand),
+    /// List or show objects of any kind: leases, resources, members, tenants, clusters,
+    /// services, revisions.
+    Get(resources::GetArgs),
+    /// Delete an object.
+    Delete(resources::DeleteArgs),
+    /// Create an object.
+    #[command(subcommand)]
+    Create(CreateCommand),
+    /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
+    Completion {
+        /// The shell.
+        shell: clap_complete::Shell,
+    },
     /// Mint a development bearer token for the platform API.
     Token(TokenArgs),
     /// Run the worker-machine agent: serve the cluster API and run the instances the control
     /// plane wants on this machine. On SIGTERM it exits and leaves them running.
     Agent(drover_agent::AgentArgs),
+}
+
+/// `drover create` subcommands.
+#[derive(Debug, Subcommand)]
+enum CreateCommand {
+    /// A tenant; the caller becomes its owner.
+    Tenant(resources::CreateTenantArgs),
 }
 
 #[tokio::main]
@@ -58,6 +79,13 @@ async fn main() -> anyhow::Result<ExitCode> {
                 return Ok(ExitCode::from(1));
             }
         },
+        Command::Get(args) => return Ok(resources::get(args).await),
+        Command::Delete(args) => return Ok(resources::delete(args).await),
+        Command::Create(CreateCommand::Tenant(args)) => return Ok(resources::create_tenant(args).await),
+        Command::Completion { shell } => {
+            use clap::CommandFactory;
+            clap_complete::generate(shell, &mut Cli::command(), "drover", &mut std::io::stdout());
+        }
         Command::Token(args) => match drover_node::cli::token::run(&args) {
             Ok(token) => println!("{token}"),
             Err(e) => {

@@ -4,7 +4,8 @@
 
 pub mod cluster;
 pub mod lease;
+pub mod resources;
 mod server;
 pub mod token;
 
-pub use server::Servers;
+pub use server::{SendError, Servers};

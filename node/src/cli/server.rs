@@ -10,6 +10,18 @@ use reqwest::{Client, Method, StatusCode};
 pub struct Servers {
     http: Client,
     urls: Vec<String>,
+    timeout: Option<Duration>,
+}
+
+/// Why no node gave an answer.
+#[derive(Debug, thiserror::Error)]
+pub enum SendError {
+    /// A node did not answer in time.
+    #[error("no answer in time: {0}")]
+    Timeout(String),
+    /// No node could be reached (or each said it had no leader).
+    #[error("no server answered: {0}")]
+    Unavailable(String),
 }
 
 /// A status and a body.
@@ -48,7 +60,11 @@ impl Servers {
             .timeout(Duration::from_secs(15))
             .default_headers(headers)
             .build()?;
-        Ok(Self { http, urls })
+        Ok(Self {
+            http,
+            urls,
+            timeout: None,
+        })
     }
 
     /// Sends one request, trying the next server when one cannot be reached or answers 503.
@@ -59,14 +75,37 @@ impl Servers {
         query: &[(&str, &str)],
         body: Option<String>,
     ) -> Result<Reply> {
+        Ok(self.try_send(method, path, query, body).await?)
+    }
+
+    /// Each request gives up after `timeout` instead of the default 15 s.
+    pub fn with_timeout(mut self, timeout: Duration) -> Self {
+        self.timeout = Some(timeout);
+        self
+    }
+
+    /// Sends one request like [`Servers::send`], saying whether it timed out or found no node.
+    pub async fn try_send(
+        &self,
+        method: Method,
+        path: &str,
+        query: &[(&str, &str)],
+        body: Option<String>,
+    ) -> Result<Reply, SendError> {
         let mut last_error = String::new();
+        let mut timed_out = false;
         for url in &self.urls {
             let mut request = self
                 .http
                 .request(method.clone(), format!("{url}{path}"))
                 .query(query);
+            if let Some(timeout) = self.timeout {
+                request = request.timeout(timeout);
+            }
             if let Some(body) = &body {
-                request = request.body(body.clone());
+                request = request
+                    .header(reqwest::header::CONTENT_TYPE, "application/json")
+                    .body(body.clone());
             }
             match request.send().await {
                 Ok(response) => {
@@ -78,9 +117,16 @@ impl Servers {
                     }
                     return Ok(Reply { status, text });
                 }
-                Err(e) => last_error = format!("{url}: {e}"),
+                Err(e) => {
+                    timed_out |= e.is_timeout();
+                    last_error = format!("{url}: {e}");
+                }
             }
         }
-        bail!("no server answered: {last_error}")
+        if timed_out {
+            Err(SendError::Timeout(last_error))
+        } else {
+            Err(SendError::Unavailable(last_error))
+        }
     }
 }

@@ -1,0 +1,493 @@
+//! `drover get|delete KIND [NAME]` and `drover create tenant NAME`: one verb set over the objects
+//! of every dialect — Kubernetes leases, pool resources, the control plane's members, tenants,
+//! clusters, services and their revisions — with kubectl's output flag: `-o json` prints what
+//! the API answers (what `curl` gets), `-o yaml` the same as YAML, `-o name` `kind/name` lines,
+//! `-o table`/`wide` columns; the default is a table on a terminal and JSON when piped.
+//!
+//! Exit codes (also in `docs/CLI.md`): 0 done, 1 any other error, 2 usage, 3 not found,
+//! 4 conflict, 5 timeout, 6 unavailable (no node answered, or no leader), 7 unauthenticated or
+//! forbidden.
+
+use std::io::IsTerminal;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use anyhow::{Context, Result};
+use clap::{Args, ValueEnum};
+use reqwest::{Method, StatusCode};
+use serde_json::Value;
+
+use super::lease::ServerArgs;
+use super::server::SendError;
+
+/// Exit codes of the resource commands.
+pub mod exit {
+    /// Any other error.
+    pub const ERROR: u8 = 1;
+    /// The object does not exist.
+    pub const NOT_FOUND: u8 = 3;
+    /// The change conflicts with the current state.
+    pub const CONFLICT: u8 = 4;
+    /// No answer within `--timeout`.
+    pub const TIMEOUT: u8 = 5;
+    /// No node answered, or the cluster has no leader.
+    pub const UNAVAILABLE: u8 = 6;
+    /// No valid credential, or not allowed.
+    pub const DENIED: u8 = 7;
+}
+
+/// The kinds of object the CLI knows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Kind {
+    /// Kubernetes-style leases (`coordination.k8s.io/v1`).
+    #[value(alias = "lease")]
+    Leases,
+    /// Pool resources (Boskos).
+    #[value(alias = "resource")]
+    Resources,
+    /// The control plane's members.
+    #[value(alias = "member")]
+    Members,
+    /// Platform tenants.
+    #[value(alias = "tenant")]
+    Tenants,
+    /// A tenant's workload clusters.
+    #[value(alias = "cluster")]
+    Clusters,
+    /// A tenant's services.
+    #[value(alias = "service", alias = "svc")]
+    Services,
+    /// A service's revisions (its history).
+    #[value(alias = "revision")]
+    Revisions,
+}
+
+/// How to print.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Output {
+    /// Columns.
+    Table,
+    /// More columns.
+    Wide,
+    /// The API's answer.
+    Json,
+    /// The API's answer as YAML.
+    Yaml,
+    /// `kind/name` per object.
+    Name,
+}
+
+/// What every resource command takes.
+#[derive(Debug, Args)]
+pub struct Common {
+    #[command(flatten)]
+    server: ServerArgs,
+    /// Output format (`table` on a terminal, `json` otherwise).
+    #[arg(short, long, value_enum)]
+    output: Option<Output>,
+    /// Namespace of leases.
+    #[arg(short, long, default_value = "default", env = "DROVER_NAMESPACE")]
+    namespace: String,
+    /// Leases of every namespace.
+    #[arg(short = 'A', long)]
+    all_namespaces: bool,
+    /// Tenant of clusters, services and revisions.
+    #[arg(short, long, env = "DROVER_TENANT")]
+    tenant: Option<String>,
+    /// Service whose revisions to list.
+    #[arg(long)]
+    service: Option<String>,
+    /// Give up on a request after this many seconds.
+    #[arg(long, default_value_t = 15.0, env = "DROVER_TIMEOUT")]
+    timeout: f64,
+}
+
+/// `drover get KIND [NAME]`.
+#[derive(Debug, Args)]
+pub struct GetArgs {
+    /// What to list or show.
+    #[arg(value_enum)]
+    kind: Kind,
+    /// One object (all of them when left out).
+    name: Option<String>,
+    #[command(flatten)]
+    common: Common,
+}
+
+/// `drover delete KIND NAME`.
+#[derive(Debug, Args)]
+pub struct DeleteArgs {
+    /// What to delete.
+    #[arg(value_enum)]
+    kind: Kind,
+    /// Which.
+    name: String,
+    #[command(flatten)]
+    common: Common,
+}
+
+/// `drover create tenant NAME`.
+#[derive(Debug, Args)]
+pub struct CreateTenantArgs {
+    /// The new tenant's name; the caller becomes its owner.
+    name: String,
+    #[command(flatten)]
+    common: Common,
+}
+
+const PLATFORM: &str = "/api/1.0-beta";
+
+fn tenant_of(common: &Common) -> Result<&str, Failure> {
+    common
+        .tenant
+        .as_deref()
+        .ok_or_else(|| Failure::usage("this kind belongs to a tenant: give --tenant (or DROVER_TENANT)"))
+}
+
+/// The API path of a kind (and one object of it).
+fn path(kind: Kind, name: Option<&str>, common: &Common) -> Result<String, Failure> {
+    let one = |base: String| match name {
+        Some(name) => format!("{base}/{name}"),
+        None => base,
+    };
+    Ok(match kind {
+        Kind::Leases if common.all_namespaces && name.is_none() => {
+            "/apis/coordination.k8s.io/v1/leases".into()
+        }
+        Kind::Leases => one(format!(
+            "/apis/coordination.k8s.io/v1/namespaces/{}/leases",
+            common.namespace
+        )),
+        // The pools list resources only; one is picked from the list.
+        Kind::Resources => "/pools/resources".into(),
+        Kind::Members => "/cluster".into(),
+        Kind::Tenants => one(format!("{PLATFORM}/tenant")),
+        Kind::Clusters => one(format!("{PLATFORM}/tenant/{}/cluster", tenant_of(common)?)),
+        Kind::Services => one(format!("{PLATFORM}/tenant/{}/service", tenant_of(common)?)),
+        Kind::Revisions => {
+            let service = common
+                .service
+                .as_deref()
+                .ok_or_else(|| Failure::usage("revisions belong to a service: give --service"))?;
+            format!(
+                "{PLATFORM}/tenant/{}/service/{service}/history",
+                tenant_of(common)?
+            )
+        }
+    })
+}
+
+/// A command that did not succeed, with its exit code.
+#[derive(Debug)]
+pub struct Failure {
+    code: u8,
+    message: String,
+}
+
+impl Failure {
+    fn usage(message: &str) -> Self {
+        Self {
+            code: 2,
+            message: message.to_string(),
+        }
+    }
+
+    fn of_status(status: StatusCode, text: &str) -> Self {
+        let code = match status {
+            StatusCode::NOT_FOUND => exit::NOT_FOUND,
+            StatusCode::CONFLICT => exit::CONFLICT,
+            StatusCode::UNAUTHORIZED | StatusCode::FORBIDDEN => exit::DENIED,
+            StatusCode::SERVICE_UNAVAILABLE => exit::UNAVAILABLE,
+            StatusCode::REQUEST_TIMEOUT | StatusCode::GATEWAY_TIMEOUT => exit::TIMEOUT,
+            _ => exit::ERROR,
+        };
+        Self {
+            code,
+            message: format!("{status}: {}", text.trim()),
+        }
+    }
+}
+
+impl From<SendError> for Failure {
+    fn from(error: SendError) -> Self {
+        let code = match error {
+            SendError::Timeout(_) => exit::TIMEOUT,
+            SendError::Unavailable(_) => exit::UNAVAILABLE,
+        };
+        Self {
+            code,
+            message: error.to_string(),
+        }
+    }
+}
+
+impl From<anyhow::Error> for Failure {
+    fn from(error: anyhow::Error) -> Self {
+        Self {
+            code: exit::ERROR,
+            message: format!("{error:#}"),
+        }
+    }
+}
+
+/// The objects of an answer, for tables and names: a Kubernetes list's `items`, the platform
+/// envelope's `data`, a members view's `members`, or the answer itself.
+fn objects(kind: Kind, answer: &Value) -> Vec<Value> {
+    let inner = match kind {
+        Kind::Leases if answer["items"].is_array() => &answer["items"],
+        Kind::Members => &answer["members"],
+        Kind::Tenants | Kind::Clusters | Kind::Services | Kind::Revisions => &answer["data"],
+        _ => answer,
+    };
+    match inner {
+        Value::Array(items) => items.clone(),
+        // The platform lists tenants as a map by name.
+        Value::Object(map) if kind == Kind::Tenants && !map.contains_key("name") => map
+            .iter()
+            .map(|(name, value)| {
+                let mut value = value.clone();
+                if let Value::Object(fields) = &mut value {
+                    fields.insert("name".into(), Value::String(name.clone()));
+                }
+                value
+            })
+            .collect(),
+        other => vec![other.clone()],
+    }
+}
+
+fn name_of(kind: Kind, object: &Value) -> String {
+    let field = |pointer: &str| object.pointer(pointer).map(cell);
+    match kind {
+        Kind::Leases => field("/metadata/name"),
+        Kind::Members => field("/id"),
+        Kind::Revisions => field("/revision"),
+        _ => field("/name"),
+    }
+    .unwrap_or_else(|| "-".to_string())
+}
+
+fn cell(value: &Value) -> String {
+    match value {
+        Value::Null => "-".into(),
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
+    }
+}
+
+/// Columns (header, JSON pointer) of a kind; `wide` adds some.
+fn columns(kind: Kind, wide: bool) -> Vec<(&'static str, &'static str)> {
+    let mut columns = match kind {
+        Kind::Leases => vec![
+            ("NAMESPACE", "/metadata/namespace"),
+            ("HOLDER", "/spec/holderIdentity"),
+        ],
+        Kind::Resources => vec![("TYPE", "/type"), ("STATE", "/state"), ("OWNER", "/owner")],
+        Kind::Members => vec![("ROLE", "/role"), ("TERM", "/term"), ("APPLIED", "/appliedIndex")],
+        Kind::Tenants => vec![("ROLE", "/role")],
+        Kind::Clusters => vec![("STATE", "/status/state"), ("ENDPOINT", "/endpoint")],
+        Kind::Services => vec![
+            ("CLUSTER", "/status/cluster/name"),
+            ("REVISION", "/status/revision"),
+        ],
+        Kind::Revisions => vec![("TYPE", "/type"), ("COMMENT", "/comment")],
+    };
+    if wide {
+        columns.extend(match kind {
+            Kind::Leases => vec![("VERSION", "/metadata/resourceVersion")],
+            Kind::Resources => vec![("EXPIRES", "/expirationDate")],
+            Kind::Members => vec![("VERSION", "/version"), ("API", "/apiAddr")],
+            Kind::Clusters => vec![("REASON", "/status/reason")],
+            Kind::Services => vec![("CONVERGED", "/status/converged")],
+            Kind::Tenants | Kind::Revisions => vec![],
+        });
+    }
+    columns
+}
+
+fn table(kind: Kind, answer: &Value, wide: bool) -> String {
+    let columns = columns(kind, wide);
+    let mut rows = vec![std::iter::once("NAME".to_string())
+        .chain(columns.iter().map(|(h, _)| h.to_string()))
+        .collect::<Vec<_>>()];
+    for object in objects(kind, answer) {
+        let mut row = vec![name_of(kind, &object)];
+        row.extend(
+            columns
+                .iter()
+                .map(|(_, pointer)| object.pointer(pointer).map_or("-".to_string(), cell)),
+        );
+        rows.push(row);
+    }
+    let widths: Vec<usize> = (0..rows[0].len())
+        .map(|c| rows.iter().map(|r| r[c].chars().count()).max().unwrap_or(0))
+        .collect();
+    rows.iter()
+        .map(|row| {
+            row.iter()
+                .zip(&widths)
+                .map(|(cell, width)| format!("{cell:<width$}"))
+                .collect::<Vec<_>>()
+                .join("  ")
+                .trim_end()
+                .to_string()
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+fn print(kind: Kind, answer: &Value, output: Option<Output>) -> Result<(), Failure> {
+    let output = output.unwrap_or(if std::io::stdout().is_terminal() {
+        Output::Table
+    } else {
+        Output::Json
+    });
+    match output {
+        Output::Json => println!(
+            "{}",
+            serde_json::to_string_pretty(answer).context("printing JSON")?
+        ),
+        Output::Yaml => print!("{}", yaml_serde::to_string(answer).context("printing YAML")?),
+        Output::Name => {
+            let kind_name = format!("{kind:?}").to_lowercase();
+            for object in objects(kind, answer) {
+                println!("{kind_name}/{}", name_of(kind, &object));
+            }
+        }
+        Output::Table | Output::Wide => println!("{}", table(kind, answer, output == Output::Wide)),
+    }
+    Ok(())
+}
+
+async fn call(common: &Common, method: Method, path: &str, body: Option<String>) -> Result<Value, Failure> {
+    if !(common.timeout.is_finite() && common.timeout > 0.0) {
+        return Err(Failure::usage("--timeout must be a positive number of seconds"));
+    }
+    let servers = common
+        .server
+        .servers()?
+        .with_timeout(Duration::from_secs_f64(common.timeout));
+    let reply = servers.try_send(method, path, &[], body).await?;
+    if !reply.status.is_success() {
+        return Err(Failure::of_status(reply.status, &reply.text));
+    }
+    if reply.text.trim().is_empty() {
+        return Ok(Value::Null);
+    }
+    serde_json::from_str(&reply.text).map_err(|e| Failure {
+        code: exit::ERROR,
+        message: format!("the answer is not JSON: {e}"),
+    })
+}
+
+fn finish(result: Result<(), Failure>) -> ExitCode {
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(failure) => {
+            eprintln!("drover: {}", failure.message);
+            ExitCode::from(failure.code)
+        }
+    }
+}
+
+/// `drover get`.
+pub async fn get(args: GetArgs) -> ExitCode {
+    let run = async {
+        let path = path(args.kind, args.name.as_deref(), &args.common)?;
+        let mut answer = call(&args.common, Method::GET, &path, None).await?;
+        if let (Kind::Resources, Some(name)) = (args.kind, &args.name) {
+            answer = objects(Kind::Resources, &answer)
+                .into_iter()
+                .find(|r| r["name"] == name.as_str())
+                .ok_or_else(|| Failure {
+                    code: exit::NOT_FOUND,
+                    message: format!("no resource {name:?}"),
+                })?;
+        }
+        print(args.kind, &answer, args.common.output)
+    };
+    finish(run.await)
+}
+
+/// `drover delete`.
+pub async fn delete(args: DeleteArgs) -> ExitCode {
+    let run = async {
+        if matches!(args.kind, Kind::Members | Kind::Revisions | Kind::Resources) {
+            return Err(Failure::usage(
+                "members leave with DELETE /cluster/members/{id}; revisions are not deleted; pool resources come from the pool configuration",
+            ));
+        }
+        let path = path(args.kind, Some(&args.name), &args.common)?;
+        let answer = call(&args.common, Method::DELETE, &path, None).await?;
+        if args.common.output.is_some() {
+            print(args.kind, &answer, args.common.output)?;
+        } else {
+            eprintln!(
+                "{}/{} deleted",
+                format!("{:?}", args.kind).to_lowercase(),
+                args.name
+            );
+        }
+        Ok(())
+    };
+    finish(run.await)
+}
+
+/// `drover create tenant`.
+pub async fn create_tenant(args: CreateTenantArgs) -> ExitCode {
+    let run = async {
+        let path = format!("{PLATFORM}/tenant/{}", args.name);
+        let answer = call(&args.common, Method::POST, &path, Some("{}".into())).await?;
+        match args.common.output {
+            Some(output) => print(Kind::Tenants, &answer, Some(output)),
+            None => {
+                eprintln!("tenant/{} created", args.name);
+                Ok(())
+            }
+        }
+    };
+    finish(run.await)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn tables_and_names_come_from_each_dialects_shape() {
+        let leases = json!({"kind": "LeaseList", "items": [
+            {"metadata": {"name": "a", "namespace": "ns", "resourceVersion": "7"}, "spec": {"holderIdentity": "me"}}]});
+        let printed = table(Kind::Leases, &leases, true);
+        assert_eq!(printed.lines().count(), 2, "{printed}");
+        assert!(
+            printed.lines().nth(1).unwrap().starts_with("a     ns"),
+            "{printed}"
+        );
+        assert!(printed.contains("me") && printed.contains('7'), "{printed}");
+        let services = json!({"data": [{"name": "web", "status": {"cluster": {"name": "edge"}, "revision": 2}}], "events": []});
+        let names: Vec<String> = objects(Kind::Services, &services)
+            .iter()
+            .map(|o| name_of(Kind::Services, o))
+            .collect();
+        assert_eq!(names, ["web"]);
+        let tenants = json!({"data": {"acme": {"role": "owner"}}, "events": []});
+        let printed = table(Kind::Tenants, &tenants, false);
+        assert!(printed.contains("acme") && printed.contains("owner"), "{printed}");
+    }
+
+    #[test]
+    fn statuses_map_to_the_documented_exit_codes() {
+        for (status, code) in [
+            (StatusCode::NOT_FOUND, 3),
+            (StatusCode::CONFLICT, 4),
+            (StatusCode::REQUEST_TIMEOUT, 5),
+            (StatusCode::SERVICE_UNAVAILABLE, 6),
+            (StatusCode::UNAUTHORIZED, 7),
+            (StatusCode::FORBIDDEN, 7),
+            (StatusCode::BAD_REQUEST, 1),
+        ] {
+            assert_eq!(Failure::of_status(status, "").code, code, "{status}");
+        }
+    }
+}
