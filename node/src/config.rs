@@ -378,13 +378,17 @@ impl NodeConfig {
                 .or(file.service_migration_interval.as_deref()),
             std::time::Duration::from_secs(60),
         )?;
-        let reschedule_after = duration(
-            "service-reschedule-after",
-            args.service_reschedule_after
-                .as_deref()
-                .or(file.service_reschedule_after.as_deref()),
-            std::time::Duration::from_secs(60),
-        )?;
+        // Zero is allowed here: it turns periodic rescheduling off.
+        let reschedule_after = match args
+            .service_reschedule_after
+            .as_deref()
+            .or(file.service_reschedule_after.as_deref())
+        {
+            None => std::time::Duration::from_secs(60),
+            Some(text) => parse_duration_ms(text)
+                .map(std::time::Duration::from_millis)
+                .map_err(|message| invalid("service-reschedule-after", message))?,
+        };
         let claimer = claimer_options(args, &file)?;
         let platform = platform_settings(&args.platform, file.platform.clone().unwrap_or_default())?;
         let api_tls = crate::tls::load(
@@ -707,6 +711,23 @@ mod tests {
         assert_eq!(config.node_id, 1);
         assert_eq!(config.raft.heartbeat_interval, Duration::from_millis(50));
         assert_eq!(config.api_addr.to_string(), "127.0.0.1:7400");
+    }
+
+    #[test]
+    fn scheduling_intervals_parse_and_zero_turns_rescheduling_off() {
+        let mut settings = args();
+        settings.service_reschedule_after = Some("0".into());
+        settings.cluster_metrics_interval = Some("2s".into());
+        let config = NodeConfig::merge(&settings, FileConfig::default()).expect("valid");
+        assert_eq!(config.reschedule_after, Duration::ZERO);
+        assert_eq!(config.clusters.metrics_interval, Duration::from_secs(2));
+        settings.cluster_metrics_interval = Some("0s".into());
+        let error = NodeConfig::merge(&settings, FileConfig::default()).unwrap_err();
+        assert!(error.to_string().contains("cluster-metrics-interval"), "{error}");
+        settings.cluster_metrics_interval = None;
+        settings.service_reschedule_after = Some("soon".into());
+        let error = NodeConfig::merge(&settings, FileConfig::default()).unwrap_err();
+        assert!(error.to_string().contains("service-reschedule-after"), "{error}");
     }
 
     #[test]
