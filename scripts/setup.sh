@@ -25,6 +25,7 @@ ls /usr/lib/*/faketime/libfaketimeMT.so.1 >/dev/null 2>&1 || missing_debs+=(fake
 command -v etcd >/dev/null 2>&1 || missing_debs+=(etcd-server)
 command -v etcdctl >/dev/null 2>&1 || missing_debs+=(etcd-client)
 command -v prometheus >/dev/null 2>&1 || missing_debs+=(prometheus)
+command -v jq >/dev/null 2>&1 || missing_debs+=(jq)
 # docker-compose validates deploy/compose (when the compose plugin is missing).
 docker compose version >/dev/null 2>&1 || command -v docker-compose >/dev/null 2>&1 || missing_debs+=(docker-compose)
 command -v systemd-analyze >/dev/null 2>&1 || missing_debs+=(systemd)

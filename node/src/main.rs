@@ -42,6 +42,9 @@ enum Command {
     /// Create an object.
     #[command(subcommand)]
     Create(CreateCommand),
+    /// boskosctl's commands and flags (acquire, release, metrics, heartbeat), so scripts written
+    /// for it run unchanged; a symlink named `boskosctl` to this binary runs them too.
+    Boskos(drover_node::cli::boskosctl::BoskosArgs),
     /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
     Completion {
         /// The shell.
@@ -63,6 +66,15 @@ enum CreateCommand {
 
 #[tokio::main]
 async fn main() -> anyhow::Result<ExitCode> {
+    // Started through a symlink named boskosctl: be boskosctl.
+    let started_as = std::env::args_os()
+        .next()
+        .map(std::path::PathBuf::from)
+        .and_then(|p| p.file_name().map(|n| n.to_string_lossy().to_string()));
+    if started_as.as_deref() == Some("boskosctl") {
+        let args = drover_node::cli::boskosctl::BoskosCtl::parse().into_args();
+        return Ok(drover_node::cli::boskosctl::run(args).await);
+    }
     let cli = Cli::parse();
     match cli.command {
         Command::Lease(command) => match drover_node::cli::lease::run(command).await {
@@ -80,6 +92,7 @@ async fn main() -> anyhow::Result<ExitCode> {
             }
         },
         Command::Get(args) => return Ok(resources::get(args).await),
+        Command::Boskos(args) => return Ok(drover_node::cli::boskosctl::run(args).await),
         Command::Delete(args) => return Ok(resources::delete(args).await),
         Command::Create(CreateCommand::Tenant(args)) => return Ok(resources::create_tenant(args).await),
         Command::Completion { shell } => {

@@ -2,6 +2,7 @@
 //! `drover cluster status` shows the control plane's members; `drover token` mints a
 //! development token for the platform API.
 
+pub mod boskosctl;
 pub mod cluster;
 pub mod lease;
 pub mod resources;
