@@ -65,7 +65,8 @@ struct Retention {
     entries: u32,
 }
 
-fn refused(denied: Denied) -> ApiError {
+/// The operations error of a guard's refusal.
+pub(crate) fn refused(denied: Denied) -> ApiError {
     match denied {
         Denied::Unauthenticated(e) => ApiError::Unauthorized(e.to_string()),
         Denied::Forbidden(message) => ApiError::Forbidden(message),

@@ -21,6 +21,7 @@ pub mod kube;
 pub mod ops;
 pub mod pool_metrics;
 pub mod pools;
+pub mod snapshot;
 pub mod state;
 
 use axum::extract::DefaultBodyLimit;
@@ -66,6 +67,7 @@ pub fn router(state: ApiState) -> Router {
     let platform = axebow::routes().layer(DefaultBodyLimit::max(limit));
     dialects
         .merge(platform)
+        .merge(snapshot::routes())
         .layer(axum::middleware::from_fn_with_state(
             state.clone(),
             idempotency::scope,

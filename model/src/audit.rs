@@ -179,6 +179,7 @@ pub fn describe(command: &Command) -> Option<Described> {
             caller: Some(principal_of(&command.caller)),
         }),
         Command::AuditRetention { .. } => Some(plain("platform", "set_audit_retention", "audit".into())),
+        Command::Restore { .. } => Some(plain("platform", "restore_snapshot", "state".into())),
         Command::Cluster(ClusterCommand::Observe(_))
         | Command::Placement(_)
         | Command::ServiceReport(_)

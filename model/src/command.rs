@@ -72,6 +72,12 @@ pub enum Command {
     Placement(crate::service::placement::Placement),
     /// A service actor's status report, or the end of a deleted service (leader only).
     ServiceReport(crate::service::reconcile::ServiceReport),
+    /// Replace the whole state with a snapshot's (`drover snapshot restore`; operators, into a
+    /// cluster that holds nothing unless forced; checked by the API).
+    Restore {
+        /// The state to take.
+        state: Box<crate::state::State>,
+    },
     /// How many entries the audit log keeps (operators; checked by the API).
     AuditRetention {
         /// Entries kept (1 to 1,000,000).

@@ -38,6 +38,7 @@ enum Op {
     Service,
     Placement,
     ServiceReport,
+    Restore,
     AuditRetention,
     Noop,
     Batch,
@@ -115,6 +116,15 @@ impl Op {
             Op::Placement => Command::Placement(crate::service::placement::Placement::deserialize(fields)?),
             Op::ServiceReport => {
                 Command::ServiceReport(crate::service::reconcile::ServiceReport::deserialize(fields)?)
+            }
+            Op::Restore => {
+                #[derive(Deserialize)]
+                struct Fields {
+                    state: Box<crate::state::State>,
+                }
+                Command::Restore {
+                    state: Fields::deserialize(fields)?.state,
+                }
             }
             Op::AuditRetention => {
                 #[derive(Deserialize)]

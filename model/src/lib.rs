@@ -16,6 +16,7 @@ pub mod platform;
 pub mod pool;
 pub mod scheduling;
 pub mod service;
+pub mod snapshot;
 pub mod state;
 pub mod time;
 pub mod validation;

@@ -237,6 +237,11 @@ impl State {
         });
     }
 
+    /// Whether the state holds anything users made: lease objects, users, pool resources.
+    pub fn holds_anything(&self) -> bool {
+        !self.objects.is_empty() || self.platform.users().next().is_some() || !self.pools.resources.is_empty()
+    }
+
     /// The audit log.
     pub fn audit(&self) -> &crate::audit::AuditLog {
         &self.audit
@@ -362,6 +367,14 @@ impl State {
                     object: object.clone(),
                 };
                 Ok((CommandResult::Deleted(object), vec![change]))
+            }
+            Command::Restore { state } => {
+                // Revisions and the clock never go back, whatever the snapshot's were.
+                let (revision, clock_ms) = (self.revision, self.clock_ms);
+                *self = (**state).clone();
+                self.revision = self.revision.max(revision);
+                self.clock_ms = self.clock_ms.max(clock_ms);
+                Ok((CommandResult::Done, Vec::new()))
             }
             Command::AuditRetention { entries } => {
                 self.audit.set_retention(*entries);

@@ -37,6 +37,9 @@ enum Command {
     /// List or show objects of any kind: leases, resources, members, tenants, clusters,
     /// services, revisions.
     Get(resources::GetArgs),
+    /// Save a running cluster's state to a file, check one, or restore one into a cluster.
+    #[command(subcommand)]
+    Snapshot(drover_node::cli::snapshot::SnapshotCommand),
     /// Delete an object.
     Delete(resources::DeleteArgs),
     /// Create an object.
@@ -92,6 +95,7 @@ async fn main() -> anyhow::Result<ExitCode> {
             }
         },
         Command::Get(args) => return Ok(resources::get(args).await),
+        Command::Snapshot(command) => return Ok(drover_node::cli::snapshot::run(command).await),
         Command::Boskos(args) => return Ok(drover_node::cli::boskosctl::run(args).await),
         Command::Delete(args) => return Ok(resources::delete(args).await),
         Command::Create(CreateCommand::Tenant(args)) => return Ok(resources::create_tenant(args).await),

@@ -7,6 +7,7 @@ pub mod cluster;
 pub mod lease;
 pub mod resources;
 mod server;
+pub mod snapshot;
 pub mod token;
 
 pub use server::{SendError, Servers};
