@@ -1,19 +1,22 @@
-//! TLS on the public API listener: `--api-tls-cert-file` and `--api-tls-key-file` (PEM). Clients
-//! that send bearer tokens only over TLS, kubectl among them, need it once credentials are
-//! configured. Handshakes run on their own tasks, bounded in time, so a slow client cannot hold
+//! TLS on the public API listener: `--api-tls-cert-file` and `--api-tls-key-file` (PEM), read
+//! again when the files change (rotation without a restart). Clients that send bearer tokens
+//! only over TLS, kubectl among them, need it once credentials are configured. Handshakes run on their own tasks, bounded in time, so a slow client cannot hold
 //! up the others.
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
-use std::time::Duration;
+use std::sync::{Arc, Mutex, RwLock};
+use std::time::{Duration, Instant, SystemTime};
 
 use clap::Args;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
+use tokio_rustls::rustls::crypto::CryptoProvider;
 use tokio_rustls::rustls::pki_types::pem::PemObject;
 use tokio_rustls::rustls::pki_types::{CertificateDer, PrivateKeyDer};
+use tokio_rustls::rustls::server::{ClientHello, ResolvesServerCert};
+use tokio_rustls::rustls::sign::CertifiedKey;
 pub use tokio_rustls::rustls::ServerConfig;
 use tokio_rustls::server::TlsStream;
 use tokio_rustls::TlsAcceptor;
@@ -40,8 +43,8 @@ fn invalid(message: String) -> NodeError {
     crate::config::invalid("api-tls-cert-file", message)
 }
 
-/// Reads a certificate chain and its key into a server configuration (HTTP/1.1).
-pub fn server_config(cert_file: &Path, key_file: &Path) -> Result<Arc<ServerConfig>, NodeError> {
+/// Reads a certificate chain and its key into a signing identity.
+fn certified_key(cert_file: &Path, key_file: &Path) -> Result<Arc<CertifiedKey>, NodeError> {
     let certs = CertificateDer::pem_file_iter(cert_file)
         .and_then(|certs| certs.collect::<Result<Vec<_>, _>>())
         .map_err(|e| invalid(format!("{}: {e}", cert_file.display())))?;
@@ -51,13 +54,99 @@ pub fn server_config(cert_file: &Path, key_file: &Path) -> Result<Arc<ServerConf
     crate::config::check_private(key_file, "api-tls-key-file")?;
     let key = PrivateKeyDer::from_pem_file(key_file)
         .map_err(|e| invalid(format!("{}: {e}", key_file.display())))?;
-    let provider = Arc::new(tokio_rustls::rustls::crypto::ring::default_provider());
-    let mut config = ServerConfig::builder_with_provider(provider)
+    let signing = provider()
+        .key_provider
+        .load_private_key(key)
+        .map_err(|e| invalid(format!("{}: {e}", key_file.display())))?;
+    let certified = CertifiedKey::new(certs, signing);
+    certified
+        .keys_match()
+        .map_err(|e| invalid(format!("the certificate and key do not go together: {e}")))?;
+    Ok(Arc::new(certified))
+}
+
+fn provider() -> Arc<CryptoProvider> {
+    Arc::new(tokio_rustls::rustls::crypto::ring::default_provider())
+}
+
+/// How often, at most, the files are looked at for a new certificate.
+const RELOAD_CHECK: Duration = Duration::from_secs(1);
+
+/// The certificate of the API listener, read again from its files when they change (a rotated
+/// certificate is served without a restart). Looked at, at most once a second, when a client
+/// connects; a new pair that does not load (half written, or a key of another certificate) is
+/// logged and the old one kept.
+#[derive(Debug)]
+struct ReloadingCert {
+    cert_file: PathBuf,
+    key_file: PathBuf,
+    current: RwLock<(Arc<CertifiedKey>, Option<Stamps>)>,
+    checked: Mutex<Instant>,
+}
+
+/// When the certificate and the key files were last modified.
+type Stamps = (SystemTime, SystemTime);
+
+fn modified(path: &Path) -> Option<SystemTime> {
+    std::fs::metadata(path).and_then(|m| m.modified()).ok()
+}
+
+impl ReloadingCert {
+    fn stamps(&self) -> Option<Stamps> {
+        Some((modified(&self.cert_file)?, modified(&self.key_file)?))
+    }
+
+    fn reload_if_changed(&self) {
+        {
+            let mut checked = self.checked.lock().unwrap_or_else(|p| p.into_inner());
+            if checked.elapsed() < RELOAD_CHECK {
+                return;
+            }
+            *checked = Instant::now();
+        }
+        let stamps = self.stamps();
+        let seen = self.current.read().unwrap_or_else(|p| p.into_inner()).1;
+        if stamps.is_none() || stamps == seen {
+            return;
+        }
+        match certified_key(&self.cert_file, &self.key_file) {
+            Ok(key) => {
+                *self.current.write().unwrap_or_else(|p| p.into_inner()) = (key, stamps);
+                tracing::info!(cert = %self.cert_file.display(), "the API certificate was reloaded");
+            }
+            Err(error) => {
+                // Keep serving the old one; look again when the files change again.
+                self.current.write().unwrap_or_else(|p| p.into_inner()).1 = stamps;
+                tracing::warn!(%error, "the API certificate's files changed but do not load; the old certificate stays");
+            }
+        }
+    }
+}
+
+impl ResolvesServerCert for ReloadingCert {
+    fn resolve(&self, _hello: ClientHello<'_>) -> Option<Arc<CertifiedKey>> {
+        self.reload_if_changed();
+        Some(self.current.read().unwrap_or_else(|p| p.into_inner()).0.clone())
+    }
+}
+
+/// Reads a certificate chain and its key into a server configuration (HTTP/1.1) that serves
+/// them, and their replacements when the files change.
+pub fn server_config(cert_file: &Path, key_file: &Path) -> Result<Arc<ServerConfig>, NodeError> {
+    let key = certified_key(cert_file, key_file)?;
+    let resolver = ReloadingCert {
+        cert_file: cert_file.to_path_buf(),
+        key_file: key_file.to_path_buf(),
+        current: RwLock::new((key, None)),
+        checked: Mutex::new(Instant::now()),
+    };
+    let stamps = resolver.stamps();
+    resolver.current.write().unwrap_or_else(|p| p.into_inner()).1 = stamps;
+    let mut config = ServerConfig::builder_with_provider(provider())
         .with_safe_default_protocol_versions()
         .map_err(|e| invalid(e.to_string()))?
         .with_no_client_auth()
-        .with_single_cert(certs, key)
-        .map_err(|e| invalid(format!("the certificate and key do not go together: {e}")))?;
+        .with_cert_resolver(Arc::new(resolver));
     config.alpn_protocols = vec![b"http/1.1".to_vec()];
     Ok(Arc::new(config))
 }
