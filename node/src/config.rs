@@ -184,6 +184,9 @@ struct FileConfig {
     platform: Option<PlatformFile>,
     api_tls_cert_file: Option<PathBuf>,
     api_tls_key_file: Option<PathBuf>,
+    peer_tls_cert_file: Option<PathBuf>,
+    peer_tls_key_file: Option<PathBuf>,
+    peer_tls_ca_file: Option<PathBuf>,
 }
 
 /// How logs are written.
@@ -232,6 +235,8 @@ pub struct NodeConfig {
     pub platform: PlatformSettings,
     /// TLS of the API listener, when configured.
     pub api_tls: Option<Arc<ServerConfig>>,
+    /// Mutual TLS between peers, when configured.
+    pub peer_tls: Option<crate::tls::PeerTls>,
     /// Header deadline and connection caps of both listeners.
     pub connections: ConnectionLimits,
 }
@@ -401,6 +406,20 @@ impl NodeConfig {
                 .as_deref()
                 .or(file.api_tls_key_file.as_deref()),
         )?;
+        let peer_tls = crate::tls::load_peer(
+            args.tls
+                .peer_tls_cert_file
+                .as_deref()
+                .or(file.peer_tls_cert_file.as_deref()),
+            args.tls
+                .peer_tls_key_file
+                .as_deref()
+                .or(file.peer_tls_key_file.as_deref()),
+            args.tls
+                .peer_tls_ca_file
+                .as_deref()
+                .or(file.peer_tls_ca_file.as_deref()),
+        )?;
         let node_id = args.node_id.or(file.node_id).ok_or_else(|| {
             invalid(
                 "node-id",
@@ -533,6 +552,7 @@ impl NodeConfig {
             claimer,
             platform,
             api_tls,
+            peer_tls,
             node_id,
             data_dir,
             api_addr,

@@ -127,6 +127,7 @@ pub async fn start(
             // Peer connections leave from the address the peer listener is bound to (when it
             // is a specific one), so a node's traffic is attributable to it.
             peer_source_ip: Some(config.peer_addr.ip()).filter(|ip| !ip.is_unspecified()),
+            peer_tls: config.peer_tls.as_ref().map(|tls| tls.client.clone()),
         },
         &registry,
     )
@@ -136,7 +137,22 @@ pub async fn start(
     let peer_shutdown = CancellationToken::new();
     let peer_router = drover_raft::peer_router(raft.clone(), &config.cluster_secret);
     let limits = config.connections;
-    let peer_server = tokio::spawn(serve(listeners.peer, peer_router, limits, peer_shutdown.clone()));
+    let peer_server = match config.peer_tls.as_ref() {
+        None => tokio::spawn(serve(listeners.peer, peer_router, limits, peer_shutdown.clone())),
+        Some(tls) => {
+            let peer_listen = listeners.peer.local_addr().map_err(|source| NodeError::Listen {
+                addr: "peer".into(),
+                source,
+            })?;
+            let listener = tls::TlsListener::new(listeners.peer, tls.server.clone()).map_err(|source| {
+                NodeError::Listen {
+                    addr: peer_listen.to_string(),
+                    source,
+                }
+            })?;
+            tokio::spawn(serve_tls(listener, peer_router, limits, peer_shutdown.clone()))
+        }
+    };
 
     tracing::info!("starting leadership gate");
     let mut children = children;

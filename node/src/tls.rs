@@ -15,9 +15,11 @@ use tokio::task::JoinHandle;
 use tokio_rustls::rustls::crypto::CryptoProvider;
 use tokio_rustls::rustls::pki_types::pem::PemObject;
 use tokio_rustls::rustls::pki_types::{CertificateDer, PrivateKeyDer};
+use tokio_rustls::rustls::server::WebPkiClientVerifier;
 use tokio_rustls::rustls::server::{ClientHello, ResolvesServerCert};
 use tokio_rustls::rustls::sign::CertifiedKey;
 pub use tokio_rustls::rustls::ServerConfig;
+use tokio_rustls::rustls::{ClientConfig, RootCertStore};
 use tokio_rustls::server::TlsStream;
 use tokio_rustls::TlsAcceptor;
 
@@ -37,6 +39,115 @@ pub struct TlsArgs {
     /// PEM private key of that certificate.
     #[arg(long, env = "DROVER_API_TLS_KEY_FILE")]
     pub api_tls_key_file: Option<PathBuf>,
+    /// PEM certificate of this node for its peers (server and client certificate: its SANs
+    /// must name the address peers dial); with the key and the CA, peers speak mutual TLS.
+    #[arg(long, env = "DROVER_PEER_TLS_CERT_FILE")]
+    pub peer_tls_cert_file: Option<PathBuf>,
+    /// PEM private key of the peer certificate.
+    #[arg(long, env = "DROVER_PEER_TLS_KEY_FILE")]
+    pub peer_tls_key_file: Option<PathBuf>,
+    /// PEM certificate(s) of the CA that signs every member's peer certificate; a peer whose
+    /// certificate it did not sign is refused.
+    #[arg(long, env = "DROVER_PEER_TLS_CA_FILE")]
+    pub peer_tls_ca_file: Option<PathBuf>,
+}
+
+/// Mutual TLS between peers: the listener asks every caller for a certificate the CA signed,
+/// and this node calls its peers with its own and checks theirs against the same CA.
+#[derive(Clone)]
+pub struct PeerTls {
+    /// The peer listener's configuration.
+    pub server: Arc<ServerConfig>,
+    /// The configuration this node calls its peers with.
+    pub client: Arc<ClientConfig>,
+}
+
+impl std::fmt::Debug for PeerTls {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("PeerTls")
+    }
+}
+
+fn peer_invalid(flag: &str, message: String) -> NodeError {
+    crate::config::invalid(flag, message)
+}
+
+/// Reads the peer certificate, its key and the CA into both sides of mutual TLS.
+pub fn peer_tls(cert_file: &Path, key_file: &Path, ca_file: &Path) -> Result<PeerTls, NodeError> {
+    let certs = CertificateDer::pem_file_iter(cert_file)
+        .and_then(|certs| certs.collect::<Result<Vec<_>, _>>())
+        .map_err(|e| peer_invalid("peer-tls-cert-file", format!("{}: {e}", cert_file.display())))?;
+    if certs.is_empty() {
+        return Err(peer_invalid(
+            "peer-tls-cert-file",
+            format!("{}: no certificate found", cert_file.display()),
+        ));
+    }
+    crate::config::check_private(key_file, "peer-tls-key-file")?;
+    let key = PrivateKeyDer::from_pem_file(key_file)
+        .map_err(|e| peer_invalid("peer-tls-key-file", format!("{}: {e}", key_file.display())))?;
+    let mut roots = RootCertStore::empty();
+    let authorities = CertificateDer::pem_file_iter(ca_file)
+        .and_then(|certs| certs.collect::<Result<Vec<_>, _>>())
+        .map_err(|e| peer_invalid("peer-tls-ca-file", format!("{}: {e}", ca_file.display())))?;
+    for authority in authorities {
+        roots
+            .add(authority)
+            .map_err(|e| peer_invalid("peer-tls-ca-file", format!("{}: {e}", ca_file.display())))?;
+    }
+    if roots.is_empty() {
+        return Err(peer_invalid(
+            "peer-tls-ca-file",
+            format!("{}: no certificate found", ca_file.display()),
+        ));
+    }
+    let roots = Arc::new(roots);
+    let verifier = WebPkiClientVerifier::builder_with_provider(roots.clone(), provider())
+        .build()
+        .map_err(|e| peer_invalid("peer-tls-ca-file", e.to_string()))?;
+    let mut server = ServerConfig::builder_with_provider(provider())
+        .with_safe_default_protocol_versions()
+        .map_err(|e| peer_invalid("peer-tls-cert-file", e.to_string()))?
+        .with_client_cert_verifier(verifier)
+        .with_single_cert(certs.clone(), key.clone_key())
+        .map_err(|e| {
+            peer_invalid(
+                "peer-tls-cert-file",
+                format!("the certificate and key do not go together: {e}"),
+            )
+        })?;
+    server.alpn_protocols = vec![b"http/1.1".to_vec()];
+    let client = ClientConfig::builder_with_provider(provider())
+        .with_safe_default_protocol_versions()
+        .map_err(|e| peer_invalid("peer-tls-cert-file", e.to_string()))?
+        .with_root_certificates(roots)
+        .with_client_auth_cert(certs, key)
+        .map_err(|e| {
+            peer_invalid(
+                "peer-tls-cert-file",
+                format!("the certificate and key do not go together: {e}"),
+            )
+        })?;
+    Ok(PeerTls {
+        server: Arc::new(server),
+        client: Arc::new(client),
+    })
+}
+
+/// The peer TLS the flags ask for: all three files, or none.
+pub fn load_peer(
+    cert: Option<&Path>,
+    key: Option<&Path>,
+    ca: Option<&Path>,
+) -> Result<Option<PeerTls>, NodeError> {
+    match (cert, key, ca) {
+        (Some(cert), Some(key), Some(ca)) => peer_tls(cert, key, ca).map(Some),
+        (None, None, None) => Ok(None),
+        _ => Err(peer_invalid(
+            "peer-tls-cert-file",
+            "--peer-tls-cert-file, --peer-tls-key-file and --peer-tls-ca-file go together".to_string(),
+        )),
+    }
 }
 
 fn invalid(message: String) -> NodeError {

@@ -47,6 +47,8 @@ pub struct StartOptions {
     pub initial_members: BTreeMap<NodeId, String>,
     /// The address outgoing peer connections start from; `None` lets the OS choose.
     pub peer_source_ip: Option<std::net::IpAddr>,
+    /// Mutual TLS towards peers (the cluster's CA and this node's certificate), if configured.
+    pub peer_tls: Option<Arc<tokio_rustls::rustls::ClientConfig>>,
 }
 
 /// Who leads, as this node sees it.
@@ -163,7 +165,11 @@ impl RaftHandle {
         let shared = state_machine.shared();
         let committed = log_store.committed_index();
         let log_for_elector = log_store.clone();
-        let peers = PeerClient::new(&options.cluster_secret, options.peer_source_ip);
+        let peers = PeerClient::new(
+            &options.cluster_secret,
+            options.peer_source_ip,
+            options.peer_tls.clone(),
+        );
         let raft = Raft::new(
             options.id,
             openraft_config.clone(),

@@ -127,6 +127,7 @@ fn config_for(
             .unwrap_or(std::time::Duration::from_secs(60)),
         claimer: options.claimer.clone(),
         api_tls: options.api_tls.clone(),
+        peer_tls: None,
         connections: options.connections.unwrap_or_default(),
         platform: {
             let mut settings = if options.credentials {

@@ -2,7 +2,7 @@
 //! certificate with serial 0x0a, the files are replaced (a new key, serial 0x0b), and new
 //! connections get serial 0x0b, checked with `openssl s_client` — the running node was never
 //! restarted. A replacement whose key does not match its certificate is not taken: the node
-//! keeps serving the last good one.
+//! keeps serving the last good one. The CLI reaches the HTTPS API with `--cacert`.
 
 use std::path::Path;
 use std::process::Command;
@@ -70,6 +70,9 @@ async fn a_rotated_api_certificate_is_served_without_a_restart() -> Result<()> {
     )
     .await?;
 
+    let served = dir.path().join("served.pem");
+    std::fs::copy(dir.path().join("api-cert.pem"), &served)?;
+
     // A bad pair (the old key with a new certificate) is not taken; the last good one stays.
     // Watched over twice the node's one-second look at the files: every connection in that
     // window still gets 0x0b.
@@ -81,5 +84,32 @@ async fn a_rotated_api_certificate_is_served_without_a_restart() -> Result<()> {
         handshakes += 1;
     }
     ensure!(handshakes > 1, "the window saw {handshakes} handshakes");
+
+    // The CLI reaches an https:// API with --cacert (the serving certificate, self-signed), and
+    // not without it.
+    let cli = |extra: &[&str]| -> Result<std::process::Output> {
+        Ok(Command::new(drover_tests::process::drover_binary()?)
+            .args([
+                "get",
+                "members",
+                "-o",
+                "json",
+                "--server",
+                &format!(
+                    "https://localhost:{}",
+                    addr.rsplit(':').next().unwrap_or_default()
+                ),
+            ])
+            .args(extra)
+            .env_remove("DROVER_TOKEN")
+            .output()?)
+    };
+    let trusted = cli(&["--cacert", &served.to_string_lossy()])?;
+    ensure!(trusted.status.success(), "with --cacert: {trusted:?}");
+    let untrusted = cli(&[])?;
+    ensure!(
+        untrusted.status.code() == Some(6),
+        "without --cacert: {untrusted:?}"
+    );
     Ok(())
 }

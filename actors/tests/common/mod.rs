@@ -20,6 +20,7 @@ pub async fn single_node() -> Result<(tempfile::TempDir, RaftHandle)> {
             cluster_secret: "drover-test-cluster-secret".into(),
             initial_members: BTreeMap::from([(1, "127.0.0.1:9".to_string())]),
             peer_source_ip: None,
+            peer_tls: None,
         },
         &prometheus::Registry::new(),
     )

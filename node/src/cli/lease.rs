@@ -45,6 +45,9 @@ pub struct ServerArgs {
     /// File holding the bearer token (read when `DROVER_TOKEN` is unset).
     #[arg(long, env = "DROVER_TOKEN_FILE")]
     pub token_file: Option<std::path::PathBuf>,
+    /// PEM certificate(s) of the CA that signed the API's certificate, for `https://` servers.
+    #[arg(long, env = "DROVER_CACERT")]
+    pub cacert: Option<std::path::PathBuf>,
 }
 
 impl ServerArgs {
@@ -59,7 +62,15 @@ impl ServerArgs {
             ),
             _ => None,
         };
-        Servers::parse(&self.server, self.token.as_deref().or(from_file.as_deref()))
+        let servers = Servers::parse(&self.server, self.token.as_deref().or(from_file.as_deref()))?;
+        match &self.cacert {
+            Some(path) => {
+                let pem =
+                    std::fs::read(path).map_err(|e| anyhow::anyhow!("--cacert {}: {e}", path.display()))?;
+                servers.trusting(&pem)
+            }
+            None => Ok(servers),
+        }
     }
 }
 

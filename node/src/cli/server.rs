@@ -9,6 +9,7 @@ use reqwest::{Client, Method, StatusCode};
 #[derive(Clone)]
 pub struct Servers {
     http: Client,
+    headers: reqwest::header::HeaderMap,
     urls: Vec<String>,
     timeout: Option<Duration>,
 }
@@ -58,10 +59,11 @@ impl Servers {
         }
         let http = Client::builder()
             .timeout(Duration::from_secs(15))
-            .default_headers(headers)
+            .default_headers(headers.clone())
             .build()?;
         Ok(Self {
             http,
+            headers,
             urls,
             timeout: None,
         })
@@ -76,6 +78,25 @@ impl Servers {
         body: Option<String>,
     ) -> Result<Reply> {
         Ok(self.try_send(method, path, query, body).await?)
+    }
+
+    /// Trusts the CA certificates in `pem` (besides none: the client has no built-in roots).
+    pub fn trusting(self, pem: &[u8]) -> Result<Self> {
+        let certificates = reqwest::Certificate::from_pem_bundle(pem)
+            .map_err(|e| anyhow::anyhow!("--cacert is not PEM: {e}"))?;
+        if certificates.is_empty() {
+            bail!("--cacert holds no certificate");
+        }
+        let mut builder = Client::builder()
+            .timeout(Duration::from_secs(15))
+            .default_headers(self.headers.clone());
+        for certificate in certificates {
+            builder = builder.add_root_certificate(certificate);
+        }
+        Ok(Self {
+            http: builder.build()?,
+            ..self
+        })
     }
 
     /// Each request gives up after `timeout` instead of the default 15 s.

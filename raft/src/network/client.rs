@@ -81,6 +81,8 @@ impl PeerError {
 #[derive(Clone)]
 pub struct PeerClient {
     http: reqwest::Client,
+    /// `http`, or `https` when peers speak mutual TLS.
+    scheme: &'static str,
     /// The `authorization` header every peer request carries, built once.
     credential: Arc<HeaderValue>,
 }
@@ -90,20 +92,34 @@ impl PeerClient {
     /// from that address, so that peers and firewalls see which node is calling. It neither
     /// follows redirects nor retries: peers send no redirects, a forwarded write must not be
     /// sent twice behind the caller's back, and both layers cost CPU on every AppendEntries.
-    pub fn new(secret: &str, source_ip: Option<std::net::IpAddr>) -> Self {
-        let http = reqwest::Client::builder()
+    ///
+    /// With `tls`, peers are reached over HTTPS with that configuration (the cluster's CA and
+    /// this node's client certificate: mutual TLS).
+    pub fn new(
+        secret: &str,
+        source_ip: Option<std::net::IpAddr>,
+        tls: Option<Arc<tokio_rustls::rustls::ClientConfig>>,
+    ) -> Self {
+        let mut builder = reqwest::Client::builder()
             .pool_idle_timeout(Duration::from_secs(60))
             .redirect(reqwest::redirect::Policy::none())
             .retry(reqwest::retry::never())
             .tcp_nodelay(true)
-            .local_address(source_ip)
-            .build()
-            .unwrap_or_default();
+            .local_address(source_ip);
+        let scheme = match tls {
+            Some(config) => {
+                builder = builder.use_preconfigured_tls((*config).clone());
+                "https"
+            }
+            None => "http",
+        };
+        let http = builder.build().unwrap_or_default();
         // The node's configuration refuses a secret that is not printable ASCII; were one to
         // get here anyway, the peers would refuse the empty credential with 401.
         let credential = HeaderValue::from_str(&bearer(secret)).unwrap_or(HeaderValue::from_static(""));
         Self {
             http,
+            scheme,
             credential: Arc::new(credential),
         }
     }
@@ -151,8 +167,13 @@ impl PeerClient {
         request: &LeaderRequest,
         timeout: Duration,
     ) -> Result<LeaderResponse, PeerError> {
-        self.post_json(addr, format!("http://{addr}/raft/leader"), request, timeout)
-            .await
+        self.post_json(
+            addr,
+            format!("{}://{addr}/raft/leader", self.scheme),
+            request,
+            timeout,
+        )
+        .await
     }
 
     /// Asks the voter at `addr` whether it would vote for this node.
@@ -162,13 +183,18 @@ impl PeerClient {
         request: &PreVoteRequest,
         timeout: Duration,
     ) -> Result<PreVoteResponse, PeerError> {
-        self.post_json(addr, format!("http://{addr}/raft/prevote"), request, timeout)
-            .await
+        self.post_json(
+            addr,
+            format!("{}://{addr}/raft/prevote", self.scheme),
+            request,
+            timeout,
+        )
+        .await
     }
 
     /// Asks the node at `addr` for its status.
     pub async fn status(&self, addr: &str, timeout: Duration) -> Result<NodeStatus, PeerError> {
-        let request = self.http.get(format!("http://{addr}/raft/status"));
+        let request = self.http.get(format!("{}://{addr}/raft/status", self.scheme));
         let bytes = self.send(addr, request, timeout).await?;
         decode(addr, &bytes)
     }
@@ -217,7 +243,8 @@ impl RaftNetworkFactory<TypeConfig> for Network {
     type Network = PeerConnection;
 
     async fn new_client(&mut self, target: NodeId, node: &PeerNode) -> PeerConnection {
-        let url = |path: &str| format!("http://{}{path}", node.peer_addr);
+        let scheme = self.client.scheme;
+        let url = |path: &str| format!("{scheme}://{}{path}", node.peer_addr);
         PeerConnection {
             client: self.client.clone(),
             target,
@@ -306,7 +333,7 @@ impl RaftNetwork<TypeConfig> for PeerConnection {
         let request = self
             .client
             .http
-            .post(format!("http://{}/raft/snapshot", self.addr))
+            .post(format!("{}://{}/raft/snapshot", self.client.scheme, self.addr))
             .body(body);
         let send = self.client.send(&self.addr, request, option.hard_ttl());
         let bytes = tokio::select! {
