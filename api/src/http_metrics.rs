@@ -43,15 +43,37 @@ impl HttpMetrics {
     }
 }
 
+/// The header carrying a request's id.
+const REQUEST_ID: &str = "x-request-id";
+
 /// Middleware that records every request under its route template (not the raw path, so
-/// names do not explode the label set).
+/// names do not explode the label set), inside a span named by its request id.
 pub async fn record(State(state): State<ApiState>, request: Request, next: Next) -> Response {
     // Held by reference count, not copied: this runs for every request.
     let route = request.extensions().get::<MatchedPath>().cloned();
     let route = route.as_ref().map_or("unmatched", MatchedPath::as_str);
     let method = request.method().clone();
     let started = Instant::now();
-    let response = next.run(request).await;
+    // A caller's own request id (visible ASCII, at most 64 bytes) or a new one: it names the
+    // request's span, so every line logged while serving it carries it, and goes back in the
+    // answer's `x-request-id`.
+    let request_id = request
+        .headers()
+        .get(REQUEST_ID)
+        .and_then(|v| v.to_str().ok())
+        .filter(|id| !id.is_empty() && id.len() <= 64 && id.bytes().all(|b| b.is_ascii_graphic()))
+        .map_or_else(|| uuid::Uuid::new_v4().to_string(), str::to_string);
+    let span = tracing::info_span!(
+        "request",
+        id = %request_id,
+        node = state.raft.id(),
+        method = %method,
+        route = %route,
+    );
+    let mut response = tracing::Instrument::instrument(next.run(request), span).await;
+    if let Ok(value) = axum::http::HeaderValue::from_str(&request_id) {
+        response.headers_mut().insert(REQUEST_ID, value);
+    }
     state
         .http
         .requests

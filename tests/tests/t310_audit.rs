@@ -76,6 +76,22 @@ async fn every_dialects_changes_are_audited_with_their_principal() -> Result<()>
         .to_string();
 
     // A plain member may not read the log; an operator reads it from any node.
+    // Every answer names its request: the caller's id, or a new one.
+    let http = reqwest::Client::builder().no_proxy().build()?;
+    let url = format!("http://{}/healthz", nodes.api_addr(other));
+    let named = http.get(&url).header("x-request-id", "ci-run-42").send().await?;
+    ensure!(
+        named
+            .headers()
+            .get("x-request-id")
+            .is_some_and(|v| v == "ci-run-42"),
+        "{named:?}"
+    );
+    let fresh = http.get(&url).send().await?;
+    ensure!(
+        fresh.headers().get("x-request-id").is_some_and(|v| v.len() == 36),
+        "{fresh:?}"
+    );
     let (status, _) = audit(&nodes.api_addr(other), "alice").await?;
     ensure!(status == 403, "alice reads the audit log: {status}");
     let (status, page) = audit(&nodes.api_addr(other), OPERATOR_SUBJECT).await?;
@@ -119,7 +135,6 @@ async fn every_dialects_changes_are_audited_with_their_principal() -> Result<()>
     ensure!(entries.iter().all(|e| e["principal"].is_string()), "{page}");
 
     // Operators set the retention; the log keeps no more.
-    let http = reqwest::Client::builder().no_proxy().build()?;
     let url = format!("http://{}/audit/retention", nodes.api_addr(leader));
     let denied = http
         .put(&url)

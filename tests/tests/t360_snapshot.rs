@@ -75,6 +75,8 @@ async fn a_snapshot_saved_under_writes_restores_into_a_new_cluster() -> Result<(
     for writer in writers {
         writer.await??;
     }
+    let mode = std::os::unix::fs::PermissionsExt::mode(&std::fs::metadata(&file)?.permissions());
+    ensure!(mode & 0o077 == 0, "the snapshot holds secrets: mode {mode:o}");
     let status = snapshot(&["status", &file.to_string_lossy()], "")?;
     ensure!(status.status.success(), "status: {status:?}");
     ensure!(

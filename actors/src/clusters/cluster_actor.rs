@@ -516,7 +516,15 @@ impl Actor for ClusterActor {
     ) -> Result<(), ActorProcessingErr> {
         match message {
             ClusterMsg::Tick => {
-                if Self::tick(state).await? {
+                // Every line a probe logs names the cluster, the leader and its term.
+                let span = tracing::info_span!(
+                    "probe",
+                    node = state.args.context.raft.id(),
+                    term = state.args.context.term,
+                    cluster = %state.args.cluster,
+                );
+                let alive = tracing::Instrument::instrument(Self::tick(state), span).await?;
+                if alive {
                     // The next probe is timed from the end of this one, so a slow agent never
                     // piles up ticks.
                     myself.send_after(state.args.config.probe_interval, || ClusterMsg::Tick);

@@ -323,7 +323,16 @@ impl Actor for ServiceActor {
     ) -> Result<(), ActorProcessingErr> {
         match message {
             ServiceMsg::Tick => {
-                if Self::tick(state).await? {
+                // Every line a pass logs names the service, the leader and its term.
+                let span = tracing::info_span!(
+                    "reconcile",
+                    node = state.args.context.raft.id(),
+                    term = state.args.context.term,
+                    tenant = %state.args.tenant,
+                    service = %state.args.service,
+                );
+                let alive = tracing::Instrument::instrument(Self::tick(state), span).await?;
+                if alive {
                     let next = state.retry_at.map_or(state.args.config.interval, |at| {
                         at.saturating_duration_since(Instant::now())
                             .max(Duration::from_millis(10))

@@ -1,6 +1,6 @@
 //! `drover snapshot save|restore|status`, the way etcd's snapshots work from the outside: `save`
 //! writes the running cluster's state (read linearizably from any node, so it holds every write
-//! acknowledged before it) to a file and checks it; `status` shows what a file holds and checks
+//! acknowledged before it) to an owner-only file (it holds the state's secrets) and checks it; `status` shows what a file holds and checks
 //! its SHA-256; `restore` checks the file, then loads it into a running — normally new —
 //! cluster, which refuses (exit 4) if it already holds anything unless `--force`.
 
@@ -91,8 +91,20 @@ async fn execute(command: SnapshotCommand) -> Result<u8> {
             let (info, _) =
                 snapshot::check(&bytes).context("the cluster sent a snapshot that does not check")?;
             let partial = args.file.with_extension("part");
-            std::fs::write(&partial, &bytes).with_context(|| format!("writing {}", partial.display()))?;
-            std::fs::File::open(&partial)?.sync_all()?;
+            // The state holds secrets (join tokens, secret resources): owner-only, like them.
+            let mut out = {
+                use std::os::unix::fs::OpenOptionsExt;
+                std::fs::OpenOptions::new()
+                    .write(true)
+                    .create(true)
+                    .truncate(true)
+                    .mode(0o600)
+                    .open(&partial)
+                    .with_context(|| format!("writing {}", partial.display()))?
+            };
+            std::io::Write::write_all(&mut out, &bytes)
+                .with_context(|| format!("writing {}", partial.display()))?;
+            out.sync_all()?;
             std::fs::rename(&partial, &args.file)
                 .with_context(|| format!("writing {}", args.file.display()))?;
             println!("saved {}: {}", args.file.display(), describe(&info));
