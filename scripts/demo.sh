@@ -45,6 +45,41 @@ if [ ! -s "$state/join-token" ]; then
   head -c 24 /dev/urandom | od -An -tx1 | tr -d ' \n' > "$state/join-token"
 fi
 chmod 600 "$state/secret" "$state/claimer-token" "$state/jwt-secret" "$state/token" "$state/tokens.csv" "$state/join-token"
+# The API serves HTTPS with a certificate of the demo's own CA (kubectl sends tokens only over
+# TLS); curl, the CLI and kubectl trust that CA through CURL_CA_BUNDLE, DROVER_CACERT and the
+# kubeconfig written below.
+if [ ! -s "$state/ca.pem" ] || [ ! -s "$state/api-cert.pem" ] || [ ! -s "$state/api-key.pem" ]; then
+  openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 3650 \
+    -subj "/CN=drover demo CA" -keyout "$state/ca-key.pem" -out "$state/ca.pem" 2>/dev/null
+  openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -subj "/CN=drover demo API" \
+    -keyout "$state/api-key.pem" -out "$state/api.csr" 2>/dev/null
+  printf 'subjectAltName=IP:127.0.0.1,DNS:localhost\nextendedKeyUsage=serverAuth\nbasicConstraints=CA:FALSE\n' \
+    > "$state/api.ext"
+  openssl x509 -req -in "$state/api.csr" -CA "$state/ca.pem" -CAkey "$state/ca-key.pem" \
+    -CAcreateserial -days 825 -extfile "$state/api.ext" -out "$state/api-cert.pem" 2>/dev/null
+  chmod 644 "$state/ca.pem" "$state/api-cert.pem"
+fi
+export CURL_CA_BUNDLE="$state/ca.pem" DROVER_CACERT="$state/ca.pem"
+export DROVER_SERVER="https://127.0.0.1:7401,https://127.0.0.1:7402,https://127.0.0.1:7403"
+# kubectl's configuration: the first node, the demo's CA and its static token (owner-only).
+cat > "$state/kubeconfig" <<KUBECONFIG
+apiVersion: v1
+kind: Config
+clusters:
+  - name: drover-demo
+    cluster:
+      server: https://127.0.0.1:7401
+      certificate-authority: ca.pem
+users:
+  - name: demo
+    user:
+      token: $demo_token
+contexts:
+  - name: drover-demo
+    context: {cluster: drover-demo, user: demo}
+current-context: drover-demo
+KUBECONFIG
+chmod 600 "$state/kubeconfig"
 # curl reads the header from a file (-H @file): a token in its arguments would show in `ps`.
 echo "Authorization: Bearer $demo_token" > "$state/auth-header"
 echo "Authorization: $(cat "$state/claimer-token")" > "$state/claimer-header"
@@ -91,6 +126,7 @@ for id in 1 2 3; do
     --pools "$state/pools.yaml" --claimer-auth-token-file "$state/claimer-token" \
     --jwt-issuer "$issuer" --jwt-key-file "$state/jwt-secret" --operators "$issuer=admin" \
     --api-tokens-file "$state/tokens.csv" \
+    --api-tls-cert-file "$state/api-cert.pem" --api-tls-key-file "$state/api-key.pem" \
     >"$state/node-$id.log" 2>&1 &
   pids+=("$!")
 done
@@ -106,7 +142,7 @@ agent_pids+=("$!")
 
 deadline=$((SECONDS + 60))
 for id in 1 2 3; do
-  until curl -fsS "http://127.0.0.1:740$id/readyz" >/dev/null 2>&1; do
+  until curl -fsS "https://127.0.0.1:740$id/readyz" >/dev/null 2>&1; do
     if [ "$SECONDS" -ge "$deadline" ]; then
       echo "demo: node $id did not become ready within 60s; see $state/node-$id.log" >&2
       exit 1
@@ -115,31 +151,31 @@ for id in 1 2 3; do
   done
 done
 
-leases="http://127.0.0.1:7402/apis/coordination.k8s.io/v1/namespaces/demo/leases"
+leases="https://127.0.0.1:7402/apis/coordination.k8s.io/v1/namespaces/demo/leases"
 for name in scheduler controller-manager; do
   code=$(curl -s -o /dev/null -w '%{http_code}' -X POST "$leases" "${auth[@]}" -H 'Content-Type: application/json' \
     -d "{\"apiVersion\":\"coordination.k8s.io/v1\",\"kind\":\"Lease\",\"metadata\":{\"name\":\"$name\"},\"spec\":{\"holderIdentity\":\"$name-0\",\"leaseDurationSeconds\":15}}")
   case "$code" in 201|409) ;; *) echo "demo: creating lease $name answered $code" >&2; exit 1 ;; esac
 done
-curl -s -o /dev/null -X POST "http://127.0.0.1:7403/apis/akka.io/v1/namespaces/demo/leases" "${auth[@]}" \
+curl -s -o /dev/null -X POST "https://127.0.0.1:7403/apis/akka.io/v1/namespaces/demo/leases" "${auth[@]}" \
   -H 'Content-Type: application/json' \
   -d '{"apiVersion":"akka.io/v1","kind":"Lease","metadata":{"name":"shop-akka-sbr"},"spec":{"owner":"","version":"","time":0}}'
 
 # Give the demo clusters credentials, as an operator would: hold, write user data, free.
-until curl -fsS "${auth[@]}" "http://127.0.0.1:7401/metric?type=k8s-cluster" >/dev/null 2>&1; do
+until curl -fsS "${auth[@]}" "https://127.0.0.1:7401/metric?type=k8s-cluster" >/dev/null 2>&1; do
   if [ "$SECONDS" -ge "$deadline" ]; then echo "demo: the pool file was not committed" >&2; exit 1; fi
   sleep 0.2
 done
 for cluster_name in cluster-a cluster-b; do
-  if curl -fsS "${auth[@]}" -X POST "http://127.0.0.1:7401/acquirebystate?state=free&dest=busy&owner=demo-setup&names=$cluster_name" >/dev/null 2>&1; then
-    curl -fsS "${auth[@]}" -X POST "http://127.0.0.1:7401/update?name=$cluster_name&owner=demo-setup&state=busy" \
+  if curl -fsS "${auth[@]}" -X POST "https://127.0.0.1:7401/acquirebystate?state=free&dest=busy&owner=demo-setup&names=$cluster_name" >/dev/null 2>&1; then
+    curl -fsS "${auth[@]}" -X POST "https://127.0.0.1:7401/update?name=$cluster_name&owner=demo-setup&state=busy" \
       -d "{\"kubeconfig\":\"apiVersion: v1\\nkind: Config\\n# $cluster_name\\n\",\"ip\":\"127.0.0.1\"}" >/dev/null
-    curl -fsS "${auth[@]}" -X POST "http://127.0.0.1:7401/release?name=$cluster_name&dest=free&owner=demo-setup" >/dev/null
+    curl -fsS "${auth[@]}" -X POST "https://127.0.0.1:7401/release?name=$cluster_name&dest=free&owner=demo-setup" >/dev/null
   fi
 done
 
 # The platform: an operator, a tenant with an account, an environment and a few resources.
-platform="http://127.0.0.1:7401/api/1.0-beta"
+platform="https://127.0.0.1:7401/api/1.0-beta"
 admin_token=$("$bin" token --issuer "$issuer" --key-file "$state/jwt-secret" --subject admin)
 echo "Authorization: Bearer $admin_token" > "$state/admin-header"
 platform_call() {
@@ -183,37 +219,42 @@ greeter='{"deployment":{"roles":{"greeter":{"instances":2,"resources":{"cpu_mill
 code=$(platform_call POST '/tenant/demo/service/greeter?accept=true' "$greeter")
 case "$code" in 200|409) ;; *) echo "demo: creating service greeter answered $code" >&2; exit 1 ;; esac
 
-leader=$(curl -fsS http://127.0.0.1:7401/cluster | python3 -c 'import json,sys; print(json.load(sys.stdin)["leader"])')
+leader=$(curl -fsS https://127.0.0.1:7401/cluster | python3 -c 'import json,sys; print(json.load(sys.stdin)["leader"])')
 cat <<MSG
 
 Drover is running: three nodes on 127.0.0.1, leader is node $leader. Any node answers any request.
 
-  node 1   api http://127.0.0.1:7401   peer 127.0.0.1:7501   log $state/node-1.log
-  node 2   api http://127.0.0.1:7402   peer 127.0.0.1:7502   log $state/node-2.log
-  node 3   api http://127.0.0.1:7403   peer 127.0.0.1:7503   log $state/node-3.log
+  node 1   api https://127.0.0.1:7401   peer 127.0.0.1:7501   log $state/node-1.log
+  node 2   api https://127.0.0.1:7402   peer 127.0.0.1:7502   log $state/node-2.log
+  node 3   api https://127.0.0.1:7403   peer 127.0.0.1:7503   log $state/node-3.log
 
+The API serves HTTPS with a certificate of the demo's own CA, $state/ca.pem: curl trusts it
+through CURL_CA_BUNDLE, the CLI through DROVER_CACERT, kubectl through $state/kubeconfig.
 Every call but probes, metrics and /platform needs a credential. The demo's static token (group
 operators) is in $state/token; curl reads it from a header file (-H @file), so it never shows in
 the process list, and the CLI from DROVER_TOKEN:
 
+  export CURL_CA_BUNDLE=$state/ca.pem DROVER_CACERT=$state/ca.pem
+  export DROVER_SERVER=https://127.0.0.1:7401,https://127.0.0.1:7402,https://127.0.0.1:7403
   export DROVER_TOKEN=\$(cat $state/token)
-  curl http://127.0.0.1:7401/cluster
+  kubectl --kubeconfig $state/kubeconfig get leases -A
+  curl https://127.0.0.1:7401/cluster
   $bin cluster status        # every member; exit 1 when degraded
-  curl -H @$state/auth-header http://127.0.0.1:7402/apis/coordination.k8s.io/v1/namespaces/demo/leases
-  curl -N -H @$state/auth-header 'http://127.0.0.1:7403/apis/coordination.k8s.io/v1/namespaces/demo/leases?watch=true'
-  curl http://127.0.0.1:7401/metrics
-  curl -H @$state/auth-header -X POST 'http://127.0.0.1:7402/acquire?type=gce-project&state=free&dest=busy&owner=me'
-  curl -H @$state/auth-header 'http://127.0.0.1:7403/metric?type=gce-project'
-  curl -X POST http://127.0.0.1:7401/lease -H @$state/claimer-header -d '{"max_time": 60}'
+  curl -H @$state/auth-header https://127.0.0.1:7402/apis/coordination.k8s.io/v1/namespaces/demo/leases
+  curl -N -H @$state/auth-header 'https://127.0.0.1:7403/apis/coordination.k8s.io/v1/namespaces/demo/leases?watch=true'
+  curl https://127.0.0.1:7401/metrics
+  curl -H @$state/auth-header -X POST 'https://127.0.0.1:7402/acquire?type=gce-project&state=free&dest=busy&owner=me'
+  curl -H @$state/auth-header 'https://127.0.0.1:7403/metric?type=gce-project'
+  curl -X POST https://127.0.0.1:7401/lease -H @$state/claimer-header -d '{"max_time": 60}'
   $bin lease acquire --type gce-project --owner me -- sleep 10
 
-The platform API (Axebow 1.0-beta), browsable at http://127.0.0.1:7401/docs/ :
-  curl http://127.0.0.1:7401/api/1.0-beta/platform
+The platform API (Axebow 1.0-beta), browsable at https://127.0.0.1:7401/docs/ :
+  curl https://127.0.0.1:7401/api/1.0-beta/platform
   (umask 077; echo "Authorization: Bearer \$($bin token --issuer $issuer --key-file $state/jwt-secret --subject alice)" > alice-header)
   curl -H @alice-header -H 'Content-Type: application/json' \\
-       -d '{"name":"Alice","surname":"Example"}' http://127.0.0.1:7402/api/1.0-beta/user
-  curl -H @alice-header -X POST http://127.0.0.1:7403/api/1.0-beta/tenant/alice-team
-  curl -H @alice-header http://127.0.0.1:7401/api/1.0-beta/tenant/alice-team
+       -d '{"name":"Alice","surname":"Example"}' https://127.0.0.1:7402/api/1.0-beta/user
+  curl -H @alice-header -X POST https://127.0.0.1:7403/api/1.0-beta/tenant/alice-team
+  curl -H @alice-header https://127.0.0.1:7401/api/1.0-beta/tenant/alice-team
   (the operator "admin" owns tenant "demo": --subject admin)
 
 Two workload clusters, each a drover agent (docs/CLUSTERS.md): local-exec runs set "hello" and
@@ -221,13 +262,13 @@ the demo tenant's service "greeter" (2 real processes each), local-sim pretends 
 "fleet" (50 instances on 3 simulated machines):
   agent local-exec http://127.0.0.1:7701   log $state/agent-exec.log   data $state/agent-exec/
   agent local-sim  http://127.0.0.1:7702   log $state/agent-sim.log    data $state/agent-sim/
-  curl -H @$state/admin-header http://127.0.0.1:7402/api/1.0-beta/cluster
-  curl -H @$state/admin-header http://127.0.0.1:7403/api/1.0-beta/tenant/operator/cluster/local-exec/inventory
-  curl -H @$state/admin-header 'http://127.0.0.1:7401/api/1.0-beta/tenant/operator/cluster/local-exec/instance/hello.main.r1.0/logs?tail=5'
+  curl -H @$state/admin-header https://127.0.0.1:7402/api/1.0-beta/cluster
+  curl -H @$state/admin-header https://127.0.0.1:7403/api/1.0-beta/tenant/operator/cluster/local-exec/inventory
+  curl -H @$state/admin-header 'https://127.0.0.1:7401/api/1.0-beta/tenant/operator/cluster/local-exec/instance/hello.main.r1.0/logs?tail=5'
   curl -H @$state/join-header http://127.0.0.1:7701/v1/inventory      (the agent's own truth)
-  curl -H @$state/admin-header http://127.0.0.1:7402/api/1.0-beta/tenant/demo/service/greeter/history
+  curl -H @$state/admin-header https://127.0.0.1:7402/api/1.0-beta/tenant/demo/service/greeter/history
   curl -H @$state/admin-header -H 'Content-Type: application/json' -X PATCH -d '{"scale":{"greeter":3}}' \
-       'http://127.0.0.1:7403/api/1.0-beta/tenant/demo/service/greeter/revision/1/scale?accept=true'
+       'https://127.0.0.1:7403/api/1.0-beta/tenant/demo/service/greeter/revision/1/scale?accept=true'
 
 MSG
 
@@ -236,13 +277,13 @@ if [ "${DROVER_DEMO_ONESHOT:-}" = "1" ]; then
   [ "$listed" -ge 2 ] || { echo "demo: expected the demo leases, found $listed" >&2; exit 1; }
   code=$(curl -s -o /dev/null -w '%{http_code}' "$leases")
   [ "$code" = 401 ] || { echo "demo: an anonymous lease list answered $code" >&2; exit 1; }
-  DROVER_SERVER=http://127.0.0.1:7402 "$bin" lease acquire --type gce-project --owner demo-check --release-to free -- true
-  code=$(curl -s -o /dev/null -w '%{http_code}' -X POST http://127.0.0.1:7403/lease -H @"$state/claimer-header" -d '{"max_time": 5}')
+  DROVER_SERVER=https://127.0.0.1:7402 "$bin" lease acquire --type gce-project --owner demo-check --release-to free -- true
+  code=$(curl -s -o /dev/null -w '%{http_code}' -X POST https://127.0.0.1:7403/lease -H @"$state/claimer-header" -d '{"max_time": 5}')
   [ "$code" = 200 ] || { echo "demo: claiming a cluster answered $code" >&2; exit 1; }
-  tenant=$(curl -fsS -H @"$state/admin-header" http://127.0.0.1:7403/api/1.0-beta/tenant/demo)
+  tenant=$(curl -fsS -H @"$state/admin-header" https://127.0.0.1:7403/api/1.0-beta/tenant/demo)
   echo "$tenant" | python3 -c 'import json,sys; d=json.load(sys.stdin)["data"]; assert d["resources"]["secret"] == ["db-password"], d' \
     || { echo "demo: the demo tenant is not as created: $tenant" >&2; exit 1; }
-  code=$(curl -s -o /dev/null -w '%{http_code}' http://127.0.0.1:7402/api/1.0-beta/tenant/demo)
+  code=$(curl -s -o /dev/null -w '%{http_code}' https://127.0.0.1:7402/api/1.0-beta/tenant/demo)
   [ "$code" = 401 ] || { echo "demo: an anonymous tenant read answered $code" >&2; exit 1; }
   # The agents run what was pinned: two real processes, fifty simulated instances.
   until [ "$(curl -fsS -H @"$state/admin-header" "$platform/tenant/operator/cluster/local-exec" 2>/dev/null \
@@ -267,6 +308,11 @@ if [ "${DROVER_DEMO_ONESHOT:-}" = "1" ]; then
       echo "demo: a secret is on node process $pid's command line" >&2; exit 1
     fi
   done
+  if command -v kubectl >/dev/null 2>&1; then
+    kubectl --kubeconfig "$state/kubeconfig" get leases -A 2>&1 | grep -q 'demo' \
+      || { echo "demo: kubectl --kubeconfig $state/kubeconfig get leases -A does not list the demo leases" >&2; exit 1; }
+  fi
+  "$bin" cluster status -o json >/dev/null || { echo "demo: drover cluster status over HTTPS failed" >&2; exit 1; }
   echo "demo: one-shot check passed; stopping"
   exit 0
 fi

@@ -26,6 +26,7 @@ command -v etcd >/dev/null 2>&1 || missing_debs+=(etcd-server)
 command -v etcdctl >/dev/null 2>&1 || missing_debs+=(etcd-client)
 command -v prometheus >/dev/null 2>&1 || missing_debs+=(prometheus)
 command -v jq >/dev/null 2>&1 || missing_debs+=(jq)
+command -v openssl >/dev/null 2>&1 || missing_debs+=(openssl)
 # docker-compose validates deploy/compose (when the compose plugin is missing).
 docker compose version >/dev/null 2>&1 || command -v docker-compose >/dev/null 2>&1 || missing_debs+=(docker-compose)
 command -v systemd-analyze >/dev/null 2>&1 || missing_debs+=(systemd)
