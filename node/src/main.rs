@@ -40,6 +40,9 @@ enum Command {
     /// Save a running cluster's state to a file, check one, or restore one into a cluster.
     #[command(subcommand)]
     Snapshot(drover_node::cli::snapshot::SnapshotCommand),
+    /// Wait until an object meets a condition (`--for delete`, `--for status.converged=true`):
+    /// exit 0 when it does, 5 when `--timeout` passes first.
+    Wait(resources::WaitArgs),
     /// Delete an object.
     Delete(resources::DeleteArgs),
     /// Create an object.
@@ -95,6 +98,7 @@ async fn main() -> anyhow::Result<ExitCode> {
             }
         },
         Command::Get(args) => return Ok(resources::get(args).await),
+        Command::Wait(args) => return Ok(resources::wait(args).await),
         Command::Snapshot(command) => return Ok(drover_node::cli::snapshot::run(command).await),
         Command::Boskos(args) => return Ok(drover_node::cli::boskosctl::run(args).await),
         Command::Delete(args) => return Ok(resources::delete(args).await),

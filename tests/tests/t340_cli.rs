@@ -165,7 +165,37 @@ async fn cli_output_equals_the_api_and_exit_codes_are_as_documented() -> Result<
         nowhere.code(Some("alice"), &["get", "tenants"])? == 6,
         "no server is 6"
     );
+    // wait: a condition that holds (0), one that never does (5), then a deletion (0).
+    let holder = [
+        "wait",
+        "lease/l1",
+        "-n",
+        "acme",
+        "--for",
+        "spec.holderIdentity=alice",
+    ];
+    ensure!(cli.code(Some("alice"), &holder)? == 0, "the holder is alice");
+    let never = [
+        "wait",
+        "lease/l1",
+        "-n",
+        "acme",
+        "--for",
+        "spec.holderIdentity=bob",
+        "--timeout",
+        "1",
+    ];
+    ensure!(
+        cli.code(Some("alice"), &never)? == 5,
+        "waiting in vain times out with 5"
+    );
     ensure!(cli.code(Some("alice"), &["delete", "leases", "l1", "-n", "acme"])? == 0);
+    ensure!(
+        cli.code(
+            Some("alice"),
+            &["wait", "lease/l1", "-n", "acme", "--for", "delete"]
+        )? == 0
+    );
     ensure!(cli.code(Some("alice"), &["delete", "leases", "l1", "-n", "acme"])? == 3);
 
     // Completions.
