@@ -487,7 +487,8 @@ fn holds(kind: Kind, answer: &Value, path: &[String], value: &str) -> bool {
     match at {
         Value::String(s) => s == value,
         Value::Null => false,
-        other => other.to_string() == value,
+        // Numbers and booleans: the value read as JSON.
+        other => serde_json::from_str::<Value>(value).is_ok_and(|v| v == *other),
     }
 }
 
