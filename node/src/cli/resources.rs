@@ -587,6 +587,27 @@ mod tests {
     }
 
     #[test]
+    fn wait_conditions_read_paths_strings_numbers_and_booleans() {
+        let service =
+            json!({"data": {"status": {"converged": true, "revision": 3, "cluster": {"name": "edge"}}}});
+        let at = |path: &str| path.split('.').map(str::to_string).collect::<Vec<_>>();
+        assert!(holds(Kind::Services, &service, &at("status.converged"), "true"));
+        assert!(!holds(Kind::Services, &service, &at("status.converged"), "false"));
+        assert!(holds(Kind::Services, &service, &at("status.revision"), "3"));
+        assert!(holds(
+            Kind::Services,
+            &service,
+            &at("status.cluster.name"),
+            "edge"
+        ));
+        assert!(!holds(Kind::Services, &service, &at("status.missing"), "null"));
+        let lease = json!({"spec": {"holderIdentity": "me"}});
+        assert!(holds(Kind::Leases, &lease, &at("spec.holderIdentity"), "me"));
+        assert!(matches!(condition("delete"), Ok(Condition::Deleted)));
+        assert!(condition("nonsense").is_err());
+    }
+
+    #[test]
     fn statuses_map_to_the_documented_exit_codes() {
         for (status, code) in [
             (StatusCode::NOT_FOUND, 3),
