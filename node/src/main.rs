@@ -51,6 +51,9 @@ enum Command {
     /// boskosctl's commands and flags (acquire, release, metrics, heartbeat), so scripts written
     /// for it run unchanged; a symlink named `boskosctl` to this binary runs them too.
     Boskos(drover_node::cli::boskosctl::BoskosArgs),
+    /// Client contexts (servers, token file, CA) in $XDG_CONFIG_HOME/drover/config.toml.
+    #[command(subcommand)]
+    Config(drover_node::cli::contexts::ConfigCommand),
     /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
     Completion {
         /// The shell.
@@ -98,6 +101,7 @@ async fn main() -> anyhow::Result<ExitCode> {
             }
         },
         Command::Get(args) => return Ok(resources::get(args).await),
+        Command::Config(command) => return Ok(drover_node::cli::contexts::run(command).await),
         Command::Wait(args) => return Ok(resources::wait(args).await),
         Command::Snapshot(command) => return Ok(drover_node::cli::snapshot::run(command).await),
         Command::Boskos(args) => return Ok(drover_node::cli::boskosctl::run(args).await),

@@ -198,6 +198,47 @@ async fn cli_output_equals_the_api_and_exit_codes_are_as_documented() -> Result<
     );
     ensure!(cli.code(Some("alice"), &["delete", "leases", "l1", "-n", "acme"])? == 3);
 
+    // Contexts: the servers and token file come from $XDG_CONFIG_HOME/drover/config.toml.
+    let home = tempfile::tempdir()?;
+    let token_file = home.path().join("token");
+    std::fs::write(&token_file, token("alice"))?;
+    let in_context = |args: &[&str]| -> Result<Output> {
+        Ok(Command::new(drover_binary()?)
+            .args(args)
+            .env("XDG_CONFIG_HOME", home.path())
+            .env_remove("DROVER_SERVER")
+            .env_remove("DROVER_TOKEN")
+            .env_remove("DROVER_CONTEXT")
+            .output()?)
+    };
+    let set = in_context(&[
+        "config",
+        "set-context",
+        "local",
+        "--server",
+        &cli.servers,
+        "--token-file",
+        &token_file.to_string_lossy(),
+    ])?;
+    ensure!(set.status.success(), "{set:?}");
+    let viewed = in_context(&["config", "view"])?;
+    let viewed = String::from_utf8_lossy(&viewed.stdout).to_string();
+    ensure!(
+        viewed.contains("current-context = \"local\"") && viewed.contains("[contexts.local]"),
+        "{viewed}"
+    );
+    ensure!(
+        !viewed.contains(&token("alice")),
+        "the token itself is never stored"
+    );
+    let through = in_context(&["get", "tenants", "acme", "-o", "json"])?;
+    ensure!(through.status.success(), "through the context: {through:?}");
+    let missing = in_context(&["get", "tenants", "--context", "nowhere"])?;
+    ensure!(
+        !missing.status.success() && String::from_utf8_lossy(&missing.stderr).contains("no context"),
+        "{missing:?}"
+    );
+
     // Completions.
     for shell in ["bash", "zsh", "fish"] {
         let out = cli.run(None, &["completion", shell])?;

@@ -28,16 +28,19 @@ pub enum LeaseCommand {
     Metric(MetricArgs),
 }
 
+/// The servers when neither a flag, `DROVER_SERVER` nor a context names any.
+const DEFAULT_SERVERS: &str = "http://127.0.0.1:7401,http://127.0.0.1:7402,http://127.0.0.1:7403";
+
 /// Where the cluster is.
 #[derive(Debug, Args)]
 pub struct ServerArgs {
-    /// API URLs of the cluster's nodes, comma separated; any node answers.
-    #[arg(
-        long,
-        env = "DROVER_SERVER",
-        default_value = "http://127.0.0.1:7401,http://127.0.0.1:7402,http://127.0.0.1:7403"
-    )]
-    pub server: String,
+    /// API URLs of the cluster's nodes, comma separated; any node answers (default: the
+    /// context's, else http://127.0.0.1:7401,…7402,…7403).
+    #[arg(long, env = "DROVER_SERVER")]
+    pub server: Option<String>,
+    /// The client context to use (`drover config`); the current one when left out.
+    #[arg(long, env = "DROVER_CONTEXT")]
+    pub context: Option<String>,
     /// Bearer token sent to the cluster (a static API token or a JWT), from the environment
     /// variable `DROVER_TOKEN` (never the command line, where `ps` shows it).
     #[arg(skip = crate::config::env_secret("DROVER_TOKEN"))]
@@ -53,7 +56,15 @@ pub struct ServerArgs {
 impl ServerArgs {
     /// The nodes to talk to, with the token from `DROVER_TOKEN` or `--token-file`.
     pub fn servers(&self) -> anyhow::Result<Servers> {
-        let from_file = match (&self.token, &self.token_file) {
+        let context = super::contexts::selected(self.context.as_deref())?.unwrap_or_default();
+        let server = self
+            .server
+            .clone()
+            .or(context.server)
+            .unwrap_or_else(|| DEFAULT_SERVERS.to_string());
+        let token_file = self.token_file.clone().or(context.token_file);
+        let cacert = self.cacert.clone().or(context.cacert);
+        let from_file = match (&self.token, &token_file) {
             (None, Some(path)) => Some(
                 std::fs::read_to_string(path)
                     .map_err(|e| anyhow::anyhow!("--token-file {}: {e}", path.display()))?
@@ -62,8 +73,8 @@ impl ServerArgs {
             ),
             _ => None,
         };
-        let servers = Servers::parse(&self.server, self.token.as_deref().or(from_file.as_deref()))?;
-        match &self.cacert {
+        let servers = Servers::parse(&server, self.token.as_deref().or(from_file.as_deref()))?;
+        match &cacert {
             Some(path) => {
                 let pem =
                     std::fs::read(path).map_err(|e| anyhow::anyhow!("--cacert {}: {e}", path.display()))?;

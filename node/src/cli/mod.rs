@@ -4,6 +4,7 @@
 
 pub mod boskosctl;
 pub mod cluster;
+pub mod contexts;
 pub mod lease;
 pub mod resources;
 mod server;
