@@ -43,6 +43,9 @@ enum Command {
     /// Wait until an object meets a condition (`--for delete`, `--for status.converged=true`):
     /// exit 0 when it does, 5 when `--timeout` passes first.
     Wait(resources::WaitArgs),
+    /// Print every change of leases or services as a line of JSON, or run a command for each
+    /// (`drover watch leases -n ns -- ./on-change.sh`).
+    Watch(resources::WatchArgs),
     /// Delete an object.
     Delete(resources::DeleteArgs),
     /// Create an object.
@@ -103,6 +106,7 @@ async fn main() -> anyhow::Result<ExitCode> {
         Command::Get(args) => return Ok(resources::get(args).await),
         Command::Config(command) => return Ok(drover_node::cli::contexts::run(command).await),
         Command::Wait(args) => return Ok(resources::wait(args).await),
+        Command::Watch(args) => return Ok(resources::watch(args).await),
         Command::Snapshot(command) => return Ok(drover_node::cli::snapshot::run(command).await),
         Command::Boskos(args) => return Ok(drover_node::cli::boskosctl::run(args).await),
         Command::Delete(args) => return Ok(resources::delete(args).await),

@@ -165,6 +165,44 @@ async fn cli_output_equals_the_api_and_exit_codes_are_as_documented() -> Result<
         nowhere.code(Some("alice"), &["get", "tenants"])? == 6,
         "no server is 6"
     );
+    // watch: the existing lease arrives as ADDED, printed or handed to a command; the stream
+    // ends with --timeout (the server's timeoutSeconds) and the watch exits 0.
+    let watched = cli.run(
+        Some("alice"),
+        &["watch", "leases", "-n", "acme", "--timeout", "1"],
+    )?;
+    let printed = String::from_utf8_lossy(&watched.stdout).to_string();
+    ensure!(watched.status.success(), "{watched:?}");
+    let first: Value = serde_json::from_str(printed.lines().next().unwrap_or_default())?;
+    ensure!(
+        first["type"] == "ADDED" && first["object"]["metadata"]["name"] == "l1",
+        "{printed}"
+    );
+    let seen = dir.path().join("events");
+    let script = format!("cat >> {0}; echo \" $DROVER_EVENT_TYPE\" >> {0}", seen.display());
+    let handed = cli.run(
+        Some("alice"),
+        &[
+            "watch",
+            "leases",
+            "-n",
+            "acme",
+            "--timeout",
+            "1",
+            "--",
+            "sh",
+            "-c",
+            &script,
+        ],
+    )?;
+    ensure!(handed.status.success(), "{handed:?}");
+    let events = std::fs::read_to_string(&seen)?;
+    ensure!(events.contains("\"l1\"") && events.contains(" ADDED"), "{events}");
+    ensure!(
+        cli.code(Some("alice"), &["watch", "tenants"])? == 2,
+        "tenants are not watched"
+    );
+
     // wait: a condition that holds (0), one that never does (5), then a deletion (0).
     let holder = [
         "wait",

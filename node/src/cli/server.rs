@@ -105,6 +105,37 @@ impl Servers {
         self
     }
 
+    /// Opens a streaming GET (a watch) on the first node that answers it with success; the
+    /// stream may last up to `timeout`.
+    pub async fn stream(
+        &self,
+        path: &str,
+        query: &[(&str, &str)],
+        timeout: Duration,
+    ) -> Result<reqwest::Response, SendError> {
+        let mut last_error = String::new();
+        for url in &self.urls {
+            let request = self
+                .http
+                .get(format!("{url}{path}"))
+                .query(query)
+                .timeout(timeout);
+            match request.send().await {
+                Ok(response) if response.status().is_success() => return Ok(response),
+                Ok(response) => {
+                    let status = response.status();
+                    let text = response.text().await.unwrap_or_default();
+                    last_error = format!("{url}: {status}: {}", text.trim());
+                    if status != StatusCode::SERVICE_UNAVAILABLE {
+                        break;
+                    }
+                }
+                Err(e) => last_error = format!("{url}: {e}"),
+            }
+        }
+        Err(SendError::Unavailable(last_error))
+    }
+
     /// Sends one request like [`Servers::send`], saying whether it timed out or found no node.
     pub async fn try_send(
         &self,
