@@ -249,7 +249,14 @@ pub fn normalise(value: f64, min: f64, max: f64) -> Result<f64, MetricFailure> {
             format!("{value} lies outside the metric's bounds [{min}, {max}]"),
         ));
     }
-    Ok(((value - min) / (max - min)).clamp(0.0, 1.0))
+    let normalised = (value - min) / (max - min);
+    if !normalised.is_finite() {
+        return Err(MetricFailure::new(
+            MetricFailureReason::InvalidMetric,
+            format!("{value} does not normalise between [{min}, {max}]"),
+        ));
+    }
+    Ok(normalised.clamp(0.0, 1.0))
 }
 
 /// The value in a Prometheus `/api/v1/query` answer: a scalar, the only sample of a vector, or
@@ -307,11 +314,22 @@ pub fn prometheus_value(answer: &serde_json::Value, query: &str) -> Result<f64, 
         .map_err(|_| invalid(format!("the value {text:?} is not a number")))
 }
 
+/// Largest magnitude of a metric's bounds and of a static value: sums and differences of such
+/// numbers stay finite, so no score or normalised value can become NaN (which JSON cannot
+/// carry: a NaN in the replicated state would make its snapshot unreadable).
+pub const MAX_MAGNITUDE: f64 = 1e12;
+
+/// Largest weight of one metric.
+pub const MAX_WEIGHT: f64 = 1000.0;
+
 fn finite(field: &str, value: f64) -> Result<(), PlatformError> {
-    if value.is_finite() {
+    if value.is_finite() && value.abs() <= MAX_MAGNITUDE {
         Ok(())
     } else {
-        Err(PlatformError::invalid(field, "must be a finite number"))
+        Err(PlatformError::invalid(
+            field,
+            format!("must be a finite number of magnitude at most {MAX_MAGNITUDE:e}"),
+        ))
     }
 }
 
@@ -401,10 +419,10 @@ pub fn validate_refs(refs: &[MetricRef]) -> Result<(), PlatformError> {
     }
     for (at, metric) in refs.iter().enumerate() {
         crate::platform::apply::validate_object_name(&format!("metrics[{at}].name"), &metric.name)?;
-        if !metric.weight.is_finite() || metric.weight < 0.0 {
+        if !(0.0..=MAX_WEIGHT).contains(&metric.weight) {
             return Err(PlatformError::invalid(
                 format!("metrics[{at}].weight"),
-                "must be a finite number, 0 or more",
+                format!("must be a number from 0 to {MAX_WEIGHT}"),
             ));
         }
         if refs[..at].iter().any(|m| m.name == metric.name) {
@@ -496,6 +514,9 @@ mod tests {
         assert_eq!(normalise(0.0, 0.0, 100.0), Ok(0.0));
         assert_eq!(normalise(100.0, 0.0, 100.0), Ok(1.0));
         assert_eq!(normalise(-5.0, -10.0, 10.0), Ok(0.25));
+        // Bounds far apart would overflow; they are refused when the metric is made, and a
+        // value that still does not normalise is invalid rather than NaN.
+        assert!(normalise(1e308, -1e308, 1e308).is_err());
         for bad in [101.0, -0.5, f64::NAN, f64::INFINITY] {
             let failure = normalise(bad, 0.0, 100.0).unwrap_err();
             assert_eq!(failure.reason, MetricFailureReason::InvalidMetric, "{bad}");
@@ -603,6 +624,12 @@ mod tests {
             .unwrap_err()
             .to_string()
             .contains("twice"));
+        assert!(
+            validate_refs(&refs(&[("load", 1e300)])).is_err(),
+            "weights are bounded"
+        );
+        let wide = validate_metric(&metric(-1e300, 1e300)).unwrap_err();
+        assert!(wide.to_string().starts_with("min"), "{wide}");
     }
 
     #[test]
