@@ -121,22 +121,22 @@ fn tag_of<T: Serialize>(value: &T, tag: &str) -> String {
         .unwrap_or_else(|| "change".to_string())
 }
 
-fn pool(command: &PoolCommand) -> (String, String) {
-    let verb = tag_of(command, "pool_op");
-    let object = match command {
-        PoolCommand::SetConfig { .. } => "pools/config".to_string(),
-        PoolCommand::Acquire { rtype, .. }
-        | PoolCommand::Reset { rtype, .. }
-        | PoolCommand::ExpireClaims { rtype, .. }
-        | PoolCommand::SyncDynamic { rtype, .. } => format!("pool/{rtype}"),
-        PoolCommand::AcquireByState { state, .. } => format!("pool/state/{state}"),
-        PoolCommand::Release { name, .. }
-        | PoolCommand::Update { name, .. }
-        | PoolCommand::Retire { name }
-        | PoolCommand::Fulfil { name } => format!("resource/{name}"),
-        PoolCommand::ReleaseClaim { .. } => "claim".to_string(),
-    };
-    (verb, object)
+/// The verb and object of a pool change, without serializing it (Boskos heartbeats are
+/// frequent).
+fn pool(command: &PoolCommand) -> (&'static str, String) {
+    match command {
+        PoolCommand::SetConfig { .. } => ("set_config", "pools/config".to_string()),
+        PoolCommand::Acquire { rtype, .. } => ("acquire", format!("pool/{rtype}")),
+        PoolCommand::Reset { rtype, .. } => ("reset", format!("pool/{rtype}")),
+        PoolCommand::ExpireClaims { rtype, .. } => ("expire_claims", format!("pool/{rtype}")),
+        PoolCommand::SyncDynamic { rtype, .. } => ("sync_dynamic", format!("pool/{rtype}")),
+        PoolCommand::AcquireByState { state, .. } => ("acquire_by_state", format!("pool/state/{state}")),
+        PoolCommand::Release { name, .. } => ("release", format!("resource/{name}")),
+        PoolCommand::Update { name, .. } => ("update", format!("resource/{name}")),
+        PoolCommand::Retire { name } => ("retire", format!("resource/{name}")),
+        PoolCommand::Fulfil { name } => ("fulfil", format!("resource/{name}")),
+        PoolCommand::ReleaseClaim { .. } => ("release_claim", "claim".to_string()),
+    }
 }
 
 /// What `command` is, if it is a change users make; `None` for the leader's own.
@@ -155,7 +155,7 @@ pub fn describe(command: &Command) -> Option<Described> {
             let (verb, object) = pool(command);
             Some(Described {
                 dialect: "boskos",
-                verb,
+                verb: verb.to_string(),
                 object,
                 caller: None,
             })
@@ -271,6 +271,27 @@ mod tests {
         assert_eq!(log.since(0, 100).len(), 1);
         log.set_retention(0);
         assert_eq!(log.retention(), 1, "at least one entry is kept");
+    }
+
+    #[test]
+    fn pool_verbs_are_the_commands_wire_names() {
+        let commands = [
+            PoolCommand::Release {
+                name: "r".into(),
+                dest: "d".into(),
+                owner: "o".into(),
+                token: None,
+            },
+            PoolCommand::ReleaseClaim { token: "t".into() },
+            PoolCommand::Retire { name: "r".into() },
+            PoolCommand::ExpireClaims {
+                rtype: "t".into(),
+                not_before_ms: 0,
+            },
+        ];
+        for command in commands {
+            assert_eq!(pool(&command).0, tag_of(&command, "pool_op"));
+        }
     }
 
     #[test]
