@@ -37,23 +37,6 @@ pub struct ServicesArgs {
     placement_burst: bool,
 }
 
-/// The leader's count of committed placements, from its `/metrics`.
-async fn placements_committed(address: &str) -> Result<u64> {
-    let text = reqwest::Client::builder()
-        .no_proxy()
-        .build()?
-        .get(format!("http://{address}/metrics"))
-        .send()
-        .await?
-        .text()
-        .await?;
-    Ok(text
-        .lines()
-        .find(|line| line.starts_with("drover_service_placements_total "))
-        .and_then(|line| line.rsplit(' ').next()?.parse().ok())
-        .unwrap_or(0))
-}
-
 /// Drains (or returns to service) the three clusters and waits until each is in `state`.
 async fn drain_all(root: &PlatformClient, draining: bool, state: &str) -> Result<()> {
     for i in 0..3 {
@@ -228,13 +211,13 @@ pub async fn run(args: ServicesArgs) -> Result<()> {
     }
     let created = started.elapsed();
     if args.placement_burst {
-        let before = placements_committed(&address).await?;
+        let before = drover_tests::process::scraped(&address, "drover_service_placements_total").await?;
         drain_all(&root, false, "ONLINE").await?;
         let online = Instant::now();
         let cpu_online = cpu_seconds(leader_pid).context("leader CPU")?;
         let wanted = before + args.services as u64;
         let deadline = online + Duration::from_secs(300);
-        while placements_committed(&address).await? < wanted {
+        while drover_tests::process::scraped(&address, "drover_service_placements_total").await? < wanted {
             if Instant::now() > deadline {
                 bail!("not every service was placed within 300 s");
             }

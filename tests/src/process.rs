@@ -48,6 +48,24 @@ const STARTUP_ATTEMPTS: usize = 3;
 /// How long a node may take to open its API listener.
 const STARTUP_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(20);
 
+/// The value of an unlabelled counter or gauge `name` in the `/metrics` of the node whose API
+/// listens at `addr` (0 when the node does not report it yet).
+pub async fn scraped(addr: &str, name: &str) -> Result<u64> {
+    let text = reqwest::Client::builder()
+        .no_proxy()
+        .build()?
+        .get(format!("http://{addr}/metrics"))
+        .send()
+        .await?
+        .text()
+        .await?;
+    let prefix = format!("{name} ");
+    Ok(text
+        .lines()
+        .find_map(|line| line.strip_prefix(&prefix)?.parse::<f64>().ok())
+        .map_or(0, |value| value as u64))
+}
+
 /// Finds two free ports on each of `hosts`. Every listener stays bound until all are found, so
 /// the kernel cannot hand the same port out twice; the children bind them a moment later.
 pub fn free_ports(hosts: &[IpAddr]) -> Result<Vec<(u16, u16)>> {

@@ -57,19 +57,7 @@ async fn runs_on(agents: &[(&str, AgentClient)], service: &str) -> Option<Vec<St
 /// The leader's count of services scored again by periodic rescheduling.
 async fn rescores(nodes: &ProcessCluster) -> Result<u64> {
     let leader = nodes.leader(ELECTION).await?;
-    let text = reqwest::Client::builder()
-        .no_proxy()
-        .build()?
-        .get(format!("http://{}/metrics", nodes.api_addr(leader)))
-        .send()
-        .await?
-        .text()
-        .await?;
-    Ok(text
-        .lines()
-        .find(|line| line.starts_with("drover_service_rescores_total "))
-        .and_then(|line| line.rsplit(' ').next()?.parse().ok())
-        .unwrap_or(0))
+    drover_tests::process::scraped(&nodes.api_addr(leader), "drover_service_rescores_total").await
 }
 
 /// Waits until a cluster's committed reading of its metric is normalised to `expected`.
