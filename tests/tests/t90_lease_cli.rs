@@ -37,17 +37,19 @@ async fn resource(cluster: &TestCluster) -> Result<Value> {
 }
 
 fn cli(servers: &str, extra: &[&str], command: &[&str]) -> Result<tokio::process::Child> {
+    Ok(cli_command(servers, extra, command)?.spawn()?)
+}
+
+fn cli_command(servers: &str, extra: &[&str], command: &[&str]) -> Result<tokio::process::Command> {
     let mut args = vec![
         "lease", "acquire", "--type", "t", "--owner", "cli", "--server", servers,
     ];
     args.extend_from_slice(extra);
     args.push("--");
     args.extend_from_slice(command);
-    Ok(tokio::process::Command::new(drover_binary()?)
-        .args(args)
-        .stdin(Stdio::null())
-        .kill_on_drop(true)
-        .spawn()?)
+    let mut cli = tokio::process::Command::new(drover_binary()?);
+    cli.args(args).stdin(Stdio::null()).kill_on_drop(true);
+    Ok(cli)
 }
 
 /// Acquires every node has answered with `404` (nothing free), from their metrics.
@@ -132,11 +134,13 @@ async fn wait_queues_until_free_and_a_lost_lease_stops_the_command() -> Result<(
     let (cluster, servers) = cluster().await?;
     let other = cluster.boskos(3);
     ensure!(other.acquire("t", "free", "busy", "other", None).await?.status == StatusCode::OK);
-    let mut child = cli(
+    let mut child = cli_command(
         &servers,
         &["--wait", "--poll", "200ms", "--heartbeat", "300ms"],
         &["sleep", "60"],
-    )?;
+    )?
+    .stderr(Stdio::piped())
+    .spawn()?;
     // Waiting means polling: the nodes answer several acquires with 404 while the CLI runs.
     let before = refused_acquires(&cluster).await?;
     eventually(Duration::from_secs(20), "the CLI to poll three times", || async {
@@ -166,5 +170,23 @@ async fn wait_queues_until_free_and_a_lost_lease_stops_the_command() -> Result<(
     ensure!(reset.json["a"] == "cli", "{reset:?}");
     let status = tokio::time::timeout(Duration::from_secs(30), child.wait()).await??;
     ensure!(!status.success(), "a lost lease is a failure: {status}");
+    // Not a terminal: progress came as timestamped lines on stderr, with the queue position.
+    let mut progress = String::new();
+    use tokio::io::AsyncReadExt;
+    child
+        .stderr
+        .take()
+        .context("stderr")?
+        .read_to_string(&mut progress)
+        .await?;
+    let waiting = progress
+        .lines()
+        .find(|line| line.contains("waiting for a free t resource: 1st in the queue"))
+        .with_context(|| format!("no queue position in {progress:?}"))?;
+    ensure!(
+        waiting.starts_with("20") && waiting.split(' ').next().is_some_and(|t| t.ends_with('Z')),
+        "not timestamped: {waiting:?}"
+    );
+    ensure!(progress.contains("acquired a (type t"), "{progress}");
     cluster.shutdown().await
 }

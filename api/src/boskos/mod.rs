@@ -38,7 +38,13 @@ pub fn routes() -> Router<ApiState> {
 pub struct BoskosError {
     status: StatusCode,
     message: String,
+    /// A waiting request's place in its queue, answered in [`QUEUE_POSITION_HEADER`].
+    queue_position: Option<usize>,
 }
+
+/// Response header of a refused `acquire` that holds a place in the queue (one with a
+/// `request_id`): the place, 1 being next. A Drover addition; Boskos clients ignore it.
+pub const QUEUE_POSITION_HEADER: &str = "x-drover-queue-position";
 
 impl BoskosError {
     /// An error with this status and message.
@@ -46,14 +52,12 @@ impl BoskosError {
         Self {
             status,
             message: message.into(),
+            queue_position: None,
         }
     }
 
     fn bad_request(message: impl Into<String>) -> Self {
-        Self {
-            status: StatusCode::BAD_REQUEST,
-            message: message.into(),
-        }
+        Self::new(StatusCode::BAD_REQUEST, message)
     }
 }
 
@@ -63,7 +67,7 @@ impl BoskosError {
     pub fn into_response_with(self, map: impl FnOnce(StatusCode) -> StatusCode) -> Response {
         Self {
             status: map(self.status),
-            message: self.message,
+            ..self
         }
         .into_response()
     }
@@ -78,6 +82,12 @@ impl IntoResponse for BoskosError {
                 axum::http::HeaderValue::from(crate::error::RETRY_AFTER_SECONDS),
             );
         }
+        if let Some(position) = self.queue_position {
+            response.headers_mut().insert(
+                axum::http::HeaderName::from_static(QUEUE_POSITION_HEADER),
+                axum::http::HeaderValue::from(position),
+            );
+        }
         response
     }
 }
@@ -86,9 +96,10 @@ impl From<DomainError> for BoskosError {
     fn from(error: DomainError) -> Self {
         let status = match &error {
             DomainError::Pool(pool) => match pool {
-                PoolError::TypeNotFound(_) | PoolError::NoneAvailable(_) | PoolError::NotFound(_) => {
-                    StatusCode::NOT_FOUND
-                }
+                PoolError::TypeNotFound(_)
+                | PoolError::NoneAvailable(_)
+                | PoolError::Queued { .. }
+                | PoolError::NotFound(_) => StatusCode::NOT_FOUND,
                 PoolError::OwnerMismatch { .. } | PoolError::StaleToken { .. } => StatusCode::UNAUTHORIZED,
                 PoolError::StateMismatch { .. } | PoolError::ClaimNotFound(_) => StatusCode::CONFLICT,
                 PoolError::TooManyQueues(_) => StatusCode::TOO_MANY_REQUESTS,
@@ -98,28 +109,26 @@ impl From<DomainError> for BoskosError {
             DomainError::Invalid { .. } => StatusCode::BAD_REQUEST,
             DomainError::Platform(_) => StatusCode::INTERNAL_SERVER_ERROR,
         };
+        let queue_position = match &error {
+            DomainError::Pool(PoolError::Queued { position, .. }) => Some(*position),
+            _ => None,
+        };
         Self {
-            status,
-            message: error.to_string(),
+            queue_position,
+            ..Self::new(status, error.to_string())
         }
     }
 }
 
 impl From<drover_raft::WriteError> for BoskosError {
     fn from(error: drover_raft::WriteError) -> Self {
-        Self {
-            status: StatusCode::SERVICE_UNAVAILABLE,
-            message: error.to_string(),
-        }
+        Self::new(StatusCode::SERVICE_UNAVAILABLE, error.to_string())
     }
 }
 
 impl From<drover_raft::ReadError> for BoskosError {
     fn from(error: drover_raft::ReadError) -> Self {
-        Self {
-            status: StatusCode::SERVICE_UNAVAILABLE,
-            message: error.to_string(),
-        }
+        Self::new(StatusCode::SERVICE_UNAVAILABLE, error.to_string())
     }
 }
 
@@ -163,10 +172,10 @@ pub async fn run(state: &ApiState, command: PoolCommand) -> Result<PoolResult, B
     match written.result {
         CommandResult::Pool(result) => Ok(result),
         CommandResult::Refused(error) => Err(error.into()),
-        other => Err(BoskosError {
-            status: StatusCode::INTERNAL_SERVER_ERROR,
-            message: format!("unexpected result {other:?}"),
-        }),
+        other => Err(BoskosError::new(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            format!("unexpected result {other:?}"),
+        )),
     }
 }
 
@@ -211,10 +220,10 @@ async fn acquire(
 }
 
 fn unexpected(result: PoolResult) -> BoskosError {
-    BoskosError {
-        status: StatusCode::INTERNAL_SERVER_ERROR,
-        message: format!("unexpected result {result:?}"),
-    }
+    BoskosError::new(
+        StatusCode::INTERNAL_SERVER_ERROR,
+        format!("unexpected result {result:?}"),
+    )
 }
 
 async fn acquire_by_state(
@@ -258,10 +267,9 @@ async fn acquire_by_state(
     )
     .await
     .map_err(|error| match error.status {
-        StatusCode::CONFLICT | StatusCode::UNAUTHORIZED => BoskosError {
-            status: StatusCode::NOT_FOUND,
-            message: error.message,
-        },
+        StatusCode::CONFLICT | StatusCode::UNAUTHORIZED => {
+            BoskosError::new(StatusCode::NOT_FOUND, error.message)
+        }
         _ => error,
     })?;
     match acquired {
@@ -340,10 +348,10 @@ async fn metric(
         })
         .await?;
     if resources.is_empty() {
-        return Err(BoskosError {
-            status: StatusCode::NOT_FOUND,
-            message: format!("resource type {rtype:?} does not exist"),
-        });
+        return Err(BoskosError::new(
+            StatusCode::NOT_FOUND,
+            format!("resource type {rtype:?} does not exist"),
+        ));
     }
     Ok(Json(metric_json(&rtype, &resources)).into_response())
 }

@@ -217,7 +217,15 @@ impl Pools {
                 .then_with(|| a.name.cmp(&b.name))
         });
         let Some(chosen) = free.get(rank - 1).map(|r| r.name.clone()) else {
-            return Err(PoolError::NoneAvailable(request.rtype.to_string()).into());
+            let rtype = request.rtype.to_string();
+            return Err(match request.request_id {
+                Some(_) => PoolError::Queued {
+                    rtype,
+                    position: rank,
+                },
+                None => PoolError::NoneAvailable(rtype),
+            }
+            .into());
         };
         if let Some(id) = request.request_id {
             self.queues.retain_mut(|queue| {

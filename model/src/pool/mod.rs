@@ -178,6 +178,14 @@ pub enum PoolError {
     /// Nothing matching is free now.
     #[error("no available resource {0}, try again later.")]
     NoneAvailable(String),
+    /// Nothing matching is free for this request yet; it keeps its place in the queue.
+    #[error("no available resource {rtype}, try again later.")]
+    Queued {
+        /// The resource type.
+        rtype: String,
+        /// The request's place in the queue (1: next).
+        position: usize,
+    },
     /// No resource of that name.
     #[error("cannot find resource {0}")]
     NotFound(String),

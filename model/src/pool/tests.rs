@@ -109,8 +109,11 @@ fn request_ids_queue_fifo_and_expire_when_clients_stop_polling() {
         .apply(5, 5_000, &release("a", "holder", "free", None))
         .expect("release");
     assert!(
-        pools.apply(6, 6_000, &acquire("t", "B", Some("2"))).is_err(),
-        "B is second in line"
+        matches!(
+            pools.apply(6, 6_000, &acquire("t", "B", Some("2"))),
+            Err(DomainError::Pool(PoolError::Queued { position: 2, .. }))
+        ),
+        "B is second in line, and told so"
     );
     assert!(
         pools.apply(7, 6_500, &acquire("t", "C", None)).is_err(),
@@ -631,7 +634,7 @@ fn queues_are_capped() {
         }
         assert!(matches!(
             pools.apply(2 + i, 2_000, &command),
-            Err(DomainError::Pool(PoolError::NoneAvailable(_)))
+            Err(DomainError::Pool(PoolError::Queued { position: 1, .. }))
         ));
     }
     let mut one_more = acquire("t", "o", Some("rx"));

@@ -257,6 +257,7 @@ async fn acquire(args: AcquireArgs) -> Result<ExitCode> {
         ("request_id", request_id.as_str()),
     ];
     let started = tokio::time::Instant::now();
+    let mut progress = args.wait.then(super::progress::Progress::start);
     let resource: Value = loop {
         let reply = servers.send(Method::POST, "/acquire", &query, None).await;
         match reply {
@@ -265,29 +266,46 @@ async fn acquire(args: AcquireArgs) -> Result<ExitCode> {
                 bail!("{}", reply.text.trim())
             }
             Ok(reply) if reply.status == StatusCode::NOT_FOUND && args.wait => {
-                eprintln!(
-                    "waiting for a free {} resource ({}s so far, request {request_id})",
-                    args.rtype,
-                    started.elapsed().as_secs()
-                );
+                let place = match reply.number(drover_api::boskos::QUEUE_POSITION_HEADER) {
+                    Some(n) => format!("{} in the queue", super::progress::ordinal(n)),
+                    None => "queued".to_string(),
+                };
+                if let Some(progress) = &mut progress {
+                    progress.say(&format!(
+                        "waiting for a free {} resource: {place} (request {request_id})",
+                        args.rtype
+                    ));
+                }
             }
             Ok(reply) if reply.status == StatusCode::NOT_FOUND => {
                 eprintln!("{}", reply.text.trim());
                 return Ok(ExitCode::from(1));
             }
             Ok(reply) => bail!("acquire refused ({}): {}", reply.status, reply.text.trim()),
-            Err(e) if args.wait => eprintln!("cluster unreachable, retrying: {e}"),
+            Err(e) if args.wait => {
+                if let Some(progress) = &mut progress {
+                    progress.say(&format!("cluster unreachable, retrying: {e}"));
+                }
+            }
             Err(e) => return Err(e),
         }
         if deadline.is_some_and(|d| tokio::time::Instant::now() + poll > d) {
-            eprintln!("gave up waiting after {:?}", started.elapsed());
+            let gave_up = format!("gave up waiting after {:?}", started.elapsed());
+            match progress.take() {
+                Some(progress) => progress.finish(&gave_up),
+                None => eprintln!("{gave_up}"),
+            }
             return Ok(ExitCode::from(1));
         }
         tokio::time::sleep(poll).await;
     };
     let name = resource["name"].as_str().unwrap_or_default().to_string();
     let token = resource["fencing_token"].as_u64().unwrap_or_default();
-    eprintln!("acquired {name} (type {}, fencing token {token})", args.rtype);
+    let acquired = format!("acquired {name} (type {}, fencing token {token})", args.rtype);
+    match progress {
+        Some(progress) => progress.finish(&acquired),
+        None => eprintln!("{acquired}"),
+    }
     if args.command.is_empty() {
         println!("{resource}");
         return Ok(ExitCode::SUCCESS);

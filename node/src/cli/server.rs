@@ -31,6 +31,15 @@ pub struct Reply {
     pub status: StatusCode,
     /// Body text.
     pub text: String,
+    /// Response headers.
+    pub headers: reqwest::header::HeaderMap,
+}
+
+impl Reply {
+    /// A header's value read as a number (Drover's offsets and queue positions).
+    pub fn number(&self, header: &str) -> Option<u64> {
+        self.headers.get(header)?.to_str().ok()?.parse().ok()
+    }
 }
 
 impl Servers {
@@ -162,12 +171,17 @@ impl Servers {
             match request.send().await {
                 Ok(response) => {
                     let status = response.status();
+                    let headers = response.headers().clone();
                     let text = response.text().await.unwrap_or_default();
                     if status == StatusCode::SERVICE_UNAVAILABLE {
                         last_error = format!("{url}: {text}");
                         continue;
                     }
-                    return Ok(Reply { status, text });
+                    return Ok(Reply {
+                        status,
+                        text,
+                        headers,
+                    });
                 }
                 Err(e) => {
                     timed_out |= e.is_timeout();
