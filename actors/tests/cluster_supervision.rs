@@ -16,7 +16,7 @@ use common::single_node;
 use drover_actors::clusters::{ClusterActorsConfig, ClustersChild, Driver, DriverError, DriverFactory};
 use drover_actors::{ChildSpec, LeaderGate, RestartPolicyConfig};
 use drover_model::cluster::agent_api::{
-    Fence, InstanceId, InstanceSpec, Inventory, NodeFacts, Resources, SetName,
+    Fence, InstanceId, InstanceSpec, Inventory, LogChunk, LogQuery, NodeFacts, Resources, SetName,
 };
 use drover_model::cluster::{ClusterCommand, ClusterOp, ClusterRef, ClusterRegistration, ClusterState};
 use drover_model::platform::{Identity, PlatformCommand, PlatformOp, UserProfile};
@@ -77,8 +77,8 @@ impl Driver for Flaky {
         Ok(())
     }
 
-    async fn logs(&self, _: &InstanceId, _: Option<u32>, _: Option<&str>) -> Result<String, DriverError> {
-        Ok(String::new())
+    async fn logs(&self, _: &InstanceId, _: &LogQuery) -> Result<LogChunk, DriverError> {
+        Ok(LogChunk::default())
     }
 }
 

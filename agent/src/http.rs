@@ -9,7 +9,7 @@
 //! | `PUT /v1/sets/{set}` | bearer | body [`DesiredSet`]; the set's [`Inventory`] |
 //! | `PUT /v1/fence` | bearer | body [`Fenced`]; raises the fence only; the whole [`Inventory`] |
 //! | `POST /v1/instances/{id}/restart` | bearer | body [`Fenced`]; the instance's status |
-//! | `GET /v1/instances/{id}/logs?tail=N&since=RFC3339` | bearer | text (see [`crate::logs`]) |
+//! | `GET /v1/instances/{id}/logs?tail=N&since=RFC3339` or `?from=OFFSET` | bearer | text and `x-drover-log-offset` (see [`crate::logs`]) |
 //! | `PUT /v1/sim/faults` | bearer | body [`SimFaults`]; the switches now on (sim only) |
 //!
 //! `/v1` needs `Authorization: Bearer <join token>`, compared in constant time. Every refusal
@@ -28,7 +28,9 @@ use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post, put};
 use axum::{Json, Router};
-use drover_model::cluster::agent_api::{self, DesiredSet, Fenced, InstanceId, Inventory, SetName, SimFaults};
+use drover_model::cluster::agent_api::{
+    self, DesiredSet, Fenced, InstanceId, Inventory, SetName, SimFaults, LOG_OFFSET_HEADER, MAX_LOG_READ,
+};
 use serde::de::DeserializeOwned;
 
 use crate::core::Agent;
@@ -180,8 +182,16 @@ async fn instance_logs(
     let Query(query) = query.map_err(|e| AgentError::BadRequest(format!("query: {}", e.body_text())))?;
     let mut tail = logs::DEFAULT_TAIL;
     let mut since = None;
+    let mut from = None;
     for (name, value) in &query {
         match name.as_str() {
+            "from" => {
+                from = Some(value.parse::<u64>().map_err(|_| {
+                    AgentError::BadRequest(format!(
+                        "from: {value:?} is not a byte offset (a previous read's {LOG_OFFSET_HEADER})"
+                    ))
+                })?);
+            }
             "tail" => {
                 tail = value
                     .parse::<usize>()
@@ -203,7 +213,7 @@ async fn instance_logs(
             }
             other => {
                 return Err(AgentError::BadRequest(format!(
-                    "{other}: unknown query parameter; use tail and since"
+                    "{other}: unknown query parameter; use tail, since or from"
                 )))
             }
         }
@@ -214,12 +224,21 @@ async fn instance_logs(
         )));
     }
     let (current, rotated) = (state.layout.log(&id), state.layout.rotated_log(&id));
-    let text = tokio::task::spawn_blocking(move || logs::read(&current, &rotated, tail, since))
-        .await
-        .map_err(|e| AgentError::Internal(format!("log reader: {e}")))?
-        .map_err(|e| AgentError::io("cannot read the log of", state.layout.instance(&id), e))?;
+    let (text, next) = tokio::task::spawn_blocking(move || match from {
+        Some(from) => logs::read_from(&current, &rotated, from, MAX_LOG_READ),
+        None => logs::read(&current, &rotated, tail, since),
+    })
+    .await
+    .map_err(|e| AgentError::Internal(format!("log reader: {e}")))?
+    .map_err(|e| AgentError::io("cannot read the log of", state.layout.instance(&id), e))?;
     Ok((
-        [(header::CONTENT_TYPE, "text/plain; charset=utf-8")],
+        [
+            (header::CONTENT_TYPE, "text/plain; charset=utf-8".to_string()),
+            (
+                header::HeaderName::from_static(LOG_OFFSET_HEADER),
+                next.to_string(),
+            ),
+        ],
         String::from_utf8_lossy(&text).into_owned(),
     )
         .into_response())

@@ -7,7 +7,7 @@
 use std::future::Future;
 use std::pin::Pin;
 
-use drover_model::cluster::agent_api::{InstanceId, Inventory};
+use drover_model::cluster::agent_api::{InstanceId, Inventory, LogChunk, LogQuery};
 
 /// A boxed future of a read.
 pub type ReadFuture<T> = Pin<Box<dyn Future<Output = Result<T, AgentReadError>> + Send>>;
@@ -33,13 +33,28 @@ pub enum AgentReadError {
 pub trait AgentReads: Send + Sync {
     /// Everything the agent runs.
     fn inventory(&self, endpoint: &str, token: &str) -> ReadFuture<Inventory>;
-    /// The last `tail` lines an instance wrote, after `since` when given.
-    fn logs(
-        &self,
-        endpoint: &str,
-        token: &str,
-        id: &InstanceId,
-        tail: Option<u32>,
-        since: Option<String>,
-    ) -> ReadFuture<String>;
+    /// What an instance wrote: its last lines, or what follows an offset.
+    fn logs(&self, endpoint: &str, token: &str, id: &InstanceId, query: LogQuery) -> ReadFuture<LogChunk>;
+}
+
+/// A log read as the API answers it: the text, and in `x-drover-log-offset` the `from` with
+/// which a follower reads what comes next.
+pub fn log_response(chunk: LogChunk) -> axum::response::Response {
+    use axum::http::header::{HeaderName, HeaderValue, CONTENT_TYPE};
+    use axum::response::IntoResponse;
+    let mut response = (
+        [(
+            CONTENT_TYPE,
+            HeaderValue::from_static("text/plain; charset=utf-8"),
+        )],
+        chunk.text,
+    )
+        .into_response();
+    if let Some(next) = chunk.next {
+        response.headers_mut().insert(
+            HeaderName::from_static(drover_model::cluster::agent_api::LOG_OFFSET_HEADER),
+            HeaderValue::from(next),
+        );
+    }
+    response
 }

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use drover_actors::clusters::{AgentDriver, Driver, DriverError};
 use drover_api::agents::{AgentReadError, AgentReads, ReadFuture};
-use drover_model::cluster::agent_api::{InstanceId, Inventory};
+use drover_model::cluster::agent_api::{InstanceId, Inventory, LogChunk, LogQuery};
 
 /// How long a live read may take.
 const READ_TIMEOUT: Duration = Duration::from_secs(10);
@@ -33,17 +33,10 @@ impl AgentReads for DriverReads {
         Box::pin(async move { driver?.inventory().await.map_err(failed) })
     }
 
-    fn logs(
-        &self,
-        endpoint: &str,
-        token: &str,
-        id: &InstanceId,
-        tail: Option<u32>,
-        since: Option<String>,
-    ) -> ReadFuture<String> {
+    fn logs(&self, endpoint: &str, token: &str, id: &InstanceId, query: LogQuery) -> ReadFuture<LogChunk> {
         let driver = driver(endpoint, token);
         let id = id.clone();
-        Box::pin(async move { driver?.logs(&id, tail, since.as_deref()).await.map_err(failed) })
+        Box::pin(async move { driver?.logs(&id, &query).await.map_err(failed) })
     }
 }
 

@@ -34,8 +34,8 @@ enum Command {
     /// The control plane's members: `drover cluster status`.
     #[command(subcommand)]
     Cluster(ClusterCommand),
-    /// List or show objects of any kind: leases, resources, members, tenants, clusters,
-    /// services, revisions.
+    /// List or show objects of any kind: leases, akka leases, pools, resources, members,
+    /// tenants, accounts, environments, clusters, services, revisions.
     Get(resources::GetArgs),
     /// Save a running cluster's state to a file, check one, or restore one into a cluster.
     #[command(subcommand)]
@@ -48,6 +48,9 @@ enum Command {
     Watch(resources::WatchArgs),
     /// Delete an object.
     Delete(resources::DeleteArgs),
+    /// A service's instances' output: `drover service logs web -f`.
+    #[command(subcommand)]
+    Service(drover_node::cli::service::ServiceCommand),
     /// Create an object.
     #[command(subcommand)]
     Create(CreateCommand),
@@ -110,6 +113,7 @@ async fn main() -> anyhow::Result<ExitCode> {
         Command::Snapshot(command) => return Ok(drover_node::cli::snapshot::run(command).await),
         Command::Boskos(args) => return Ok(drover_node::cli::boskosctl::run(args).await),
         Command::Delete(args) => return Ok(resources::delete(args).await),
+        Command::Service(command) => return Ok(drover_node::cli::service::run(command).await),
         Command::Create(CreateCommand::Tenant(args)) => return Ok(resources::create_tenant(args).await),
         Command::Completion { shell } => {
             use clap::CommandFactory;

@@ -116,10 +116,32 @@ async fn cli_output_equals_the_api_and_exit_codes_are_as_documented() -> Result<
         "{resource} in {all}"
     );
 
+    // Every dialect's kinds: a pool type (the configuration's entry), Akka leases, accounts.
+    let pool = cli.json("alice", &["get", "pools", "t", "-o", "json"])?;
+    let config = curl(&addr, "alice", "/pools/config").await?;
+    ensure!(
+        pool == config["resources"][0] && pool["type"] == "t",
+        "{pool} in {config}"
+    );
+    let akka = cli.json("alice", &["get", "akkaleases", "-n", "acme", "-o", "json"])?;
+    ensure!(
+        akka == curl(&addr, "alice", "/apis/akka.io/v1/namespaces/acme/leases").await?,
+        "{akka}"
+    );
+    let accounts = cli.json("alice", &["get", "accounts", "--tenant", "acme", "-o", "json"])?;
+    ensure!(
+        accounts == curl(&addr, "alice", "/api/1.0-beta/tenant/acme/account").await?,
+        "{accounts}"
+    );
+    ensure!(
+        cli.code(Some("alice"), &["get", "environments", "--tenant", "acme"])? == 2,
+        "environments need --account"
+    );
+
     // The other formats show the same objects.
     let names = cli.run(Some("alice"), &["get", "leases", "-n", "acme", "-o", "name"])?;
     ensure!(
-        String::from_utf8_lossy(&names.stdout).trim() == "leases/l1",
+        String::from_utf8_lossy(&names.stdout).trim() == "lease/l1",
         "{names:?}"
     );
     let yaml = cli.run(

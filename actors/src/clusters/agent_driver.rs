@@ -5,7 +5,8 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use drover_model::cluster::agent_api::{
-    AgentError, DesiredSet, Fence, Fenced, InstanceId, InstanceSpec, Inventory, NodeFacts, SetName,
+    AgentError, DesiredSet, Fence, Fenced, InstanceId, InstanceSpec, Inventory, LogChunk, LogQuery,
+    NodeFacts, SetName, LOG_OFFSET_HEADER,
 };
 use reqwest::{header, Client, RequestBuilder, StatusCode};
 use serde::de::DeserializeOwned;
@@ -159,27 +160,31 @@ impl Driver for AgentDriver {
         self.send(request).await.map(|_| ())
     }
 
-    async fn logs(
-        &self,
-        id: &InstanceId,
-        tail: Option<u32>,
-        since: Option<&str>,
-    ) -> Result<String, DriverError> {
-        let mut query: Vec<(&str, String)> = Vec::new();
-        if let Some(tail) = tail {
-            query.push(("tail", tail.to_string()));
+    async fn logs(&self, id: &InstanceId, query: &LogQuery) -> Result<LogChunk, DriverError> {
+        let mut params: Vec<(&str, String)> = Vec::new();
+        if let Some(tail) = query.tail {
+            params.push(("tail", tail.to_string()));
         }
-        if let Some(since) = since {
-            query.push(("since", since.to_string()));
+        if let Some(since) = &query.since {
+            params.push(("since", since.clone()));
+        }
+        if let Some(from) = query.from {
+            params.push(("from", from.to_string()));
         }
         let request = self
             .http
             .get(self.url(&format!("/v1/instances/{id}/logs")))
-            .query(&query);
-        self.send(request)
-            .await?
+            .query(&params);
+        let response = self.send(request).await?;
+        let next = response
+            .headers()
+            .get(LOG_OFFSET_HEADER)
+            .and_then(|value| value.to_str().ok())
+            .and_then(|value| value.parse().ok());
+        let text = response
             .text()
             .await
-            .map_err(|e| DriverError::Decode(without_url(&e)))
+            .map_err(|e| DriverError::Decode(without_url(&e)))?;
+        Ok(LogChunk { text, next })
     }
 }

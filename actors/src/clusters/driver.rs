@@ -4,7 +4,9 @@
 //! same trait.
 
 use async_trait::async_trait;
-use drover_model::cluster::agent_api::{Fence, InstanceId, InstanceSpec, Inventory, NodeFacts, SetName};
+use drover_model::cluster::agent_api::{
+    Fence, InstanceId, InstanceSpec, Inventory, LogChunk, LogQuery, NodeFacts, SetName,
+};
 use thiserror::Error;
 
 /// Why a driver call failed.
@@ -73,11 +75,6 @@ pub trait Driver: Send + Sync {
     ) -> Result<Inventory, DriverError>;
     /// Stops and starts one instance again, under `fence`.
     async fn restart(&self, fence: Fence, id: &InstanceId) -> Result<(), DriverError>;
-    /// The last `tail` lines an instance wrote (after `since`, an RFC 3339 time, when given).
-    async fn logs(
-        &self,
-        id: &InstanceId,
-        tail: Option<u32>,
-        since: Option<&str>,
-    ) -> Result<String, DriverError>;
+    /// What an instance wrote: its last lines, or what follows an offset.
+    async fn logs(&self, id: &InstanceId, query: &LogQuery) -> Result<LogChunk, DriverError>;
 }

@@ -8,7 +8,8 @@
 
 use axum::extract::{Path, State};
 use axum::http::{HeaderMap, StatusCode};
-use drover_model::cluster::agent_api::{InstanceId, Inventory, SetName};
+use axum::response::Response;
+use drover_model::cluster::agent_api::{InstanceId, Inventory, LogQuery, SetName};
 use drover_model::cluster::views::{ClusterView, EnvironmentClusters};
 use drover_model::cluster::{ClusterOp, ClusterPatch, ClusterRef, ClusterRegistration, SetSpec};
 use drover_model::platform::{PlatformRead, Requirement};
@@ -37,6 +38,9 @@ pub struct LogParams {
     pub tail: Option<u32>,
     /// Only what was written after this RFC 3339 time.
     pub since: Option<String>,
+    /// Instead of the last lines, what was written from this byte offset on: the
+    /// `x-drover-log-offset` of the previous read (how `drover service logs -f` follows).
+    pub from: Option<u64>,
 }
 
 fn at(tenant: String, name: String) -> ClusterRef {
@@ -327,7 +331,7 @@ pub async fn logs(
     caller: Caller,
     Path((tenant, name, instance)): Path<(String, String, String)>,
     Params(params): Params<LogParams>,
-) -> Result<String, AxebowError> {
+) -> Result<Response, AxebowError> {
     let id = InstanceId::parse(&instance).map_err(|e| AxebowError::invalid("instance", e.to_string()))?;
     if let Some(since) = &params.since {
         if since.is_empty() || since.len() > 64 {
@@ -338,8 +342,14 @@ pub async fn logs(
         }
     }
     let (endpoint, token) = agent_of(&state, &caller, &at(tenant, name)).await?;
-    agents(&state)?
-        .logs(&endpoint, &token, &id, params.tail, params.since)
+    let query = LogQuery {
+        tail: params.tail,
+        since: params.since,
+        from: params.from,
+    };
+    let chunk = agents(&state)?
+        .logs(&endpoint, &token, &id, query)
         .await
-        .map_err(read_failed)
+        .map_err(read_failed)?;
+    Ok(crate::agents::log_response(chunk))
 }

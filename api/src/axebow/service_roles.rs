@@ -7,7 +7,8 @@ use std::collections::BTreeMap;
 
 use axum::extract::{Path, State};
 use axum::http::HeaderMap;
-use drover_model::cluster::agent_api::{Health, InstanceId, InstanceState};
+use axum::response::Response;
+use drover_model::cluster::agent_api::{Health, InstanceId, InstanceState, LogQuery};
 use drover_model::platform::{PlatformError, PlatformRead};
 use drover_model::service::placement::set_name;
 use drover_model::service::ServiceOp;
@@ -55,6 +56,9 @@ pub struct LogParams {
     pub tail: Option<u32>,
     /// Only what was written in the last `delta` seconds.
     pub delta: Option<u64>,
+    /// Instead of the last lines, what was written from this byte offset on: the
+    /// `x-drover-log-offset` of the previous read (how `drover service logs -f` follows).
+    pub from: Option<u64>,
 }
 
 /// The endpoint and token of the cluster a service runs on, after checking the role exists.
@@ -186,7 +190,7 @@ async fn logs_of(
     caller: Caller,
     (tenant, service, role, instance): (String, String, String, String),
     params: LogParams,
-) -> Result<String, AxebowError> {
+) -> Result<Response, AxebowError> {
     let id = InstanceId::parse(&instance).map_err(|e| AxebowError::invalid("instance", e.to_string()))?;
     if !id.as_str().starts_with(&prefix(&tenant, &service, &role)?) {
         return Err(AxebowError::not_found(format!(
@@ -199,10 +203,16 @@ async fn logs_of(
             drover_raft::wall_clock_ms().saturating_sub(seconds.saturating_mul(1000)),
         )
     });
-    agents(&state)?
-        .logs(&endpoint, &token, &id, params.tail, since)
+    let query = LogQuery {
+        tail: params.tail,
+        since,
+        from: params.from,
+    };
+    let chunk = agents(&state)?
+        .logs(&endpoint, &token, &id, query)
         .await
-        .map_err(read_failed)
+        .map_err(read_failed)?;
+    Ok(crate::agents::log_response(chunk))
 }
 
 /// An instance's output (stdout and stderr); `delta` keeps what the last N seconds wrote.
@@ -215,7 +225,7 @@ pub async fn logs(
     caller: Caller,
     Path(path): Path<(String, String, String, String)>,
     Params(params): Params<LogParams>,
-) -> Result<String, AxebowError> {
+) -> Result<Response, AxebowError> {
     logs_of(state, caller, path, params).await
 }
 
@@ -230,7 +240,7 @@ pub async fn container_logs(
     caller: Caller,
     Path((tenant, service, role, instance, container)): Path<(String, String, String, String, String)>,
     Params(params): Params<LogParams>,
-) -> Result<String, AxebowError> {
+) -> Result<Response, AxebowError> {
     if container != role {
         return Err(AxebowError::not_found(format!(
             "an instance of role {role:?} has one container, {role:?}; no {container:?}"

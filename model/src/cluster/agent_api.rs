@@ -409,3 +409,31 @@ mod tests {
         assert_eq!(cap.minus(req).plus(req), cap);
     }
 }
+
+/// Response header of every log read: where a follower's next read of new output starts
+/// (`from`), a byte offset into the instance's current log file.
+pub const LOG_OFFSET_HEADER: &str = "x-drover-log-offset";
+
+/// Most bytes one `from` read returns; a follower catches up over several reads.
+pub const MAX_LOG_READ: u64 = 1024 * 1024;
+
+/// Which part of an instance's log to read.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct LogQuery {
+    /// The last lines (the agent's default when unset).
+    pub tail: Option<u32>,
+    /// Skip files last written before this RFC 3339 time.
+    pub since: Option<String>,
+    /// Instead of a tail: what was written from this offset on (a previous read's
+    /// [`LogChunk::next`]); output rotated away meanwhile is read from the rotated file.
+    pub from: Option<u64>,
+}
+
+/// A piece of an instance's log.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct LogChunk {
+    /// The lines, as the instance wrote them.
+    pub text: String,
+    /// Where the next read of new output starts (`from`), when the agent says.
+    pub next: Option<u64>,
+}

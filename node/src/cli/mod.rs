@@ -6,8 +6,10 @@ pub mod boskosctl;
 pub mod cluster;
 pub mod contexts;
 pub mod lease;
+pub mod progress;
 pub mod resources;
 mod server;
+pub mod service;
 pub mod snapshot;
 pub mod token;
 

@@ -42,6 +42,12 @@ pub enum Kind {
     /// Kubernetes-style leases (`coordination.k8s.io/v1`).
     #[value(alias = "lease")]
     Leases,
+    /// Akka leases (`akka.io/v1`).
+    #[value(alias = "akkalease")]
+    Akkaleases,
+    /// Pool resource types (the pool configuration's entries).
+    #[value(alias = "pool")]
+    Pools,
     /// Pool resources (Boskos).
     #[value(alias = "resource")]
     Resources,
@@ -51,6 +57,12 @@ pub enum Kind {
     /// Platform tenants.
     #[value(alias = "tenant")]
     Tenants,
+    /// A tenant's accounts.
+    #[value(alias = "account")]
+    Accounts,
+    /// An account's environments.
+    #[value(alias = "environment", alias = "env")]
+    Environments,
     /// A tenant's workload clusters.
     #[value(alias = "cluster")]
     Clusters,
@@ -81,7 +93,7 @@ pub enum Output {
 #[derive(Debug, Args)]
 pub struct Common {
     #[command(flatten)]
-    server: ServerArgs,
+    pub(super) server: ServerArgs,
     /// Output format (`table` on a terminal, `json` otherwise).
     #[arg(short, long, value_enum)]
     output: Option<Output>,
@@ -93,13 +105,16 @@ pub struct Common {
     all_namespaces: bool,
     /// Tenant of clusters, services and revisions.
     #[arg(short, long, env = "DROVER_TENANT")]
-    tenant: Option<String>,
+    pub(super) tenant: Option<String>,
     /// Service whose revisions to list.
     #[arg(long)]
     service: Option<String>,
+    /// Account whose environments to list.
+    #[arg(long, env = "DROVER_ACCOUNT")]
+    account: Option<String>,
     /// Give up on a request after this many seconds.
     #[arg(long, default_value_t = 15.0, env = "DROVER_TIMEOUT")]
-    timeout: f64,
+    pub(super) timeout: f64,
 }
 
 /// `drover get KIND [NAME]`.
@@ -165,7 +180,39 @@ pub struct CreateTenantArgs {
 
 const PLATFORM: &str = "/api/1.0-beta";
 
-fn tenant_of(common: &Common) -> Result<&str, Failure> {
+impl Kind {
+    /// Whether the platform API answers for it (in its `{data, events}` envelope).
+    fn is_platform(self) -> bool {
+        matches!(
+            self,
+            Kind::Tenants
+                | Kind::Accounts
+                | Kind::Environments
+                | Kind::Clusters
+                | Kind::Services
+                | Kind::Revisions
+        )
+    }
+
+    /// One object's kind, as `-o name` prints it.
+    fn singular(self) -> &'static str {
+        match self {
+            Kind::Leases => "lease",
+            Kind::Akkaleases => "akkalease",
+            Kind::Pools => "pool",
+            Kind::Resources => "resource",
+            Kind::Members => "member",
+            Kind::Tenants => "tenant",
+            Kind::Accounts => "account",
+            Kind::Environments => "environment",
+            Kind::Clusters => "cluster",
+            Kind::Services => "service",
+            Kind::Revisions => "revision",
+        }
+    }
+}
+
+pub(super) fn tenant_of(common: &Common) -> Result<&str, Failure> {
     common
         .tenant
         .as_deref()
@@ -186,8 +233,22 @@ fn path(kind: Kind, name: Option<&str>, common: &Common) -> Result<String, Failu
             "/apis/coordination.k8s.io/v1/namespaces/{}/leases",
             common.namespace
         )),
-        // The pools list resources only; one is picked from the list.
+        Kind::Akkaleases if common.all_namespaces && name.is_none() => "/apis/akka.io/v1/leases".into(),
+        Kind::Akkaleases => one(format!("/apis/akka.io/v1/namespaces/{}/leases", common.namespace)),
+        // The pools list resources and types only; one is picked from the list.
         Kind::Resources => "/pools/resources".into(),
+        Kind::Pools => "/pools/config".into(),
+        Kind::Accounts => one(format!("{PLATFORM}/tenant/{}/account", tenant_of(common)?)),
+        Kind::Environments => {
+            let account = common
+                .account
+                .as_deref()
+                .ok_or_else(|| Failure::usage("environments belong to an account: give --account"))?;
+            one(format!(
+                "{PLATFORM}/tenant/{}/account/{account}/environment",
+                tenant_of(common)?
+            ))
+        }
         Kind::Members => "/cluster".into(),
         Kind::Tenants => one(format!("{PLATFORM}/tenant")),
         Kind::Clusters => one(format!("{PLATFORM}/tenant/{}/cluster", tenant_of(common)?)),
@@ -208,19 +269,19 @@ fn path(kind: Kind, name: Option<&str>, common: &Common) -> Result<String, Failu
 /// A command that did not succeed, with its exit code.
 #[derive(Debug)]
 pub struct Failure {
-    code: u8,
-    message: String,
+    pub(super) code: u8,
+    pub(super) message: String,
 }
 
 impl Failure {
-    fn usage(message: &str) -> Self {
+    pub(super) fn usage(message: &str) -> Self {
         Self {
             code: 2,
             message: message.to_string(),
         }
     }
 
-    fn of_status(status: StatusCode, text: &str) -> Self {
+    pub(super) fn of_status(status: StatusCode, text: &str) -> Self {
         let code = match status {
             StatusCode::NOT_FOUND => exit::NOT_FOUND,
             StatusCode::CONFLICT => exit::CONFLICT,
@@ -262,9 +323,10 @@ impl From<anyhow::Error> for Failure {
 /// envelope's `data`, a members view's `members`, or the answer itself.
 fn objects(kind: Kind, answer: &Value) -> Vec<Value> {
     let inner = match kind {
-        Kind::Leases if answer["items"].is_array() => &answer["items"],
+        Kind::Leases | Kind::Akkaleases if answer["items"].is_array() => &answer["items"],
+        Kind::Pools if answer["resources"].is_array() => &answer["resources"],
         Kind::Members => &answer["members"],
-        Kind::Tenants | Kind::Clusters | Kind::Services | Kind::Revisions => &answer["data"],
+        kind if kind.is_platform() => &answer["data"],
         _ => answer,
     };
     match inner {
@@ -286,8 +348,13 @@ fn objects(kind: Kind, answer: &Value) -> Vec<Value> {
 
 fn name_of(kind: Kind, object: &Value) -> String {
     let field = |pointer: &str| object.pointer(pointer).map(cell);
+    // Platform lists of names (accounts, environments) are plain strings.
+    if let Value::String(name) = object {
+        return name.clone();
+    }
     match kind {
-        Kind::Leases => field("/metadata/name"),
+        Kind::Leases | Kind::Akkaleases => field("/metadata/name"),
+        Kind::Pools => field("/type"),
         Kind::Members => field("/id"),
         Kind::Revisions => field("/revision"),
         _ => field("/name"),
@@ -310,7 +377,10 @@ fn columns(kind: Kind, wide: bool) -> Vec<(&'static str, &'static str)> {
             ("NAMESPACE", "/metadata/namespace"),
             ("HOLDER", "/spec/holderIdentity"),
         ],
+        Kind::Akkaleases => vec![("NAMESPACE", "/metadata/namespace"), ("OWNER", "/spec/owner")],
         Kind::Resources => vec![("TYPE", "/type"), ("STATE", "/state"), ("OWNER", "/owner")],
+        Kind::Pools => vec![("STATE", "/state"), ("MIN", "/min-count"), ("MAX", "/max-count")],
+        Kind::Accounts | Kind::Environments => vec![],
         Kind::Members => vec![("ROLE", "/role"), ("TERM", "/term"), ("APPLIED", "/appliedIndex")],
         Kind::Tenants => vec![("ROLE", "/role")],
         Kind::Clusters => vec![("STATE", "/status/state"), ("ENDPOINT", "/endpoint")],
@@ -322,12 +392,13 @@ fn columns(kind: Kind, wide: bool) -> Vec<(&'static str, &'static str)> {
     };
     if wide {
         columns.extend(match kind {
-            Kind::Leases => vec![("VERSION", "/metadata/resourceVersion")],
+            Kind::Leases | Kind::Akkaleases => vec![("VERSION", "/metadata/resourceVersion")],
+            Kind::Pools => vec![("LIFESPAN", "/lifespan")],
             Kind::Resources => vec![("EXPIRES", "/expirationDate")],
             Kind::Members => vec![("VERSION", "/version"), ("API", "/apiAddr")],
             Kind::Clusters => vec![("REASON", "/status/reason")],
             Kind::Services => vec![("CONVERGED", "/status/converged")],
-            Kind::Tenants | Kind::Revisions => vec![],
+            Kind::Tenants | Kind::Revisions | Kind::Accounts | Kind::Environments => vec![],
         });
     }
     columns
@@ -377,9 +448,8 @@ fn print(kind: Kind, answer: &Value, output: Option<Output>) -> Result<(), Failu
         ),
         Output::Yaml => print!("{}", yaml_serde::to_string(answer).context("printing YAML")?),
         Output::Name => {
-            let kind_name = format!("{kind:?}").to_lowercase();
             for object in objects(kind, answer) {
-                println!("{kind_name}/{}", name_of(kind, &object));
+                println!("{}/{}", kind.singular(), name_of(kind, &object));
             }
         }
         Output::Table | Output::Wide => println!("{}", table(kind, answer, output == Output::Wide)),
@@ -387,7 +457,12 @@ fn print(kind: Kind, answer: &Value, output: Option<Output>) -> Result<(), Failu
     Ok(())
 }
 
-async fn call(common: &Common, method: Method, path: &str, body: Option<String>) -> Result<Value, Failure> {
+pub(super) async fn call(
+    common: &Common,
+    method: Method,
+    path: &str,
+    body: Option<String>,
+) -> Result<Value, Failure> {
     if !(common.timeout.is_finite() && common.timeout > 0.0) {
         return Err(Failure::usage("--timeout must be a positive number of seconds"));
     }
@@ -408,7 +483,7 @@ async fn call(common: &Common, method: Method, path: &str, body: Option<String>)
     })
 }
 
-fn finish(result: Result<(), Failure>) -> ExitCode {
+pub(super) fn finish(result: Result<(), Failure>) -> ExitCode {
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(failure) => {
@@ -423,13 +498,13 @@ pub async fn get(args: GetArgs) -> ExitCode {
     let run = async {
         let path = path(args.kind, args.name.as_deref(), &args.common)?;
         let mut answer = call(&args.common, Method::GET, &path, None).await?;
-        if let (Kind::Resources, Some(name)) = (args.kind, &args.name) {
-            answer = objects(Kind::Resources, &answer)
+        if let (Kind::Resources | Kind::Pools, Some(name)) = (args.kind, &args.name) {
+            answer = objects(args.kind, &answer)
                 .into_iter()
-                .find(|r| r["name"] == name.as_str())
+                .find(|r| name_of(args.kind, r) == *name)
                 .ok_or_else(|| Failure {
                     code: exit::NOT_FOUND,
-                    message: format!("no resource {name:?}"),
+                    message: format!("no {} {name:?}", args.kind.singular()),
                 })?;
         }
         print(args.kind, &answer, args.common.output)
@@ -440,9 +515,12 @@ pub async fn get(args: GetArgs) -> ExitCode {
 /// `drover delete`.
 pub async fn delete(args: DeleteArgs) -> ExitCode {
     let run = async {
-        if matches!(args.kind, Kind::Members | Kind::Revisions | Kind::Resources) {
+        if matches!(
+            args.kind,
+            Kind::Members | Kind::Revisions | Kind::Resources | Kind::Pools
+        ) {
             return Err(Failure::usage(
-                "members leave with DELETE /cluster/members/{id}; revisions are not deleted; pool resources come from the pool configuration",
+                "members leave with DELETE /cluster/members/{id}; revisions are not deleted; pools and their resources come from the pool configuration",
             ));
         }
         let path = path(args.kind, Some(&args.name), &args.common)?;
@@ -450,11 +528,7 @@ pub async fn delete(args: DeleteArgs) -> ExitCode {
         if args.common.output.is_some() {
             print(args.kind, &answer, args.common.output)?;
         } else {
-            eprintln!(
-                "{}/{} deleted",
-                format!("{:?}", args.kind).to_lowercase(),
-                args.name
-            );
+            eprintln!("{}/{} deleted", args.kind.singular(), args.name);
         }
         Ok(())
     };
@@ -485,9 +559,10 @@ fn condition(text: &str) -> Result<Condition, Failure> {
 
 /// Whether `object` has `value` at `path` (strings compare without quotes).
 fn holds(kind: Kind, answer: &Value, path: &[String], value: &str) -> bool {
-    let mut at = match kind {
-        Kind::Tenants | Kind::Clusters | Kind::Services | Kind::Revisions => &answer["data"],
-        _ => answer,
+    let mut at = if kind.is_platform() {
+        &answer["data"]
+    } else {
+        answer
     };
     for step in path {
         at = match at {
@@ -515,9 +590,12 @@ pub async fn wait(args: WaitArgs) -> ExitCode {
             .ok_or_else(|| Failure::usage("the object is KIND/NAME, e.g. service/web"))?;
         let kind = <Kind as ValueEnum>::from_str(kind, true)
             .map_err(|_| Failure::usage(&format!("unknown kind {kind:?}")))?;
-        if matches!(kind, Kind::Resources | Kind::Members | Kind::Revisions) {
+        if matches!(
+            kind,
+            Kind::Resources | Kind::Pools | Kind::Members | Kind::Revisions
+        ) {
             return Err(Failure::usage(
-                "wait takes leases, tenants, clusters and services",
+                "wait takes leases, akka leases, tenants, accounts, environments, clusters and services",
             ));
         }
         let condition = condition(&args.condition)?;
