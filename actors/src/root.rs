@@ -23,6 +23,15 @@ pub struct LeaderContext {
     pub raft: RaftHandle,
 }
 
+impl LeaderContext {
+    /// The fence calls outside Raft carry: this tree's term and leader, in the state's epoch as
+    /// applied here (a restore raises it while the tree runs).
+    pub fn fence(&self) -> drover_model::cluster::agent_api::Fence {
+        let epoch = self.raft.local_read(|state| state.epoch());
+        drover_model::cluster::agent_api::Fence::new(self.term, self.raft.id()).in_epoch(epoch)
+    }
+}
+
 /// The future a [`ChildSpec`] returns when it starts its actor.
 pub type StartFuture = Pin<Box<dyn Future<Output = Result<ActorCell, ActorsError>> + Send>>;
 

@@ -336,7 +336,7 @@ mod tests {
 
     fn desired(term: u64, leader: u64, instances: Vec<InstanceSpec>) -> DesiredSet {
         DesiredSet {
-            fence: Fence { term, leader },
+            fence: Fence::new(term, leader),
             instances,
         }
     }
@@ -380,8 +380,8 @@ mod tests {
             .put_set(web(), desired(5, 1, vec![spec("a", &["x"])]))
             .await
             .unwrap();
-        let raised = agent.raise_fence(Fence { term: 6, leader: 2 }).await.unwrap();
-        assert_eq!(raised.fence, Fence { term: 6, leader: 2 });
+        let raised = agent.raise_fence(Fence::new(6, 2)).await.unwrap();
+        assert_eq!(raised.fence, Fence::new(6, 2));
         assert_eq!(raised.instances.len(), 1, "what runs is untouched");
         assert_eq!(fake.started.lock().unwrap().len(), 1);
         assert!(fake.stopped.lock().unwrap().is_empty());
@@ -395,13 +395,9 @@ mod tests {
         assert!(e.to_string().starts_with("fenced: "), "{e}");
         assert_eq!(agent.inventory(None).instances.len(), 1);
         // The same fence again is no change; an older one is refused.
-        agent.raise_fence(Fence { term: 6, leader: 2 }).await.unwrap();
+        agent.raise_fence(Fence::new(6, 2)).await.unwrap();
         assert_eq!(
-            agent
-                .raise_fence(Fence { term: 5, leader: 1 })
-                .await
-                .unwrap_err()
-                .status(),
+            agent.raise_fence(Fence::new(5, 1)).await.unwrap_err().status(),
             409
         );
     }
@@ -424,7 +420,7 @@ mod tests {
             assert_eq!(e.status(), 409);
             assert!(e.to_string().starts_with("fenced: "), "{e}");
             let e = agent
-                .restart(InstanceId::parse("a").unwrap(), Fence { term, leader })
+                .restart(InstanceId::parse("a").unwrap(), Fence::new(term, leader))
                 .await
                 .unwrap_err();
             assert!(e.to_string().starts_with("fenced: "), "{e}");
@@ -439,9 +435,9 @@ mod tests {
             .put_set(web(), desired(6, 2, vec![spec("a", &["x"])]))
             .await
             .unwrap();
-        assert_eq!(inventory.fence, Fence { term: 6, leader: 2 });
+        assert_eq!(inventory.fence, Fence::new(6, 2));
         let doc = crate::store::load(&layout.state_file()).unwrap().unwrap();
-        assert_eq!(doc.fence, Fence { term: 6, leader: 2 });
+        assert_eq!(doc.fence, Fence::new(6, 2));
     }
 
     #[tokio::test]

@@ -1,6 +1,8 @@
 //! Fencing: the agent keeps the highest [`Fence`] it has accepted and refuses calls from older
-//! leaders. A lower term is older; an equal term with another leader is refused too, since two
-//! leaders cannot share a Raft term (one of them is not a leader at all).
+//! leaders. A lower epoch, or a lower term in the same epoch, is older; an equal epoch and term
+//! with another leader is refused too, since two leaders cannot share a Raft term (one of them
+//! is not a leader at all). A higher epoch (a cluster restored from a snapshot) outranks every
+//! term of a lower one.
 
 use drover_model::cluster::agent_api::Fence;
 
@@ -17,7 +19,8 @@ pub enum Accepted {
 
 /// Checks `offered` against `highest`, the highest fence accepted so far.
 pub fn check(highest: Fence, offered: Fence) -> Result<Accepted, AgentError> {
-    if offered.term < highest.term || (offered.term == highest.term && offered.leader != highest.leader) {
+    let (offered_at, highest_at) = ((offered.epoch, offered.term), (highest.epoch, highest.term));
+    if offered_at < highest_at || (offered_at == highest_at && offered.leader != highest.leader) {
         // Before any call the recorded fence is term 0 (leader 0): term 0 from another leader
         // is refused like any other equal term; a real Raft leader never has term 0.
         return Err(AgentError::Fenced { offered, highest });
@@ -34,7 +37,7 @@ mod tests {
     use super::*;
 
     fn f(term: u64, leader: u64) -> Fence {
-        Fence { term, leader }
+        Fence::new(term, leader)
     }
 
     #[test]
@@ -50,6 +53,20 @@ mod tests {
             (f(5, 2), f(5, 1), None),
             (f(0, 0), f(1, 3), Some(Accepted::Newer(f(1, 3)))),
             (f(0, 0), f(0, 0), Some(Accepted::Same)),
+            // A restored cluster: a later epoch outranks any term of an earlier one, and a
+            // fence of the earlier epoch is refused afterwards, whatever its term.
+            (
+                f(9, 1),
+                f(1, 3).in_epoch(1),
+                Some(Accepted::Newer(f(1, 3).in_epoch(1))),
+            ),
+            (f(1, 3).in_epoch(1), f(9, 1), None),
+            (f(1, 3).in_epoch(1), f(1, 2).in_epoch(1), None),
+            (
+                f(1, 3).in_epoch(1),
+                f(2, 2).in_epoch(1),
+                Some(Accepted::Newer(f(2, 2).in_epoch(1))),
+            ),
         ];
         for (highest, offered, expected) in table {
             let got = check(highest, offered).ok();

@@ -284,7 +284,7 @@ mod tests {
     #[test]
     fn plans_start_replace_and_remove() {
         let set = SetName::parse("web").unwrap();
-        let fence = Fence { term: 1, leader: 1 };
+        let fence = Fence::new(1, 1);
         let mut memory = Memory::default();
         let plan = memory.plan(&set, fence, vec![spec("a", &["x"]), spec("b", &["x"])]);
         assert_eq!(plan.start.len(), 2);
@@ -306,7 +306,7 @@ mod tests {
     fn the_doc_round_trips() {
         let set = SetName::parse("web").unwrap();
         let mut memory = Memory::default();
-        memory.apply(&memory.plan(&set, Fence { term: 3, leader: 2 }, vec![spec("a", &["x"])]));
+        memory.apply(&memory.plan(&set, Fence::new(3, 2), vec![spec("a", &["x"])]));
         let doc = memory.doc();
         assert_eq!(Memory::from_doc(doc.clone()).doc(), doc);
     }

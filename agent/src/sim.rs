@@ -323,7 +323,7 @@ mod tests {
         let began = std::time::Instant::now();
         let set = SetName::parse("svc").unwrap();
         let desired = DesiredSet {
-            fence: Fence { term: 1, leader: 1 },
+            fence: Fence::new(1, 1),
             instances,
         };
         agent.put_set(set.clone(), desired.clone()).await.unwrap();

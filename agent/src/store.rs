@@ -87,7 +87,7 @@ mod tests {
         let mut memory = Memory::default();
         let set = SetName::parse("web").unwrap();
         let spec = crate::testutil::spec("web.main.r1.0", &["sleep", "100"]);
-        memory.apply(&memory.plan(&set, Fence { term: 7, leader: 3 }, vec![spec.clone()]));
+        memory.apply(&memory.plan(&set, Fence::new(7, 3), vec![spec.clone()]));
         let run = memory.instances.values_mut().next().unwrap();
         run.run = Run {
             state: InstanceState::Running,
@@ -100,7 +100,7 @@ mod tests {
         let loaded = load(&path).unwrap().unwrap();
         assert_eq!(loaded, memory.doc());
         let again = Memory::from_doc(loaded);
-        assert_eq!(again.fence, Fence { term: 7, leader: 3 });
+        assert_eq!(again.fence, Fence::new(7, 3));
         assert_eq!(again.instances[&spec.id].run.pid, Some(1234));
         assert!(!dir.path().join("agent.json.tmp").try_exists().unwrap());
     }

@@ -128,6 +128,29 @@ mod tests {
     }
 
     #[test]
+    fn every_restore_raises_the_epoch_past_both_states() {
+        let saved = state_with_a_lease();
+        assert_eq!(saved.epoch(), 0);
+        let mut fresh = State::default();
+        let restore = Proposal::new(Command::Restore {
+            state: Box::new(saved.clone()),
+        });
+        fresh.apply(5, &restore);
+        assert_eq!(fresh.epoch(), 1);
+        // Restoring the once-restored state again, or an older file into it, goes higher still.
+        let mut again = State::default();
+        again.apply(
+            3,
+            &Proposal::new(Command::Restore {
+                state: Box::new(fresh.clone()),
+            }),
+        );
+        assert_eq!(again.epoch(), 2);
+        again.apply(9, &restore);
+        assert_eq!(again.epoch(), 3);
+    }
+
+    #[test]
     fn a_written_file_reads_back_the_same_state() {
         let state = state_with_a_lease();
         let file = write(&state).unwrap();

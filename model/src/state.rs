@@ -84,12 +84,21 @@ pub struct State {
     /// Users' changes, for operators.
     #[serde(default)]
     audit: crate::audit::AuditLog,
+    /// Raised by every restore of a snapshot; the first part of the fence agents keep, so a
+    /// cluster restored from another one's state outranks the old one's leaders.
+    #[serde(default)]
+    epoch: u64,
 }
 
 impl State {
     /// An empty state.
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// The epoch: how many restores this state has been through (see [`Fence`](crate::cluster::agent_api::Fence)).
+    pub fn epoch(&self) -> u64 {
+        self.epoch
     }
 
     /// Looks up one object.
@@ -369,11 +378,13 @@ impl State {
                 Ok((CommandResult::Deleted(object), vec![change]))
             }
             Command::Restore { state } => {
-                // Revisions and the clock never go back, whatever the snapshot's were.
-                let (revision, clock_ms) = (self.revision, self.clock_ms);
+                // Revisions and the clock never go back, whatever the snapshot's were; the
+                // epoch passes both the snapshot's and this cluster's.
+                let (revision, clock_ms, epoch) = (self.revision, self.clock_ms, self.epoch);
                 *self = (**state).clone();
                 self.revision = self.revision.max(revision);
                 self.clock_ms = self.clock_ms.max(clock_ms);
+                self.epoch = self.epoch.max(epoch) + 1;
                 Ok((CommandResult::Done, Vec::new()))
             }
             Command::AuditRetention { entries } => {

@@ -30,4 +30,5 @@ pub use handle::{
 };
 pub use network::protocol::NodeStatus;
 pub use network::server::{constant_time_eq, peer_router};
+pub use store::recover::{recover, Recovered, Through};
 pub use typ::{NodeId, PeerNode};

@@ -378,7 +378,7 @@ pub fn instance(id: &str, argv: &[&str], resources: Resources) -> InstanceSpec {
 /// A desired set sent by leader `leader` in `term`.
 pub fn desired(term: u64, leader: u64, instances: Vec<InstanceSpec>) -> DesiredSet {
     DesiredSet {
-        fence: Fence { term, leader },
+        fence: Fence::new(term, leader),
         instances,
     }
 }

@@ -135,7 +135,7 @@ async fn exec_runs_restarts_and_stops_real_processes() -> Result<()> {
     one_process_each(&names.iter().map(String::as_str).collect::<Vec<_>>())?;
 
     // Restart through the API.
-    let reply = client.restart(&names[1], Fence { term: 1, leader: 1 }).await?;
+    let reply = client.restart(&names[1], Fence::new(1, 1)).await?;
     ensure!(reply.status == 200, "{reply:?}");
     let status = eventually(WAIT, "the restarted instance to run", || async {
         let status = client.instance(&names[1]).await.ok()??;
@@ -144,9 +144,7 @@ async fn exec_runs_restarts_and_stops_real_processes() -> Result<()> {
     })
     .await?;
     ensure!(status.restarts == 1, "{status:?}");
-    let reply = client
-        .restart("nobody.main.r1.0", Fence { term: 1, leader: 1 })
-        .await?;
+    let reply = client.restart("nobody.main.r1.0", Fence::new(1, 1)).await?;
     ensure!(reply.status == 404, "{reply:?}");
 
     // A changed spec under the same id replaces the process.
@@ -235,7 +233,7 @@ async fn fencing_refuses_older_leaders() -> Result<()> {
         .ok::<Inventory>()?;
     let pids = running_pids(&client, 1).await?;
     let before = client.inventory().await?;
-    ensure!(before.fence == Fence { term: 5, leader: 1 }, "{before:?}");
+    ensure!(before.fence == Fence::new(5, 1), "{before:?}");
 
     for (term, leader) in [(4, 1), (4, 2), (5, 2)] {
         let reply = client
@@ -248,7 +246,7 @@ async fn fencing_refuses_older_leaders() -> Result<()> {
             reply.status == 409,
             "an older leader cannot remove the set: {reply:?}"
         );
-        let reply = client.restart(&names[0], Fence { term, leader }).await?;
+        let reply = client.restart(&names[0], Fence::new(term, leader)).await?;
         ensure!(
             reply.status == 409 && reply.error().starts_with("fenced: "),
             "{reply:?}"
@@ -272,7 +270,7 @@ async fn fencing_refuses_older_leaders() -> Result<()> {
 
     let reply = client.put_set("bravo", &desired(6, 2, two.clone())).await?;
     let inventory: Inventory = reply.ok()?;
-    ensure!(inventory.fence == Fence { term: 6, leader: 2 }, "{inventory:?}");
+    ensure!(inventory.fence == Fence::new(6, 2), "{inventory:?}");
     let now = running_pids(&client, 2).await?;
     ensure!(
         now[&names[0]] == pids[&names[0]],
@@ -317,7 +315,7 @@ async fn a_killed_agent_adopts_its_instances() -> Result<()> {
     one_process_each(&id_refs)?;
     let inventory = client.inventory().await?;
     ensure!(
-        inventory.fence == Fence { term: 2, leader: 1 },
+        inventory.fence == Fence::new(2, 1),
         "the fence survives: {inventory:?}"
     );
     ensure!(

@@ -202,10 +202,7 @@ impl ClusterActor {
     }
 
     fn fence(args: &ClusterArgs) -> Fence {
-        Fence {
-            term: args.context.term,
-            leader: args.context.raft.id(),
-        }
+        args.context.fence()
     }
 
     /// Facts and inventory, and when the inventory was asked for. The term's first probe

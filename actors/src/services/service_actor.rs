@@ -13,7 +13,7 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use drover_model::cluster::agent_api::{Fence, InstanceStatus, SetName};
+use drover_model::cluster::agent_api::{InstanceStatus, SetName};
 use drover_model::cluster::ClusterRef;
 use drover_model::service::placement::role_targets;
 use drover_model::service::reconcile::{plan, Action, Phase, ReconcileStatus, Seen, ServiceReport, Wanted};
@@ -191,10 +191,7 @@ impl ServiceActor {
                     let (Some(observation), Some(cluster)) = (&observation, &committed.cluster) else {
                         continue;
                     };
-                    let fence = Fence {
-                        term: args.context.term,
-                        leader: args.context.raft.id(),
-                    };
+                    let fence = args.context.fence();
                     acted = true;
                     let result = observation.driver.apply_set(fence, &args.set, instances).await;
                     args.metrics

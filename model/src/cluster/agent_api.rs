@@ -18,20 +18,44 @@ pub const MAX_ID_LEN: usize = 253;
 /// Most instances one desired set may hold.
 pub const MAX_SET_INSTANCES: usize = 10_000;
 
-/// The control plane's fencing pair: the Raft term its leader was elected in and that leader's
-/// node id. Ordered by term, then leader, so the agent can keep the highest.
+/// The control plane's fence: the replicated state's epoch (raised by every restore of a
+/// snapshot, so a cluster restored from another one outranks it although its Raft terms start
+/// again from 1), the Raft term its leader was elected in and that leader's node id. Ordered by
+/// epoch, then term, then leader, so the agent can keep the highest.
 #[derive(
     Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, ToSchema,
 )]
 pub struct Fence {
+    /// The state's epoch (0 until a snapshot is restored; absent from older agents' files).
+    #[serde(default)]
+    pub epoch: u64,
     /// Raft term of the leader that sent the call.
     pub term: u64,
     /// Node id of that leader.
     pub leader: u64,
 }
 
+impl Fence {
+    /// The fence of `leader` elected in `term`, in epoch 0.
+    pub fn new(term: u64, leader: u64) -> Self {
+        Self {
+            epoch: 0,
+            term,
+            leader,
+        }
+    }
+
+    /// The same fence in `epoch`.
+    pub fn in_epoch(self, epoch: u64) -> Self {
+        Self { epoch, ..self }
+    }
+}
+
 impl fmt::Display for Fence {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.epoch > 0 {
+            write!(f, "epoch {} ", self.epoch)?;
+        }
         write!(f, "term {} (leader {})", self.term, self.leader)
     }
 }
@@ -387,11 +411,18 @@ mod tests {
     }
 
     #[test]
-    fn fences_order_by_term_then_leader() {
-        let older = Fence { term: 3, leader: 9 };
-        let newer = Fence { term: 4, leader: 1 };
+    fn fences_order_by_epoch_then_term_then_leader() {
+        let older = Fence::new(3, 9);
+        let newer = Fence::new(4, 1);
         assert!(older < newer);
         assert_eq!(newer.to_string(), "term 4 (leader 1)");
+        // A restored cluster starts its terms again, in a higher epoch.
+        let restored = Fence::new(1, 1).in_epoch(1);
+        assert!(newer < restored);
+        assert_eq!(restored.to_string(), "epoch 1 term 1 (leader 1)");
+        // An agent's file written before epochs existed reads as epoch 0.
+        let old: Fence = serde_json::from_str(r#"{"term": 7, "leader": 2}"#).unwrap();
+        assert_eq!(old, Fence::new(7, 2));
     }
 
     #[test]

@@ -1,3 +1,5 @@
+//! `drover cluster recover` is in [`super::recover`].
+//!
 //! `drover cluster status`: every member of the control plane as the node that answers sees it
 //! (role, term, commit and applied index, how far it lags the leader, version, whether it
 //! answers), from `GET /cluster` of the first node of `--server` that answers — the way
@@ -27,6 +29,9 @@ const UNAVAILABLE: u8 = 6;
 pub enum ClusterCommand {
     /// Every member's role, term, indexes, lag, version and reachability; non-zero when degraded.
     Status(StatusArgs),
+    /// For a cluster that lost its quorum for good: read a stopped member's data directory into
+    /// a snapshot file, to `drover snapshot restore` into a new cluster.
+    Recover(super::recover::RecoverArgs),
 }
 
 /// How to print.
@@ -184,7 +189,10 @@ fn table(view: &Value) -> String {
 
 /// Runs `drover cluster …`; the exit code says whether the cluster is healthy.
 pub async fn run(command: ClusterCommand) -> Result<ExitCode> {
-    let ClusterCommand::Status(args) = command;
+    let args = match command {
+        ClusterCommand::Status(args) => args,
+        ClusterCommand::Recover(args) => return super::recover::run(args),
+    };
     let servers = args.server.servers()?;
     let reply = match servers.send(Method::GET, "/cluster", &[], None).await {
         Ok(reply) => reply,

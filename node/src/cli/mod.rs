@@ -7,6 +7,7 @@ pub mod cluster;
 pub mod contexts;
 pub mod lease;
 pub mod progress;
+mod recover;
 pub mod resources;
 mod server;
 pub mod service;

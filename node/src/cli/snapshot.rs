@@ -90,23 +90,7 @@ async fn execute(command: SnapshotCommand) -> Result<u8> {
             let bytes = reply.text.into_bytes();
             let (info, _) =
                 snapshot::check(&bytes).context("the cluster sent a snapshot that does not check")?;
-            let partial = args.file.with_extension("part");
-            // The state holds secrets (join tokens, secret resources): owner-only, like them.
-            let mut out = {
-                use std::os::unix::fs::OpenOptionsExt;
-                std::fs::OpenOptions::new()
-                    .write(true)
-                    .create(true)
-                    .truncate(true)
-                    .mode(0o600)
-                    .open(&partial)
-                    .with_context(|| format!("writing {}", partial.display()))?
-            };
-            std::io::Write::write_all(&mut out, &bytes)
-                .with_context(|| format!("writing {}", partial.display()))?;
-            out.sync_all()?;
-            std::fs::rename(&partial, &args.file)
-                .with_context(|| format!("writing {}", args.file.display()))?;
+            write_owner_only(&args.file, &bytes)?;
             println!("saved {}: {}", args.file.display(), describe(&info));
             Ok(0)
         }
@@ -135,6 +119,24 @@ async fn execute(command: SnapshotCommand) -> Result<u8> {
             Ok(0)
         }
     }
+}
+
+/// Writes a snapshot file: owner-only, since the state holds secrets (join tokens, secret
+/// resources), to `FILE.part`, synced, then renamed, so a crash leaves no half file.
+pub(super) fn write_owner_only(file: &std::path::Path, bytes: &[u8]) -> Result<()> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let partial = file.with_extension("part");
+    let mut out = std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(0o600)
+        .open(&partial)
+        .with_context(|| format!("writing {}", partial.display()))?;
+    std::io::Write::write_all(&mut out, bytes).with_context(|| format!("writing {}", partial.display()))?;
+    out.sync_all()?;
+    std::fs::rename(&partial, file).with_context(|| format!("writing {}", file.display()))?;
+    Ok(())
 }
 
 /// Runs `drover snapshot …`.

@@ -18,7 +18,7 @@ use crate::error::StoreError;
 use crate::typ::{Entry, LogId, StorageError, TypeConfig, Vote};
 
 const KEY_VOTE: &[u8] = b"vote";
-const KEY_COMMITTED: &[u8] = b"committed";
+pub(super) const KEY_COMMITTED: &[u8] = b"committed";
 const KEY_LAST_PURGED: &[u8] = b"last_purged";
 
 /// The committed index is written when it has moved this many entries since the last write...

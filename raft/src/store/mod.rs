@@ -18,6 +18,7 @@
 mod codec;
 mod history;
 mod log_store;
+pub(crate) mod recover;
 mod state_machine;
 mod tail;
 
