@@ -7,7 +7,6 @@
 use std::future::Future;
 
 use axum::extract::{Query, State};
-use axum::http::HeaderMap;
 use axum::routing::{get, put};
 use axum::{Json, Router};
 use drover_model::audit::{AuditEntry, MAX_RETENTION};
@@ -16,7 +15,7 @@ use drover_raft::Consistency;
 use serde::{Deserialize, Serialize};
 
 use crate::error::ApiError;
-use crate::guard::{operator, Denied};
+use crate::guard::{operator, Credentials, Denied};
 use crate::state::ApiState;
 
 tokio::task_local! {
@@ -75,10 +74,10 @@ pub(crate) fn refused(denied: Denied) -> ApiError {
 
 async fn read(
     State(state): State<ApiState>,
-    headers: HeaderMap,
+    credentials: Credentials,
     params: Result<Query<ReadParams>, axum::extract::rejection::QueryRejection>,
 ) -> Result<Json<AuditPage>, ApiError> {
-    operator(&state, &headers).map_err(refused)?;
+    operator(&state, &credentials).map_err(refused)?;
     let Query(params) =
         params.map_err(|e| ApiError::BadRequest(format!("since and limit are numbers: {e}")))?;
     let limit = params.limit.unwrap_or(1000).clamp(1, 1000);
@@ -95,10 +94,10 @@ async fn read(
 
 async fn set_retention(
     State(state): State<ApiState>,
-    headers: HeaderMap,
+    credentials: Credentials,
     body: axum::body::Bytes,
 ) -> Result<Json<serde_json::Value>, ApiError> {
-    let principal = operator(&state, &headers).map_err(refused)?;
+    let principal = operator(&state, &credentials).map_err(refused)?;
     let retention: Retention = serde_json::from_slice(&body).map_err(|e| {
         ApiError::BadRequest(format!(
             "body must be {{\"entries\": <1 to {MAX_RETENTION}>}}: {e}"

@@ -123,6 +123,34 @@ pub struct StaticToken {
     pub groups: Vec<String>,
 }
 
+/// The issuer of identities that client certificates name.
+pub const CLIENT_CERT_ISSUER: &str = "x509";
+
+/// The client certificate a TLS connection presented, verified against the node's client CA,
+/// as the node puts it into each request's extensions: the subject's common name is the user
+/// and its organizations are groups (`O=operators` makes an operator), as Kubernetes reads
+/// client certificates.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ClientCertificate {
+    /// The subject's common name (CN).
+    pub subject: String,
+    /// The subject's organizations (O).
+    pub groups: Vec<String>,
+}
+
+impl ClientCertificate {
+    /// The verified credential it stands for.
+    pub fn verified(&self) -> Verified {
+        Verified {
+            identity: Identity {
+                issuer: CLIENT_CERT_ISSUER.to_string(),
+                subject: self.subject.clone(),
+            },
+            groups: self.groups.clone(),
+        }
+    }
+}
+
 /// A verified credential.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Verified {

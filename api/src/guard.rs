@@ -10,14 +10,17 @@
 //! with no issuer and no static token runs these dialects open, as etcd without `--auth` does,
 //! and logs so at start; the platform API never runs open.
 
-use axum::extract::{Request, State};
+use std::convert::Infallible;
+
+use axum::extract::{FromRequestParts, Request, State};
+use axum::http::request::Parts;
 use axum::http::{header, Method, StatusCode};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use drover_model::audit::principal_of;
 use drover_model::platform::Identity;
 
-use crate::auth::{AuthError, Verified, Verifier};
+use crate::auth::{AuthError, ClientCertificate, Verified, Verifier};
 use crate::boskos::BoskosError;
 use crate::kube::status::KubeError;
 use crate::state::ApiState;
@@ -47,31 +50,60 @@ pub enum Denied {
     Forbidden(String),
 }
 
+/// What a request presents to prove who sends it: its `Authorization` header, and the client
+/// certificate its TLS connection presented (verified by the node; see [`ClientCertificate`]).
+#[derive(Debug, Clone, Default)]
+pub struct Credentials {
+    authorization: Option<String>,
+    certificate: Option<ClientCertificate>,
+}
+
+impl Credentials {
+    fn of(headers: &axum::http::HeaderMap, extensions: &axum::http::Extensions) -> Self {
+        Self {
+            authorization: headers
+                .get(header::AUTHORIZATION)
+                .and_then(|v| v.to_str().ok())
+                .map(str::to_string),
+            certificate: extensions.get::<ClientCertificate>().cloned(),
+        }
+    }
+}
+
+impl<S: Send + Sync> FromRequestParts<S> for Credentials {
+    type Rejection = Infallible;
+
+    async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<Self, Self::Rejection> {
+        Ok(Self::of(&parts.headers, &parts.extensions))
+    }
+}
+
 /// Authenticates the request; `Ok(None)` when the node runs open.
 fn authenticate(state: &ApiState, request: &Request) -> Result<Option<Verified>, Denied> {
-    authenticate_headers(state, request.headers())
+    authenticate_credentials(state, &Credentials::of(request.headers(), request.extensions()))
 }
 
 /// Whether the caller may see everything an operator sees: an operator, or anyone on a node
 /// that runs open.
-pub fn sees_as_operator(state: &ApiState, headers: &axum::http::HeaderMap) -> bool {
-    match authenticate_headers(state, headers) {
+pub fn sees_as_operator(state: &ApiState, credentials: &Credentials) -> bool {
+    match authenticate_credentials(state, credentials) {
         Ok(None) => true,
         Ok(Some(verified)) => authorize(state, &verified, Need::Operator).is_ok(),
         Err(_) => false,
     }
 }
 
-fn authenticate_headers(
-    state: &ApiState,
-    headers: &axum::http::HeaderMap,
-) -> Result<Option<Verified>, Denied> {
+/// A token in `Authorization` wins; without one, a verified client certificate names the caller.
+fn authenticate_credentials(state: &ApiState, credentials: &Credentials) -> Result<Option<Verified>, Denied> {
     let verifier = &state.axebow.verifier;
     if verifier.is_open() {
         return Ok(None);
     }
-    let header = headers.get(header::AUTHORIZATION).and_then(|v| v.to_str().ok());
-    let token = Verifier::credential(header).map_err(Denied::Unauthenticated)?;
+    if let (None, Some(certificate)) = (&credentials.authorization, &credentials.certificate) {
+        return Ok(Some(certificate.verified()));
+    }
+    let token =
+        Verifier::credential(credentials.authorization.as_deref()).map_err(Denied::Unauthenticated)?;
     verifier
         .verify_with_groups(&token)
         .map(Some)
@@ -138,8 +170,8 @@ fn check(state: &ApiState, request: &Request, need: Need<'_>) -> Result<String, 
 pub const ANONYMOUS: &str = "anonymous";
 
 /// The caller's principal if they are an operator (anyone on a node that runs open).
-pub fn operator(state: &ApiState, headers: &axum::http::HeaderMap) -> Result<String, Denied> {
-    match authenticate_headers(state, headers)? {
+pub fn operator(state: &ApiState, credentials: &Credentials) -> Result<String, Denied> {
+    match authenticate_credentials(state, credentials)? {
         None => Ok(ANONYMOUS.to_string()),
         Some(verified) => {
             authorize(state, &verified, Need::Operator)?;

@@ -5,7 +5,7 @@ use std::collections::HashMap;
 
 use axum::body::Bytes;
 use axum::extract::{Query, State};
-use axum::http::{HeaderMap, StatusCode};
+use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::{Json, Router};
@@ -58,12 +58,12 @@ async fn put_config(State(state): State<ApiState>, body: Bytes) -> Result<Respon
 async fn list_resources(
     State(state): State<ApiState>,
     Query(params): Query<HashMap<String, String>>,
-    headers: HeaderMap,
+    credentials: crate::guard::Credentials,
 ) -> Result<Response, BoskosError> {
     let rtype = params.get("type").cloned().filter(|t| !t.is_empty());
     // User data carries credentials (the claimer's kubeconfigs): listed only for operators.
     // Holders get a resource's user data from their acquire.
-    let with_user_data = crate::guard::sees_as_operator(&state, &headers);
+    let with_user_data = crate::guard::sees_as_operator(&state, &credentials);
     let (resources, _) = state
         .raft
         .read(Consistency::Linearizable, |s| {

@@ -7,7 +7,7 @@
 
 use axum::body::Bytes;
 use axum::extract::{Query, State};
-use axum::http::{header, HeaderMap};
+use axum::http::header;
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::{Json, Router};
@@ -18,7 +18,7 @@ use serde::Deserialize;
 
 use crate::audit::refused;
 use crate::error::ApiError;
-use crate::guard::operator;
+use crate::guard::{operator, Credentials};
 use crate::state::ApiState;
 
 /// Most bytes of a snapshot a restore takes.
@@ -40,8 +40,8 @@ struct RestoreParams {
     force: bool,
 }
 
-async fn save(State(state): State<ApiState>, headers: HeaderMap) -> Result<Response, ApiError> {
-    operator(&state, &headers).map_err(refused)?;
+async fn save(State(state): State<ApiState>, credentials: Credentials) -> Result<Response, ApiError> {
+    operator(&state, &credentials).map_err(refused)?;
     let (file, _) = state
         .raft
         .read(Consistency::Linearizable, snapshot::write)
@@ -53,11 +53,11 @@ async fn save(State(state): State<ApiState>, headers: HeaderMap) -> Result<Respo
 
 async fn restore(
     State(state): State<ApiState>,
-    headers: HeaderMap,
+    credentials: Credentials,
     params: Result<Query<RestoreParams>, axum::extract::rejection::QueryRejection>,
     body: Bytes,
 ) -> Result<Json<serde_json::Value>, ApiError> {
-    let principal = operator(&state, &headers).map_err(refused)?;
+    let principal = operator(&state, &credentials).map_err(refused)?;
     let Query(params) = params.map_err(|e| ApiError::BadRequest(format!("force=true or nothing: {e}")))?;
     let (info, restored) = snapshot::read(&body).map_err(|e| ApiError::BadRequest(e.to_string()))?;
     if !params.force {

@@ -184,6 +184,7 @@ struct FileConfig {
     platform: Option<PlatformFile>,
     api_tls_cert_file: Option<PathBuf>,
     api_tls_key_file: Option<PathBuf>,
+    api_client_ca_file: Option<PathBuf>,
     peer_tls_cert_file: Option<PathBuf>,
     peer_tls_key_file: Option<PathBuf>,
     peer_tls_ca_file: Option<PathBuf>,
@@ -405,6 +406,10 @@ impl NodeConfig {
                 .api_tls_key_file
                 .as_deref()
                 .or(file.api_tls_key_file.as_deref()),
+            args.tls
+                .api_client_ca_file
+                .as_deref()
+                .or(file.api_client_ca_file.as_deref()),
         )?;
         let peer_tls = crate::tls::load_peer(
             args.tls

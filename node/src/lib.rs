@@ -7,6 +7,7 @@
 
 pub mod agent_reads;
 pub mod cli;
+pub mod client_certs;
 pub mod config;
 pub mod error;
 pub mod listen;
@@ -144,12 +145,13 @@ pub async fn start(
                 addr: "peer".into(),
                 source,
             })?;
-            let listener = tls::TlsListener::new(listeners.peer, tls.server.clone()).map_err(|source| {
-                NodeError::Listen {
-                    addr: peer_listen.to_string(),
-                    source,
-                }
-            })?;
+            let listener =
+                tls::TlsListener::new(listeners.peer, tls.server.clone(), false).map_err(|source| {
+                    NodeError::Listen {
+                        addr: peer_listen.to_string(),
+                        source,
+                    }
+                })?;
             tokio::spawn(serve_tls(listener, peer_router, limits, peer_shutdown.clone()))
         }
     };
@@ -199,10 +201,11 @@ pub async fn start(
     let api_server = match config.api_tls.clone() {
         None => tokio::spawn(serve(listeners.api, router, limits, shutdown.clone())),
         Some(tls) => {
-            let listener = tls::TlsListener::new(listeners.api, tls).map_err(|source| NodeError::Listen {
-                addr: api_listen.to_string(),
-                source,
-            })?;
+            let listener =
+                tls::TlsListener::new(listeners.api, tls, true).map_err(|source| NodeError::Listen {
+                    addr: api_listen.to_string(),
+                    source,
+                })?;
             tokio::spawn(serve_tls(listener, router, limits, shutdown.clone()))
         }
     };

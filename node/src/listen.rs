@@ -98,6 +98,11 @@ impl Admission {
 pub trait PeerAddress {
     /// The client's IP address.
     fn ip(&self) -> IpAddr;
+
+    /// Who the connection's verified client certificate names, if it presented one.
+    fn client_certificate(&self) -> Option<drover_api::auth::ClientCertificate> {
+        None
+    }
 }
 
 impl PeerAddress for std::net::SocketAddr {
@@ -133,7 +138,12 @@ pub async fn serve<L>(
             drop(io);
             continue;
         };
-        let service = TowerToHyperService::new(router.clone());
+        // Requests on a connection with a client certificate carry who it names.
+        let router = match address.client_certificate() {
+            Some(certificate) => router.clone().layer(axum::Extension(certificate)),
+            None => router.clone(),
+        };
+        let service = TowerToHyperService::new(router);
         let connection = builder.serve_connection(TokioIo::new(io), service);
         let connection = graceful.watch(connection);
         tokio::spawn(async move {

@@ -39,6 +39,10 @@ pub struct TlsArgs {
     /// PEM private key of that certificate.
     #[arg(long, env = "DROVER_API_TLS_KEY_FILE")]
     pub api_tls_key_file: Option<PathBuf>,
+    /// PEM certificate(s) of a CA whose client certificates authenticate API callers (CN the
+    /// user, O the groups: `O=operators` is an operator); callers without one still send tokens.
+    #[arg(long, env = "DROVER_API_CLIENT_CA_FILE")]
+    pub api_client_ca_file: Option<PathBuf>,
     /// PEM certificate of this node for its peers (server and client certificate: its SANs
     /// must name the address peers dial); with the key and the CA, peers speak mutual TLS.
     #[arg(long, env = "DROVER_PEER_TLS_CERT_FILE")]
@@ -243,7 +247,11 @@ impl ResolvesServerCert for ReloadingCert {
 
 /// Reads a certificate chain and its key into a server configuration (HTTP/1.1) that serves
 /// them, and their replacements when the files change.
-pub fn server_config(cert_file: &Path, key_file: &Path) -> Result<Arc<ServerConfig>, NodeError> {
+pub fn server_config(
+    cert_file: &Path,
+    key_file: &Path,
+    client_ca_file: Option<&Path>,
+) -> Result<Arc<ServerConfig>, NodeError> {
     let key = certified_key(cert_file, key_file)?;
     let resolver = ReloadingCert {
         cert_file: cert_file.to_path_buf(),
@@ -253,19 +261,31 @@ pub fn server_config(cert_file: &Path, key_file: &Path) -> Result<Arc<ServerConf
     };
     let stamps = resolver.stamps();
     resolver.current.write().unwrap_or_else(|p| p.into_inner()).1 = stamps;
-    let mut config = ServerConfig::builder_with_provider(provider())
+    let builder = ServerConfig::builder_with_provider(provider())
         .with_safe_default_protocol_versions()
-        .map_err(|e| invalid(e.to_string()))?
-        .with_no_client_auth()
-        .with_cert_resolver(Arc::new(resolver));
+        .map_err(|e| invalid(e.to_string()))?;
+    let builder = match client_ca_file {
+        Some(ca_file) => {
+            builder.with_client_cert_verifier(crate::client_certs::verifier(ca_file, provider())?)
+        }
+        None => builder.with_no_client_auth(),
+    };
+    let mut config = builder.with_cert_resolver(Arc::new(resolver));
     config.alpn_protocols = vec![b"http/1.1".to_vec()];
     Ok(Arc::new(config))
 }
 
 /// The configuration the flags (or the file's keys of the same names) ask for, if any.
-pub fn load(cert: Option<&Path>, key: Option<&Path>) -> Result<Option<Arc<ServerConfig>>, NodeError> {
+pub fn load(
+    cert: Option<&Path>,
+    key: Option<&Path>,
+    client_ca: Option<&Path>,
+) -> Result<Option<Arc<ServerConfig>>, NodeError> {
     match (cert, key) {
-        (Some(cert), Some(key)) => server_config(cert, key).map(Some),
+        (Some(cert), Some(key)) => server_config(cert, key, client_ca).map(Some),
+        (None, None) if client_ca.is_some() => Err(invalid(
+            "--api-client-ca-file needs --api-tls-cert-file and --api-tls-key-file".to_string(),
+        )),
         (None, None) => Ok(None),
         _ => Err(invalid(
             "--api-tls-cert-file and --api-tls-key-file go together".to_string(),
@@ -273,16 +293,37 @@ pub fn load(cert: Option<&Path>, key: Option<&Path>) -> Result<Option<Arc<Server
     }
 }
 
+/// A TLS client's address, and who its verified client certificate names (when the listener
+/// identifies clients).
+#[derive(Debug, Clone)]
+pub struct TlsPeer {
+    /// The client's address.
+    pub addr: SocketAddr,
+    /// Who its certificate names.
+    pub certificate: Option<drover_api::auth::ClientCertificate>,
+}
+
+impl crate::listen::PeerAddress for TlsPeer {
+    fn ip(&self) -> std::net::IpAddr {
+        self.addr.ip()
+    }
+
+    fn client_certificate(&self) -> Option<drover_api::auth::ClientCertificate> {
+        self.certificate.clone()
+    }
+}
+
 /// A listener that hands out connections whose TLS handshake has completed.
 pub struct TlsListener {
-    incoming: mpsc::Receiver<(TlsStream<TcpStream>, SocketAddr)>,
+    incoming: mpsc::Receiver<(TlsStream<TcpStream>, TlsPeer)>,
     local: SocketAddr,
     acceptor: JoinHandle<()>,
 }
 
 impl TlsListener {
-    /// Accepts on `listener` and handshakes with `config`.
-    pub fn new(listener: TcpListener, config: Arc<ServerConfig>) -> std::io::Result<Self> {
+    /// Accepts on `listener` and handshakes with `config`; with `identify`, reads who each
+    /// verified client certificate names.
+    pub fn new(listener: TcpListener, config: Arc<ServerConfig>, identify: bool) -> std::io::Result<Self> {
         let local = listener.local_addr()?;
         let (sender, incoming) = mpsc::channel(BACKLOG);
         let tls = TlsAcceptor::from(config);
@@ -303,6 +344,20 @@ impl TlsListener {
                 tokio::spawn(async move {
                     match tokio::time::timeout(HANDSHAKE_TIMEOUT, tls.accept(stream)).await {
                         Ok(Ok(stream)) => {
+                            let certificate = identify
+                                .then(|| {
+                                    stream
+                                        .get_ref()
+                                        .1
+                                        .peer_certificates()?
+                                        .first()
+                                        .and_then(crate::client_certs::identity)
+                                })
+                                .flatten();
+                            let peer = TlsPeer {
+                                addr: peer,
+                                certificate,
+                            };
                             let _ = sender.send((stream, peer)).await;
                         }
                         Ok(Err(e)) => tracing::debug!(%peer, "TLS handshake failed: {e}"),
@@ -327,7 +382,7 @@ impl Drop for TlsListener {
 
 impl axum::serve::Listener for TlsListener {
     type Io = TlsStream<TcpStream>;
-    type Addr = SocketAddr;
+    type Addr = TlsPeer;
 
     async fn accept(&mut self) -> (Self::Io, Self::Addr) {
         match self.incoming.recv().await {
@@ -338,6 +393,9 @@ impl axum::serve::Listener for TlsListener {
     }
 
     fn local_addr(&self) -> std::io::Result<Self::Addr> {
-        Ok(self.local)
+        Ok(TlsPeer {
+            addr: self.local,
+            certificate: None,
+        })
     }
 }

@@ -18,5 +18,5 @@ pub fn self_signed(dir: &Path) -> Result<Arc<ServerConfig>> {
     std::fs::write(&key, certified.key_pair.serialize_pem())?;
     // A node refuses a private key that other users may read.
     std::fs::set_permissions(&key, std::os::unix::fs::PermissionsExt::from_mode(0o600))?;
-    Ok(server_config(&cert, &key)?)
+    Ok(server_config(&cert, &key, None)?)
 }

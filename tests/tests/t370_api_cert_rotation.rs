@@ -51,8 +51,11 @@ fn served_serial(addr: &str) -> Result<String> {
 async fn a_rotated_api_certificate_is_served_without_a_restart() -> Result<()> {
     let dir = tempfile::tempdir()?;
     let first_key = write_cert(dir.path(), 0x0a, None)?;
-    let config =
-        drover_node::tls::server_config(&dir.path().join("api-cert.pem"), &dir.path().join("api-key.pem"))?;
+    let config = drover_node::tls::server_config(
+        &dir.path().join("api-cert.pem"),
+        &dir.path().join("api-key.pem"),
+        None,
+    )?;
     let options = ClusterOptions {
         api_tls: Some(config),
         ..ClusterOptions::with_credentials()

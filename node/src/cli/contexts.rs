@@ -26,6 +26,12 @@ pub struct ClientContext {
     /// CA certificate(s) for `https://` servers.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cacert: Option<PathBuf>,
+    /// Client certificate (PEM) presented to `https://` servers.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cert: Option<PathBuf>,
+    /// Its private key (PEM).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub key: Option<PathBuf>,
 }
 
 /// The file.
@@ -120,6 +126,12 @@ pub struct SetContextArgs {
     /// CA certificate(s) for `https://` servers.
     #[arg(long)]
     cacert: Option<PathBuf>,
+    /// Client certificate (PEM) presented to `https://` servers.
+    #[arg(long)]
+    cert: Option<PathBuf>,
+    /// Its private key (PEM; the path is stored, never the key).
+    #[arg(long)]
+    key: Option<PathBuf>,
 }
 
 fn absolute(path: PathBuf) -> Result<PathBuf> {
@@ -143,6 +155,12 @@ async fn execute(command: ConfigCommand) -> Result<()> {
             }
             if let Some(file) = args.cacert {
                 context.cacert = Some(absolute(file)?);
+            }
+            if let Some(file) = args.cert {
+                context.cert = Some(absolute(file)?);
+            }
+            if let Some(file) = args.key {
+                context.key = Some(absolute(file)?);
             }
             if config.current_context.is_none() {
                 config.current_context = Some(args.name.clone());

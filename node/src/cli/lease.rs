@@ -51,6 +51,13 @@ pub struct ServerArgs {
     /// PEM certificate(s) of the CA that signed the API's certificate, for `https://` servers.
     #[arg(long, env = "DROVER_CACERT")]
     pub cacert: Option<std::path::PathBuf>,
+    /// PEM client certificate presented to `https://` servers (a node with
+    /// `--api-client-ca-file` takes its CN as the user and its O as groups).
+    #[arg(long, env = "DROVER_CERT", requires = "key")]
+    pub cert: Option<std::path::PathBuf>,
+    /// PEM private key of `--cert`.
+    #[arg(long, env = "DROVER_KEY", requires = "cert")]
+    pub key: Option<std::path::PathBuf>,
 }
 
 impl ServerArgs {
@@ -74,14 +81,27 @@ impl ServerArgs {
             _ => None,
         };
         let servers = Servers::parse(&server, self.token.as_deref().or(from_file.as_deref()))?;
-        match &cacert {
-            Some(path) => {
-                let pem =
-                    std::fs::read(path).map_err(|e| anyhow::anyhow!("--cacert {}: {e}", path.display()))?;
-                servers.trusting(&pem)
+        let read = |flag: &str, path: &std::path::Path| {
+            std::fs::read(path).map_err(|e| anyhow::anyhow!("--{flag} {}: {e}", path.display()))
+        };
+        let roots = cacert.map(|path| read("cacert", &path)).transpose()?;
+        let identity = match (
+            self.cert.clone().or(context.cert),
+            self.key.clone().or(context.key),
+        ) {
+            (Some(cert), Some(key)) => {
+                let mut pem = read("cert", &cert)?;
+                pem.push(b'\n');
+                pem.extend(read("key", &key)?);
+                Some(pem)
             }
-            None => Ok(servers),
+            (None, None) => None,
+            _ => anyhow::bail!("a client certificate needs both --cert and --key"),
+        };
+        if roots.is_none() && identity.is_none() {
+            return Ok(servers);
         }
+        servers.with_tls(roots.as_deref(), identity.as_deref())
     }
 }
 

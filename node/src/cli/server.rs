@@ -89,18 +89,26 @@ impl Servers {
         Ok(self.try_send(method, path, query, body).await?)
     }
 
-    /// Trusts the CA certificates in `pem` (besides none: the client has no built-in roots).
-    pub fn trusting(self, pem: &[u8]) -> Result<Self> {
-        let certificates = reqwest::Certificate::from_pem_bundle(pem)
-            .map_err(|e| anyhow::anyhow!("--cacert is not PEM: {e}"))?;
-        if certificates.is_empty() {
-            bail!("--cacert holds no certificate");
-        }
+    /// Trusts the CA certificates in `roots` (besides none: the client has no built-in roots)
+    /// and presents the client certificate and key in `identity` (PEM, both in one).
+    pub fn with_tls(self, roots: Option<&[u8]>, identity: Option<&[u8]>) -> Result<Self> {
         let mut builder = Client::builder()
             .timeout(Duration::from_secs(15))
             .default_headers(self.headers.clone());
-        for certificate in certificates {
-            builder = builder.add_root_certificate(certificate);
+        if let Some(pem) = roots {
+            let certificates = reqwest::Certificate::from_pem_bundle(pem)
+                .map_err(|e| anyhow::anyhow!("--cacert is not PEM: {e}"))?;
+            if certificates.is_empty() {
+                bail!("--cacert holds no certificate");
+            }
+            for certificate in certificates {
+                builder = builder.add_root_certificate(certificate);
+            }
+        }
+        if let Some(pem) = identity {
+            let identity = reqwest::Identity::from_pem(pem)
+                .map_err(|e| anyhow::anyhow!("--cert and --key are not a PEM certificate and key: {e}"))?;
+            builder = builder.identity(identity);
         }
         Ok(Self {
             http: builder.build()?,
