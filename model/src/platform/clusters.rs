@@ -196,6 +196,8 @@ fn cluster_not_found(cluster: &ClusterRef) -> PlatformError {
 impl Platform {
     /// Applies one cluster command. Pure: the outcome depends on `self`, `now_ms` and `command`.
     pub fn apply_cluster(&mut self, now_ms: u64, command: &ClusterCommand) -> Result<(), PlatformError> {
+        // Pinned sets and removed clusters change what clusters have committed.
+        self.reservations.clear();
         match command {
             ClusterCommand::User { caller, change } => {
                 let tenant = change.tenant();

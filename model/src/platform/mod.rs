@@ -287,6 +287,10 @@ pub struct Platform {
     /// Services removed lately, for watches.
     #[serde(default)]
     pub(crate) service_removals: crate::service::versions::Removals,
+    /// What each cluster has committed to it, kept between placements (derived; see
+    /// [`crate::service::reservations`]).
+    #[serde(skip)]
+    pub(crate) reservations: crate::service::reservations::ReservationCache,
 }
 
 impl Platform {

@@ -12,6 +12,7 @@ use super::entities::{Role, Tenant, TenantRules};
 use super::selection::{select_environment, Candidate, NeededResource, SelectionError, SelectionInput};
 use super::{Grant, Platform, PlatformError, Requirement};
 use crate::service::reconcile::{record_event, EventSource, EventTime, ServiceReport};
+use crate::service::reservations::held_by;
 use crate::service::{
     revise, selector_view, Deployment, EnvironmentRef, Revision, RevisionType, Service, ServiceCommand,
     ServiceOp, ServiceOutcome, Usage,
@@ -86,6 +87,8 @@ fn not_deleting(stored: &Service, service: &str) -> Result<(), PlatformError> {
 impl Platform {
     /// Applies one service command. Pure: the outcome depends on `self`, `now_ms` and `command`.
     pub fn apply_service(&mut self, now_ms: u64, command: &ServiceCommand) -> Outcome {
+        // New revisions and deletions change what clusters have committed.
+        self.reservations.clear();
         let tenant_name = command.change.tenant();
         let grant = self.authorize(
             &command.caller,
@@ -406,17 +409,21 @@ impl Platform {
                     report.service
                 )));
             }
+            let held = held_by(stored);
             if let Some(tenant) = self.tenants.get_mut(&report.tenant) {
                 tenant.services.remove(&report.service);
             }
+            self.reservations.replace(&held, &[]);
             self.forget_links_of(&report.tenant, &report.service);
             return Ok(true);
         }
         let mut switched = false;
         if let Some(to) = &report.switched_to {
             if stored.migrating_to.as_ref() == Some(to) {
+                let before = held_by(stored);
                 stored.placement = Some(to.clone());
                 stored.migrating_to = None;
+                self.reservations.replace(&before, &held_by(stored));
                 switched = true;
             }
         }

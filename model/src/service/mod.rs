@@ -15,6 +15,7 @@ pub mod links;
 pub mod placement;
 mod placement_pass;
 pub mod reconcile;
+pub mod reservations;
 mod revise;
 pub mod rollout;
 pub mod simple;

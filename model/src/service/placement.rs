@@ -10,6 +10,7 @@ use std::collections::BTreeSet;
 
 use serde::{Deserialize, Serialize};
 
+use super::reservations::held_by;
 use super::rollout::RoleTarget;
 use super::{Revision, Service};
 use crate::cluster::agent_api::{InstanceId, InstanceSpec, Resources, SetName};
@@ -67,10 +68,18 @@ impl Platform {
         let Some(stored) = stored else {
             return Ok(false);
         };
+        let before = held_by(stored);
+        let changed = Self::place(stored, now_ms, placement);
+        self.reservations.replace(&before, &held_by(stored));
+        Ok(changed)
+    }
+
+    /// Moves `stored` as `placement` says; whether it changed anything.
+    fn place(stored: &mut Service, now_ms: u64, placement: &Placement) -> bool {
         if placement.migrate {
             if stored.placement.is_none() || stored.placement.as_ref() == Some(&placement.cluster) {
                 // Not placed, or already there: a move makes no sense.
-                return Ok(false);
+                return false;
             }
             if stored.migrating_to.is_none() {
                 // A move starts: the next one may start only a migration interval later.
@@ -79,47 +88,36 @@ impl Platform {
             let changed = stored.migrating_to.as_ref() != Some(&placement.cluster);
             stored.migrating_to = Some(placement.cluster.clone());
             stored.scheduling = Some(placement.decision.clone());
-            return Ok(changed);
+            return changed;
         }
         let moved = stored.placement.as_ref() != Some(&placement.cluster);
         let ended_move = stored.migrating_to.take().is_some();
         stored.placement = Some(placement.cluster.clone());
         stored.scheduling = Some(placement.decision.clone());
-        Ok(moved || ended_move)
+        moved || ended_move
     }
 
     /// What is committed to run on each cluster: its pinned sets, and every service placed on
     /// it or moving to it (deleted ones too, until their end is committed).
     pub fn reserved(&self) -> Promised {
+        self.reservations.get_or_build(|| self.reserved_uncached())
+    }
+
+    /// [`Self::reserved`] computed from every service.
+    pub(crate) fn reserved_uncached(&self) -> Promised {
         let mut reserved: Promised = self
             .clusters()
             .map(|(cluster, stored)| (cluster, stored.requested()))
             .collect();
         for (_, tenant) in self.tenants() {
             for service in tenant.services.values() {
-                let Some(revision) = service.current.and_then(|n| service.revisions.get(&n)) else {
-                    continue;
-                };
-                for cluster in service.placement.iter().chain(service.migrating_to.iter()) {
-                    let entry = reserved.entry(cluster.clone()).or_default();
-                    *entry = entry.plus(requests(revision));
+                for (cluster, requested) in held_by(service) {
+                    let entry = reserved.entry(cluster).or_default();
+                    *entry = entry.plus(requested);
                 }
             }
         }
         reserved
-    }
-
-    /// What is committed to run on `cluster`, but for the service `except`.
-    fn reserved_on(&self, cluster: &ClusterRef, except: &str) -> Resources {
-        let pinned = self
-            .cluster(cluster)
-            .map_or_else(Resources::default, |c| c.requested());
-        self.tenants()
-            .flat_map(|(_, tenant)| tenant.services.values())
-            .filter(|s| s.uid != except)
-            .filter(|s| s.placement.as_ref() == Some(cluster) || s.migrating_to.as_ref() == Some(cluster))
-            .filter_map(|s| s.current.and_then(|n| s.revisions.get(&n)))
-            .fold(pinned, |sum, revision| sum.plus(requests(revision)))
     }
 
     /// Capacity is taken in the apply: a placement that puts a service on a cluster it does not
@@ -148,7 +146,10 @@ impl Platform {
                     placement.cluster
                 ))
             })?;
-        let committed = self.reserved_on(&placement.cluster, &stored.uid);
+        // The service does not occupy this cluster: all it holds is others'.
+        let committed = self
+            .reservations
+            .on(&placement.cluster, || self.reserved_uncached());
         let needed = requests(revision);
         let total = committed.plus(needed);
         if total.cpu_millis > capacity.cpu_millis || total.memory_mib > capacity.memory_mib {

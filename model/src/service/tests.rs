@@ -807,6 +807,19 @@ fn capacity_is_taken_in_the_apply_so_two_placements_cannot_share_room() {
         !place(&mut platform, "api", &small, false).unwrap(),
         "already there: nothing changes"
     );
+    // The reservations kept between placements are what counting every service gives, after
+    // placements, a move's end, a scale and a deletion's end alike.
+    assert_eq!(platform.reserved(), platform.reserved_uncached());
+    let mut switch = report(&platform, reconcile::Phase::Running, "", false);
+    switch.switched_to = Some(small.clone());
+    assert!(platform.apply_service_report(3, 3_000, &switch).unwrap());
+    assert_eq!(platform.reserved()[&small].cpu_millis, 400);
+    assert_eq!(platform.reserved(), platform.reserved_uncached());
+    run(&mut platform, "bob", delete(false)).unwrap();
+    let end = report(&platform, reconcile::Phase::Deleting, "", true);
+    assert!(platform.apply_service_report(4, 4_000, &end).unwrap());
+    assert_eq!(platform.reserved()[&small].cpu_millis, 300);
+    assert_eq!(platform.reserved(), platform.reserved_uncached());
 }
 
 fn delete(force: bool) -> ServiceOp {
