@@ -128,6 +128,37 @@ struct Core {
     elector: Arc<Elector>,
     /// The Raft gauges and counters on the node's registry.
     exporter: Arc<RaftMetricsExporter>,
+    /// The term and last log index this node started with (see [`RestartFloor`]).
+    restart_floor: RestartFloor,
+}
+
+/// What a node restarted as the leader of its old term must not answer reads below.
+///
+/// openraft 0.9 restores a node whose stored vote is its own committed vote as the leader of
+/// that term at once, without a new blank entry; its read index is then the larger of the
+/// committed index and the term's first entry, and the committed index it restarted with is
+/// only the one it last saved (every 64 entries or 200 ms). Followers still in that term
+/// confirm its leadership, so it answered linearizable reads up to 200 ms stale — the chaos
+/// harness caught it right after a leader was restarted. While it leads the term it started
+/// in, its read index is at least the last entry it held at the start: a leader never drops
+/// its own entries, so they all commit while it leads.
+#[derive(Debug, Clone, Copy)]
+struct RestartFloor {
+    term: u64,
+    last_index: u64,
+}
+
+impl RestartFloor {
+    /// The read index `index` raised to the floor while `raft` is still in the term it
+    /// started in.
+    fn apply(self, raft: &Raft, index: u64) -> u64 {
+        let term = raft.metrics().borrow().current_term;
+        if term == self.term {
+            index.max(self.last_index)
+        } else {
+            index
+        }
+    }
 }
 
 /// A cheap, cloneable handle on this node's Raft instance.
@@ -164,6 +195,20 @@ impl RaftHandle {
         )?;
         let shared = state_machine.shared();
         let committed = log_store.committed_index();
+        // Read from the store before openraft starts (its metrics are not loaded yet then).
+        let restart_floor = {
+            let mut reader = log_store.clone();
+            let vote = openraft::storage::RaftLogStorage::read_vote(&mut reader)
+                .await
+                .map_err(|e| StoreError::Raft(e.to_string()))?;
+            let last = log_store
+                .last_log_id_or_purged()
+                .map_err(|e| StoreError::Raft(e.to_string()))?;
+            RestartFloor {
+                term: vote.map_or(0, |vote| vote.leader_id().term),
+                last_index: last.map_or(0, |id| id.index),
+            }
+        };
         let log_for_elector = log_store.clone();
         let peers = PeerClient::new(
             &options.cluster_secret,
@@ -255,7 +300,9 @@ impl RaftHandle {
                         })
                     },
                 ),
-                quorum_rounds: shared_rounds(None, move || Box::pin(quorum_round(raft_for_rounds.clone()))),
+                quorum_rounds: shared_rounds(None, move || {
+                    Box::pin(quorum_round(raft_for_rounds.clone(), restart_floor))
+                }),
                 read_index_rounds: shared_rounds(Some(leadership.clone()), move || {
                     let core = for_reads.upgrade();
                     Box::pin(async move {
@@ -278,6 +325,7 @@ impl RaftHandle {
                 leadership,
                 elector,
                 exporter,
+                restart_floor,
             }
         });
         Ok(Self { core })
@@ -411,8 +459,14 @@ impl RaftHandle {
     /// On the leader: waits until everything committed before its term is applied here and
     /// returns that index. Errors when this node is not the leader.
     pub async fn barrier(&self) -> Result<u64, ReadError> {
+        let deadline = Instant::now() + self.core.config.request_timeout;
         match self.core.raft.ensure_linearizable().await {
-            Ok(log_id) => Ok(log_id.map_or(0, |id| id.index)),
+            Ok(log_id) => {
+                let index = log_id.map_or(0, |id| id.index);
+                let index = self.core.restart_floor.apply(&self.core.raft, index);
+                self.wait_applied(index, deadline).await?;
+                Ok(index)
+            }
             Err(e) => Err(ReadError::Unavailable(e.to_string())),
         }
     }
@@ -761,10 +815,10 @@ impl RaftHandle {
 }
 
 /// One quorum round on the leader: the index every read sharing it must wait for.
-async fn quorum_round(raft: Raft) -> LeaderResponse {
+async fn quorum_round(raft: Raft, floor: RestartFloor) -> LeaderResponse {
     match raft.get_read_log_id().await {
         Ok((read_log_id, _)) => LeaderResponse::ReadIndex {
-            index: read_log_id.map_or(0, |id| id.index),
+            index: floor.apply(&raft, read_log_id.map_or(0, |id| id.index)),
         },
         Err(e) => match e.forward_to_leader() {
             Some(forward) => LeaderResponse::NotLeader {
