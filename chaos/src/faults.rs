@@ -32,6 +32,11 @@ pub enum FaultKind {
     ClockSkew,
     /// Remove a random follower from the membership, then add it back.
     MemberChange,
+    /// SIGKILL the `sim` agent of the services workload, restart it after a while (its
+    /// instances keep running).
+    KillAgent,
+    /// SIGSTOP the agent, then SIGCONT.
+    PauseAgent,
 }
 
 impl FaultKind {
@@ -79,6 +84,8 @@ impl fmt::Display for FaultKind {
             Self::PartitionBridge => "partition-bridge",
             Self::ClockSkew => "clock-skew",
             Self::MemberChange => "member-change",
+            Self::KillAgent => "kill-agent",
+            Self::PauseAgent => "pause-agent",
         })
     }
 }

@@ -4,9 +4,12 @@
 //! the harness's own network namespace, clock skew through libfaketime, membership changes), and
 //! checkers over what the clients observed — linearizability per key, mutual exclusion by
 //! fencing token, durability of acknowledged creates, convergence after healing — with per-fault
-//! availability figures. One seed reproduces one run's choices.
+//! availability figures. With service clients, a services workload runs on a `sim` agent that
+//! the nemesis kills and pauses too, checked against the agent's own inventory
+//! ([`service_workload`]). One seed reproduces one run's choices.
 
 pub mod checker;
+pub mod credentials;
 pub mod faults;
 pub mod history;
 pub mod nemesis;
@@ -15,5 +18,6 @@ pub mod pool_workload;
 pub mod report;
 pub mod rng;
 pub mod runner;
+pub mod service_workload;
 pub mod sim;
 pub mod workload;

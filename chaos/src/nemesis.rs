@@ -117,6 +117,9 @@ pub async fn apply(cluster: &mut ProcessCluster, rng: &mut Rng, kind: FaultKind)
             )?;
             Ok(vec![target])
         }
+        FaultKind::KillAgent | FaultKind::PauseAgent => {
+            bail!("{kind} is the agent's, injected beside the control plane's faults")
+        }
         FaultKind::MemberChange => {
             let leader = leader().await?;
             let followers: Vec<u64> = running.iter().copied().filter(|id| *id != leader).collect();
@@ -160,6 +163,7 @@ pub async fn heal(cluster: &mut ProcessCluster, kind: FaultKind, nodes: &[u64]) 
             cluster.kill(*id)?;
             cluster.restart(*id)
         }),
+        FaultKind::KillAgent | FaultKind::PauseAgent => Ok(()),
         FaultKind::MemberChange => {
             for id in nodes {
                 add_member(cluster, *id).await?;
@@ -170,7 +174,7 @@ pub async fn heal(cluster: &mut ProcessCluster, kind: FaultKind, nodes: &[u64]) 
 }
 
 fn http() -> Result<reqwest::Client> {
-    Ok(reqwest::Client::builder()
+    Ok(crate::credentials::client_builder()
         .timeout(Duration::from_secs(10))
         .build()?)
 }

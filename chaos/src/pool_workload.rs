@@ -123,7 +123,7 @@ impl Holder<'_> {
 
 /// One pool client's loop, until `stop`: acquire, one to three heartbeats, release.
 pub async fn client(id: usize, nodes: Vec<String>, mut rng: Rng, recorder: Recorder, stop: Arc<AtomicBool>) {
-    let http = Client::builder()
+    let http = crate::credentials::client_builder()
         .pool_max_idle_per_host(2)
         .build()
         .unwrap_or_default();

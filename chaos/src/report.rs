@@ -60,6 +60,14 @@ pub struct Report {
     pub grants: usize,
     /// Pool heartbeats and releases accepted.
     pub token_uses: usize,
+    /// Service changes acknowledged (creates, scales, program changes, deletions).
+    pub service_changes: usize,
+    /// Service changes whose outcome was unknown (read back before the next).
+    pub service_changes_unknown: usize,
+    /// Instances the agent ran as the services' accepted revisions ask, after healing.
+    pub service_instances_checked: usize,
+    /// Fences read from the agent during the run (for the monotonicity check).
+    pub agent_fences_sampled: usize,
     /// Successful writes.
     pub writes_ok: usize,
     /// Operations that certainly failed.
@@ -139,6 +147,10 @@ impl Report {
             acknowledged_creates: history.acknowledged.len(),
             grants: history.grants.len(),
             token_uses: history.accepted.len(),
+            service_changes: 0,
+            service_changes_unknown: 0,
+            service_instances_checked: 0,
+            agent_fences_sampled: 0,
             writes_ok: history.write_successes.len(),
             failed: history.failed,
             unknown: history.unknown,
@@ -155,7 +167,8 @@ impl Report {
     pub fn print(&self) {
         println!(
             "seed {}: {} register ops, {} ok writes, {} failed, {} unknown, {} acknowledged creates, \
-             {} pool grants, {} token uses",
+             {} pool grants, {} token uses, {} service changes ({} unknown, {} instances checked \
+             on the agent, {} fences sampled)",
             self.seed,
             self.register_ops,
             self.writes_ok,
@@ -163,7 +176,11 @@ impl Report {
             self.unknown,
             self.acknowledged_creates,
             self.grants,
-            self.token_uses
+            self.token_uses,
+            self.service_changes,
+            self.service_changes_unknown,
+            self.service_instances_checked,
+            self.agent_fences_sampled
         );
         println!("| fault | count | ok writes during | failures during | max unavailable ms |");
         println!("|---|---:|---:|---:|---:|");

@@ -7,16 +7,20 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
+use drover_tests::agent::AgentProcess;
+use drover_tests::platform::{token, PlatformClient, OPERATOR_SUBJECT};
 use drover_tests::process::ProcessCluster;
+use drover_tests::services::tenant_with_clusters;
 use drover_tests::status::applied_index;
 use drover_tests::wait::eventually;
 use serde_json::Value;
 
 use crate::checker::{linearizable, mutex};
-use crate::faults;
+use crate::faults::{self, FaultKind};
 use crate::history::{History, Recorder};
 use crate::report::{FaultRecord, Report};
 use crate::rng::Rng;
+use crate::service_workload::{self, Known, ServiceHistory};
 use crate::workload::{self, DURABLE_NAMESPACE, REGISTER_NAMESPACE};
 use crate::{nemesis, pool_workload};
 
@@ -37,10 +41,59 @@ pub struct RunConfig {
     pub faults: Vec<faults::FaultKind>,
     /// Cluster size: three or five nodes.
     pub nodes: u64,
+    /// Concurrent clients of the services workload (none: no agent, no services).
+    pub service_clients: usize,
 }
 
 /// The longest time the history allows for the cluster to converge after healing.
 const CONVERGENCE: Duration = Duration::from_secs(30);
+/// The longest time the agent may take, after healing, to run what the services' accepted
+/// revisions ask for.
+const SERVICE_CONVERGENCE: Duration = Duration::from_secs(60);
+
+/// Until `until`: rests 2–4 s, then kills or pauses the agent (alternately, from a seeded
+/// start) for 1.5–4 s and heals it. Returns the healed agent and what it did.
+async fn agent_nemesis(
+    mut agent: AgentProcess,
+    mut rng: Rng,
+    recorder: Recorder,
+    until: Instant,
+) -> Result<(AgentProcess, Vec<FaultRecord>)> {
+    let mut faults = Vec::new();
+    let mut kill = rng.below(2) == 0;
+    loop {
+        tokio::time::sleep(Duration::from_millis(2_000 + rng.below(2_000))).await;
+        let hold = Duration::from_millis(1_500 + rng.below(2_500));
+        if Instant::now() + hold >= until {
+            return Ok((agent, faults));
+        }
+        let start = recorder.now();
+        let kind = if kill {
+            tokio::task::block_in_place(|| agent.kill())?;
+            tokio::time::sleep(hold).await;
+            // Waits for the agent's health: off the runtime's workers.
+            tokio::task::block_in_place(|| agent.restart())?;
+            FaultKind::KillAgent
+        } else {
+            let pid = agent.pid().context("the agent is not running")?;
+            signal(pid, "-STOP")?;
+            tokio::time::sleep(hold).await;
+            signal(pid, "-CONT")?;
+            FaultKind::PauseAgent
+        };
+        faults.push(FaultRecord::new(kind, Vec::new(), start, recorder.now()));
+        kill = !kill;
+    }
+}
+
+fn signal(pid: u32, which: &str) -> Result<()> {
+    let status = std::process::Command::new("kill")
+        .arg(which)
+        .arg(pid.to_string())
+        .status()?;
+    anyhow::ensure!(status.success(), "kill {which} {pid} failed");
+    Ok(())
+}
 
 /// Runs the workload with faults, then checks and reports.
 pub async fn run(config: &RunConfig) -> Result<Report> {
@@ -56,19 +109,67 @@ pub async fn run(config: &RunConfig) -> Result<Report> {
     nemesis::prepare(&config.faults)?;
     let pools = tempfile::NamedTempFile::new()?;
     std::fs::write(pools.path(), pool_workload::pools_yaml())?;
+    let keys = tempfile::tempdir()?;
     // The binary's default timings: the figures are the ones an operator gets.
-    let args = [
+    let mut args = vec![
         format!("--pools={}", pools.path().display()),
         format!("--reaper-expire={}", pool_workload::REAPER_EXPIRE),
     ];
+    if config.service_clients > 0 {
+        args.extend(drover_tests::platform::process_platform_args(keys.path())?);
+    }
     let mut cluster = ProcessCluster::start_on(config.nodes, &args, nemesis::HOSTS)?;
-    cluster
+    let leader = cluster
         .leader(Duration::from_secs(30))
         .await
         .context("no leader at start")?;
     let nodes: Vec<String> = (1..=config.nodes).map(|id| cluster.api_addr(id)).collect();
     let recorder = Recorder::new();
     let stop = Arc::new(AtomicBool::new(false));
+    let service_history: Arc<std::sync::Mutex<ServiceHistory>> = Arc::default();
+    let mut agent = if config.service_clients > 0 {
+        let agent = AgentProcess::sim(&[])?;
+        let as_user =
+            |subject: &str| PlatformClient::new(&nodes[(leader - 1) as usize], Some(token(subject)));
+        tenant_with_clusters(
+            &as_user(OPERATOR_SUBJECT),
+            &as_user("alice"),
+            &[(&agent, "sim")],
+            100_000,
+        )
+        .await
+        .context("setting up the services workload")?;
+        // The registered operator may use every dialect: the other workloads speak as it.
+        crate::credentials::require(token(OPERATOR_SUBJECT));
+        Some(agent)
+    } else {
+        None
+    };
+    let service_clients: Vec<_> = (0..config.service_clients)
+        .map(|id| {
+            tokio::spawn(service_workload::client(
+                id,
+                nodes.clone(),
+                rng.fork(),
+                recorder.clone(),
+                service_history.clone(),
+                stop.clone(),
+            ))
+        })
+        .collect();
+    let sampler = agent.as_ref().map(|agent| {
+        tokio::spawn(service_workload::sample_fences(
+            agent.client(),
+            service_history.clone(),
+            stop.clone(),
+        ))
+    });
+    // The agent is hit on its own schedule, beside the control plane's faults (a fault-free
+    // run leaves it alone too).
+    let agent_faults = agent.take_if(|_| !config.faults.is_empty()).map(|agent| {
+        let until = Instant::now() + config.duration.saturating_sub(Duration::from_secs(4));
+        tokio::spawn(agent_nemesis(agent, rng.fork(), recorder.clone(), until))
+    });
     let mut clients: Vec<_> = (0..config.clients)
         .map(|id| {
             tokio::spawn(workload::client(
@@ -119,11 +220,24 @@ pub async fn run(config: &RunConfig) -> Result<Report> {
         fault_log.push(FaultRecord::new(planned.kind, targets, start, end));
         tokio::time::sleep(planned.rest).await;
     }
+    if let Some(task) = agent_faults {
+        let (healed, faults) = task.await??;
+        agent = Some(healed);
+        fault_log.extend(faults);
+        fault_log.sort_by_key(|fault| fault.start);
+    }
     let remaining = config.duration.saturating_sub(started.elapsed());
     tokio::time::sleep(remaining).await;
     stop.store(true, Ordering::Relaxed);
     for client in clients {
         client.await?;
+    }
+    let mut told: BTreeMap<String, Known> = BTreeMap::new();
+    for client in service_clients {
+        told.extend(client.await?);
+    }
+    if let Some(sampler) = sampler {
+        sampler.await?;
     }
 
     let convergence_started = Instant::now();
@@ -140,6 +254,16 @@ pub async fn run(config: &RunConfig) -> Result<Report> {
         Err(e) => report.violations.push(format!(
             "no convergence within {CONVERGENCE:?} after healing: {e}"
         )),
+    }
+    if let Some(agent) = &agent {
+        let services = service_history.lock().unwrap_or_else(|p| p.into_inner()).clone();
+        report.service_changes = services.acknowledged;
+        report.service_changes_unknown = services.unknown;
+        let (violations, checked) =
+            service_workload::check(&nodes, &agent.client(), &told, &services, SERVICE_CONVERGENCE).await;
+        report.violations.extend(violations);
+        report.service_instances_checked = checked;
+        report.agent_fences_sampled = services.fences.len();
     }
     check_linearizability(&history, &mut report);
     report
@@ -175,7 +299,7 @@ async fn node_state(http: &reqwest::Client, node: &str) -> Option<NodeState> {
 
 /// Waits until every node has applied the same index and holds the same objects.
 async fn converge(nodes: &[String]) -> Result<Vec<NodeState>> {
-    let http = reqwest::Client::builder()
+    let http = crate::credentials::client_builder()
         .timeout(Duration::from_secs(3))
         .build()?;
     eventually(CONVERGENCE, "every node to hold the same state", || async {

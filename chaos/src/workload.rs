@@ -180,7 +180,7 @@ pub async fn client(
     recorder: Recorder,
     stop: Arc<AtomicBool>,
 ) {
-    let http = Client::builder()
+    let http = crate::credentials::client_builder()
         .pool_max_idle_per_host(2)
         .build()
         .unwrap_or_default();

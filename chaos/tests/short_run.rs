@@ -1,6 +1,7 @@
 //! The short chaos run of the test command: the `drover-chaos` binary (which makes its own
-//! network namespace for partitions) over three seeds that inject every one of the nine fault
-//! kinds, none skipped, with zero violations, on three nodes and then on five.
+//! network namespace for partitions) over three seeds that inject every one of the nine
+//! control-plane fault kinds and kill and pause the services workload's agent, none skipped,
+//! with zero violations, on three nodes and then on five.
 
 use std::process::Command;
 
@@ -34,6 +35,11 @@ fn short_runs_with_every_fault_kind_keep_every_promise() -> anyhow::Result<()> {
             report["writes_ok"].as_u64() > Some(50),
             "seed {seed}: the workload made progress"
         );
+        anyhow::ensure!(
+            report["service_changes"].as_u64() >= Some(10),
+            "seed {seed}: the services workload made progress: {}",
+            report["service_changes"]
+        );
         // Faults can hold the small pool up for a while in one seed (a grant whose answer was
         // lost stays busy until the reaper), so the pool's progress is counted over all seeds.
         grants += report["grants"].as_u64().unwrap_or(0);
@@ -46,8 +52,9 @@ fn short_runs_with_every_fault_kind_keep_every_promise() -> anyhow::Result<()> {
         }
     }
     anyhow::ensure!(grants >= 20, "the pool was used: {grants} grants in all");
-    // Three seeds start three kinds apart and fit at least three faults each: all nine kinds.
-    anyhow::ensure!(kinds.len() == 9, "every fault kind was injected: {kinds:?}");
+    // Three seeds start three kinds apart and fit at least three faults each: all nine kinds,
+    // and the agent is killed and paused beside them.
+    anyhow::ensure!(kinds.len() == 11, "every fault kind was injected: {kinds:?}");
 
     // Five nodes: minorities of two and a two-against-two bridge, one seed.
     let out = dir.path().join("report-5.json");

@@ -33,6 +33,10 @@ struct Cli {
     /// Concurrent Boskos clients.
     #[arg(long, default_value_t = 3)]
     pool_clients: usize,
+    /// Concurrent clients of the services workload, on a `sim` agent the nemesis also kills
+    /// and pauses (0: no services).
+    #[arg(long, default_value_t = 2)]
+    service_clients: usize,
     /// Fault kinds, comma separated (default: all): kill-leader, kill-random, pause-leader,
     /// pause-random, partition-leader, partition-random, partition-bridge, clock-skew,
     /// member-change; `none` for a fault-free run.
@@ -129,6 +133,7 @@ async fn run_all(cli: &Cli, faults: Vec<FaultKind>) -> Result<ExitCode> {
             pool_clients: cli.pool_clients,
             faults: faults.clone(),
             nodes: cli.nodes,
+            service_clients: cli.service_clients,
         };
         // Ctrl-C drops the cluster, which kills (and resumes) every process it started.
         let report = tokio::select! {

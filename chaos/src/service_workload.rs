@@ -1,0 +1,506 @@
+//! The seeded services workload: clients create, scale, update and delete services of one
+//! tenant, placed on a `sim` agent, through random nodes while the nemesis kills, pauses and
+//! partitions the control plane and kills and pauses the agent. Each client owns its services,
+//! so it knows what it asked for: after every acknowledged change the service's accepted
+//! revision, its instance count and the revision that last changed what the role runs; after a
+//! change whose outcome is unknown it reads the service back.
+//!
+//! The checker's ground truth is the agent's own inventory: after healing, every service runs
+//! exactly the instances its accepted revision asks for (the deterministic ids of that role
+//! revision, each running), no instance of a deleted service survives, every revision a client
+//! saw acknowledged is in the service's history once, and the fence the agent reported never
+//! went back while the run went on.
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::{bail, Context, Result};
+use drover_model::cluster::agent_api::{Fence, InstanceState, Inventory};
+use drover_tests::agent::AgentClient;
+use drover_tests::platform::token;
+use reqwest::{Client, Method, StatusCode};
+use serde_json::{json, Value};
+
+use crate::history::Recorder;
+use crate::rng::Rng;
+
+/// The tenant every service belongs to.
+pub const TENANT: &str = "acme";
+/// Services each client owns.
+const SERVICES_PER_CLIENT: usize = 3;
+/// Most instances a service asks for.
+const MAX_INSTANCES: u64 = 4;
+/// The pause between a client's changes.
+const PACE: Duration = Duration::from_millis(300);
+/// How long one request may take before its outcome counts as unknown.
+const REQUEST_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// What a client knows of one of its services.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Known {
+    /// It does not exist (never created, or its deletion was acknowledged).
+    Absent,
+    /// Its accepted revision, instance count and the revision that last changed its program.
+    Present {
+        /// The accepted revision.
+        revision: u64,
+        /// Instances of its one role.
+        instances: u64,
+        /// The revision that last changed what the role runs (instance ids carry it).
+        role_revision: u64,
+    },
+    /// A change's outcome is unknown: read it back before the next change.
+    Uncertain,
+}
+
+/// What the services workload did, for the checker and the report.
+#[derive(Debug, Default, Clone)]
+pub struct ServiceHistory {
+    /// Changes acknowledged.
+    pub acknowledged: usize,
+    /// Changes certainly refused or not delivered.
+    pub refused: usize,
+    /// Changes with an unknown outcome.
+    pub unknown: usize,
+    /// Every revision acknowledged, per service, since it was last created.
+    pub revisions: BTreeMap<String, Vec<u64>>,
+    /// The fences the agent reported, in the order sampled.
+    pub fences: Vec<Fence>,
+}
+
+/// The deployment of a service whose one role runs `instances` copies of program version
+/// `version` (a new version is a new role revision).
+fn deployment(instances: u64, version: u64) -> Value {
+    json!({"deployment": {"roles": {"web": {
+        "instances": instances,
+        "exec": {"argv": ["web", format!("v{version}")]},
+        "resources": {"cpu_millis": 10, "memory_mib": 4},
+    }}}})
+}
+
+/// The platform API through one node, as the tenant's owner.
+struct Api {
+    http: Client,
+    token: String,
+}
+
+enum Sent {
+    /// Applied, with the answer.
+    Done(Value),
+    /// Certainly not applied (a refusal, or nothing delivered).
+    Refused,
+    /// Maybe applied.
+    Unknown,
+}
+
+impl Api {
+    fn new(subject: &str) -> Self {
+        Self {
+            http: Client::builder()
+                .pool_max_idle_per_host(2)
+                .build()
+                .unwrap_or_default(),
+            token: token(subject),
+        }
+    }
+
+    async fn call(&self, node: &str, method: Method, path: &str, body: Option<&Value>) -> Sent {
+        let mut request = self
+            .http
+            .request(method, format!("http://{node}/api/1.0-beta{path}"))
+            .bearer_auth(&self.token)
+            .timeout(REQUEST_TIMEOUT);
+        if let Some(body) = body {
+            request = request.json(body);
+        }
+        match request.send().await {
+            Ok(response) => {
+                let status = response.status();
+                let body: Value = response.json().await.unwrap_or(Value::Null);
+                if status.is_success() {
+                    Sent::Done(body)
+                } else if status == StatusCode::SERVICE_UNAVAILABLE || status.is_server_error() {
+                    // A lost leader may have committed it.
+                    Sent::Unknown
+                } else {
+                    Sent::Refused
+                }
+            }
+            Err(e) if e.is_connect() => Sent::Refused,
+            Err(_) => Sent::Unknown,
+        }
+    }
+
+    /// What the control plane holds for `service` now, read linearizably; `None` when no node
+    /// answered.
+    async fn read(&self, node: &str, service: &str) -> Option<Known> {
+        let response = self
+            .http
+            .get(format!(
+                "http://{node}/api/1.0-beta/tenant/{TENANT}/service/{service}"
+            ))
+            .bearer_auth(&self.token)
+            .timeout(REQUEST_TIMEOUT)
+            .send()
+            .await
+            .ok()?;
+        match response.status() {
+            StatusCode::NOT_FOUND => Some(Known::Absent),
+            status if status.is_success() => known_of(&response.json().await.ok()?),
+            _ => None,
+        }
+    }
+}
+
+/// What a service's full view says: absent while it is being deleted.
+fn known_of(view: &Value) -> Option<Known> {
+    let data = &view["data"];
+    if !data["deletionTimestamp"].is_null() {
+        return Some(Known::Absent);
+    }
+    let role = &data["deployment"]["roles"]["web"];
+    let version = role["exec"]["argv"][1]
+        .as_str()?
+        .strip_prefix('v')?
+        .parse()
+        .ok()?;
+    Some(Known::Present {
+        revision: data["revision"].as_u64()?,
+        instances: data["configuration"]["scale"]["web"].as_u64()?,
+        role_revision: version,
+    })
+}
+
+/// One client's loop until `stop`: for a random one of its services, create it, scale it,
+/// change its program or delete it.
+pub async fn client(
+    id: usize,
+    nodes: Vec<String>,
+    mut rng: Rng,
+    recorder: Recorder,
+    history: Arc<std::sync::Mutex<ServiceHistory>>,
+    stop: Arc<AtomicBool>,
+) -> BTreeMap<String, Known> {
+    let api = Api::new("alice");
+    let mut known: BTreeMap<String, Known> = (0..SERVICES_PER_CLIENT)
+        .map(|k| (format!("c{id}-s{k}"), Known::Absent))
+        .collect();
+    let names: Vec<String> = known.keys().cloned().collect();
+    let record = |f: &dyn Fn(&mut ServiceHistory)| {
+        let mut h = history.lock().unwrap_or_else(|p| p.into_inner());
+        f(&mut h);
+    };
+    while !stop.load(Ordering::Relaxed) {
+        tokio::time::sleep(PACE).await;
+        let node = nodes[rng.below(nodes.len() as u64) as usize].clone();
+        let name = names[rng.below(names.len() as u64) as usize].clone();
+        let base = format!("/tenant/{TENANT}/service/{name}");
+        let state = known.get(&name).cloned().unwrap_or(Known::Uncertain);
+        let invoked = recorder.now();
+        let (method, path, body, next) = match state {
+            Known::Uncertain => {
+                if let Some(read) = api.read(&node, &name).await {
+                    if read == Known::Absent {
+                        // A service created again starts its history again.
+                        record(&|h| {
+                            h.revisions.remove(&name);
+                        });
+                    }
+                    known.insert(name, read);
+                }
+                continue;
+            }
+            Known::Absent => {
+                let instances = 1 + rng.below(MAX_INSTANCES);
+                let next = Known::Present {
+                    revision: 1,
+                    instances,
+                    role_revision: 1,
+                };
+                (
+                    Method::POST,
+                    format!("{base}?accept=true"),
+                    Some(deployment(instances, 1)),
+                    next,
+                )
+            }
+            Known::Present {
+                revision,
+                instances,
+                role_revision,
+            } => match rng.below(10) {
+                0..=4 => {
+                    let to = rng.below(MAX_INSTANCES + 1);
+                    let next = Known::Present {
+                        revision: revision + 1,
+                        instances: to,
+                        role_revision,
+                    };
+                    let body = json!({"scale": {"web": to}});
+                    (
+                        Method::PATCH,
+                        format!("{base}/revision/{revision}/scale?accept=true"),
+                        Some(body),
+                        next,
+                    )
+                }
+                5..=7 => {
+                    let next = Known::Present {
+                        revision: revision + 1,
+                        instances,
+                        role_revision: revision + 1,
+                    };
+                    let body = deployment(instances, revision + 1);
+                    (
+                        Method::POST,
+                        format!("{base}/revision/{revision}?accept=true"),
+                        Some(body),
+                        next,
+                    )
+                }
+                _ => (Method::DELETE, base.clone(), None, Known::Absent),
+            },
+        };
+        match api.call(&node, method, &path, body.as_ref()).await {
+            Sent::Done(answer) => {
+                // A revision the answer did not accept (it waits on usage marks) is not one.
+                let accepted = answer["data"]["status"]["accepted"].as_bool().unwrap_or(true);
+                if !accepted {
+                    known.insert(name, Known::Uncertain);
+                    continue;
+                }
+                recorder.write_succeeded(invoked);
+                match &next {
+                    Known::Present { revision, .. } => {
+                        let revision = *revision;
+                        record(&|h| h.revisions.entry(name.clone()).or_default().push(revision));
+                    }
+                    _ => record(&|h| {
+                        h.revisions.remove(&name);
+                    }),
+                }
+                record(&|h| h.acknowledged += 1);
+                known.insert(name, next);
+            }
+            Sent::Refused => {
+                record(&|h| h.refused += 1);
+                // A refused change (a conflict, say) may mean this client's view is stale.
+                known.insert(name, Known::Uncertain);
+            }
+            Sent::Unknown => {
+                record(&|h| h.unknown += 1);
+                known.insert(name, Known::Uncertain);
+            }
+        }
+    }
+    known
+}
+
+/// Samples the agent's fence until `stop`, for the monotonicity check.
+pub async fn sample_fences(
+    agent: AgentClient,
+    history: Arc<std::sync::Mutex<ServiceHistory>>,
+    stop: Arc<AtomicBool>,
+) {
+    while !stop.load(Ordering::Relaxed) {
+        if let Ok(inventory) = agent.inventory().await {
+            history
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .fences
+                .push(inventory.fence);
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// The instances the agent runs for `service`: id → running.
+fn instances_of(inventory: &Inventory, service: &str) -> BTreeMap<String, bool> {
+    let set = format!("{TENANT}.{service}");
+    inventory
+        .instances
+        .iter()
+        .filter(|i| i.set.as_str() == set)
+        .map(|i| (i.id.as_str().to_string(), i.state == InstanceState::Running))
+        .collect()
+}
+
+/// The ids the agent must run for a service the control plane holds as `known`.
+fn expected_ids(service: &str, known: &Known) -> BTreeMap<String, bool> {
+    match known {
+        Known::Present {
+            instances,
+            role_revision,
+            ..
+        } => (0..*instances)
+            .map(|i| (format!("{TENANT}.{service}.web.r{role_revision}.{i}"), true))
+            .collect(),
+        _ => BTreeMap::new(),
+    }
+}
+
+/// After healing: waits until the agent runs exactly what the control plane holds for every
+/// service, then checks that against what the clients were told. Returns the violations and
+/// how many instances the agent was found to run as it should.
+pub async fn check(
+    nodes: &[String],
+    agent: &AgentClient,
+    clients: &BTreeMap<String, Known>,
+    history: &ServiceHistory,
+    within: Duration,
+) -> (Vec<String>, usize) {
+    let api = Api::new("alice");
+    let mut violations = Vec::new();
+    let deadline = tokio::time::Instant::now() + within;
+    let mut last_difference;
+    // The control plane's view, and the agent matching it.
+    let held: BTreeMap<String, Known> = loop {
+        let mut held = BTreeMap::new();
+        let mut complete = true;
+        for name in clients.keys() {
+            let mut read = None;
+            for node in nodes {
+                read = api.read(node, name).await;
+                if read.is_some() {
+                    break;
+                }
+            }
+            match read {
+                Some(known) => {
+                    held.insert(name.clone(), known);
+                }
+                None => complete = false,
+            }
+        }
+        if complete {
+            match agent.inventory().await {
+                Ok(inventory) => {
+                    let differences: Vec<String> = held
+                        .iter()
+                        .filter_map(|(name, known)| {
+                            let runs = instances_of(&inventory, name);
+                            let wanted = expected_ids(name, known);
+                            (runs != wanted).then(|| format!("{name}: runs {runs:?}, wants {wanted:?}"))
+                        })
+                        .collect();
+                    if differences.is_empty() {
+                        break held;
+                    }
+                    last_difference = differences.join("; ");
+                }
+                Err(e) => last_difference = format!("the agent does not answer: {e}"),
+            }
+        } else {
+            last_difference = "no node answered a read".to_string();
+        }
+        if tokio::time::Instant::now() >= deadline {
+            violations.push(format!(
+                "the agent did not converge on the accepted revisions within {within:?}: {last_difference}"
+            ));
+            break held;
+        }
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    };
+    let checked = held
+        .iter()
+        .map(|(name, known)| expected_ids(name, known).len())
+        .sum();
+    // What the clients were told must be what is held.
+    for (name, told) in clients {
+        let Some(now) = held.get(name) else { continue };
+        match (told, now) {
+            (Known::Uncertain, _) => {}
+            (told, now) if told == now => {}
+            (told, now) => violations.push(format!(
+                "{name}: acknowledged as {told:?}, but the control plane holds {now:?}"
+            )),
+        }
+    }
+    // Every acknowledged revision is in the history once (read from the service's history).
+    for (name, revisions) in &history.revisions {
+        if !matches!(held.get(name), Some(Known::Present { .. })) {
+            continue;
+        }
+        match history_of(&api, nodes, name).await {
+            Ok(numbers) => {
+                for revision in revisions {
+                    let times = numbers.iter().filter(|n| *n == revision).count();
+                    if times != 1 {
+                        violations.push(format!(
+                            "{name}: acknowledged revision {revision} appears {times} times in {numbers:?}"
+                        ));
+                    }
+                }
+            }
+            Err(e) => violations.push(format!("{name}: history unreadable: {e}")),
+        }
+    }
+    for pair in history.fences.windows(2) {
+        if pair[1] < pair[0] {
+            violations.push(format!(
+                "the agent's fence went back from {} to {}",
+                pair[0], pair[1]
+            ));
+        }
+    }
+    (violations, checked)
+}
+
+/// The revision numbers of a service's history.
+async fn history_of(api: &Api, nodes: &[String], service: &str) -> Result<Vec<u64>> {
+    for node in nodes {
+        let response = api
+            .http
+            .get(format!(
+                "http://{node}/api/1.0-beta/tenant/{TENANT}/service/{service}/history"
+            ))
+            .bearer_auth(&api.token)
+            .timeout(REQUEST_TIMEOUT)
+            .send()
+            .await;
+        let Ok(response) = response else { continue };
+        if !response.status().is_success() {
+            continue;
+        }
+        let body: Value = response.json().await.context("history JSON")?;
+        let entries = body["data"].as_array().context("history entries")?;
+        return Ok(entries.iter().filter_map(|e| e["revision"].as_u64()).collect());
+    }
+    bail!("no node answered")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_full_view_reads_as_what_a_client_knows() {
+        let view = json!({"data": {"revision": 4, "configuration": {"scale": {"web": 3}},
+            "deployment": {"roles": {"web": {"exec": {"argv": ["web", "v2"]}}}}}});
+        assert_eq!(
+            known_of(&view),
+            Some(Known::Present {
+                revision: 4,
+                instances: 3,
+                role_revision: 2
+            })
+        );
+        let deleting = json!({"data": {"deletionTimestamp": 12, "revision": 4}});
+        assert_eq!(known_of(&deleting), Some(Known::Absent));
+        assert_eq!(
+            expected_ids(
+                "s",
+                &Known::Present {
+                    revision: 4,
+                    instances: 2,
+                    role_revision: 2
+                }
+            )
+            .into_keys()
+            .collect::<Vec<_>>(),
+            ["acme.s.web.r2.0", "acme.s.web.r2.1"]
+        );
+    }
+}
