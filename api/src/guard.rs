@@ -1,7 +1,9 @@
 //! Authentication and authorization of the dialects beside the platform API: Kubernetes-style
 //! lease objects, Boskos and pool administration, and cluster membership changes. They accept
 //! the credentials their own clients send (`Bearer`, the Boskos client's `Basic` password, the
-//! bare token of k8s-claimer clients), checked by the same verifier as the platform API.
+//! bare token of k8s-claimer clients), checked by the same verifier as the platform API, or —
+//! without any of them — the client certificate the node verified on the TLS connection
+//! ([`ClientCertificate`]: CN the user, O the groups).
 //!
 //! Who may do what: any valid credential may use the pools; lease objects in namespace `ns` need
 //! a static token in group `namespace:ns` or `namespace:*`, or a user who is a confirmed member

@@ -13,6 +13,7 @@ pub mod services;
 pub mod status;
 pub mod tls;
 pub mod wait;
+pub mod writers;
 
 /// The cluster secret every test cluster uses.
 pub const TEST_SECRET: &str = "drover-test-cluster-secret";

@@ -5,14 +5,13 @@
 //! unless `--force`.
 
 use std::process::{Command, Output};
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use anyhow::{ensure, Result};
 use drover_tests::client::LeaseClient;
 use drover_tests::process::{drover_binary, ProcessCluster};
 use drover_tests::wait::eventually;
+use drover_tests::writers::LeaseWriters;
 
 fn servers(nodes: &ProcessCluster) -> String {
     (1..=3)
@@ -37,44 +36,16 @@ async fn a_snapshot_saved_under_writes_restores_into_a_new_cluster() -> Result<(
     let old = ProcessCluster::start(3)?;
     old.leader(Duration::from_secs(20)).await?;
     let clients: Vec<LeaseClient> = (1..=3).map(|id| LeaseClient::new(&old.api_addr(id))).collect();
-    let acknowledged: Arc<Mutex<Vec<String>>> = Arc::default();
-    let stop = Arc::new(AtomicBool::new(false));
-    let mut writers = Vec::new();
-    for writer in 0..8usize {
-        let (clients, acknowledged, stop) = (clients.clone(), acknowledged.clone(), stop.clone());
-        writers.push(tokio::spawn(async move {
-            let mut sequence = 0usize;
-            while !stop.load(Ordering::Relaxed) {
-                let name = format!("w{writer}-{sequence}");
-                let client = &clients[(writer + sequence) % clients.len()];
-                if let Ok(answer) = client.create("snap", &name, "writer").await {
-                    if answer.status == 201 {
-                        acknowledged
-                            .lock()
-                            .map_err(|_| anyhow::anyhow!("poisoned"))?
-                            .push(name);
-                    }
-                }
-                sequence += 1;
-            }
-            Ok::<_, anyhow::Error>(())
-        }));
-    }
+    let writers = LeaseWriters::start(&clients, "snap", 8);
     eventually(Duration::from_secs(10), "some acknowledged writes", || async {
-        (acknowledged.lock().ok()?.len() >= 50).then_some(())
+        (writers.acknowledged().len() >= 50).then_some(())
     })
     .await?;
     // Everything acknowledged now must be in the snapshot; writes go on during the save.
-    let before: Vec<String> = acknowledged
-        .lock()
-        .map_err(|_| anyhow::anyhow!("poisoned"))?
-        .clone();
+    let before = writers.acknowledged();
     let saved = snapshot(&["save", &file.to_string_lossy()], &servers(&old))?;
     ensure!(saved.status.success(), "save: {saved:?}");
-    stop.store(true, Ordering::Relaxed);
-    for writer in writers {
-        writer.await??;
-    }
+    writers.stop().await?;
     let mode = std::os::unix::fs::PermissionsExt::mode(&std::fs::metadata(&file)?.permissions());
     ensure!(mode & 0o077 == 0, "the snapshot holds secrets: mode {mode:o}");
     let status = snapshot(&["status", &file.to_string_lossy()], "")?;

@@ -6,14 +6,13 @@
 //! directory without a member's data is refused with exit 1.
 
 use std::process::{Command, Output};
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use anyhow::{ensure, Context, Result};
 use drover_tests::client::LeaseClient;
 use drover_tests::process::{drover_binary, ProcessCluster};
 use drover_tests::wait::eventually;
+use drover_tests::writers::LeaseWriters;
 
 fn drover(args: &[&str]) -> Result<Output> {
     Ok(Command::new(drover_binary()?)
@@ -35,45 +34,16 @@ async fn a_cluster_that_lost_its_quorum_is_recovered_from_a_members_data() -> Re
     let mut old = ProcessCluster::start(3)?;
     old.leader(Duration::from_secs(20)).await?;
     let clients: Vec<LeaseClient> = (1..=3).map(|id| LeaseClient::new(&old.api_addr(id))).collect();
-    let acknowledged: Arc<Mutex<Vec<String>>> = Arc::default();
-    let stop = Arc::new(AtomicBool::new(false));
-    let mut writers = Vec::new();
-    for writer in 0..8usize {
-        let (clients, acknowledged, stop) = (clients.clone(), acknowledged.clone(), stop.clone());
-        writers.push(tokio::spawn(async move {
-            let mut sequence = 0usize;
-            while !stop.load(Ordering::Relaxed) {
-                let name = format!("w{writer}-{sequence}");
-                let client = &clients[(writer + sequence) % clients.len()];
-                if let Ok(answer) = client.create("lost", &name, "writer").await {
-                    if answer.status == 201 {
-                        acknowledged
-                            .lock()
-                            .map_err(|_| anyhow::anyhow!("poisoned"))?
-                            .push(name);
-                    }
-                }
-                sequence += 1;
-            }
-            Ok::<_, anyhow::Error>(())
-        }));
-    }
+    let writers = LeaseWriters::start(&clients, "lost", 8);
     eventually(Duration::from_secs(20), "300 acknowledged writes", || async {
-        (acknowledged.lock().ok()?.len() >= 300).then_some(())
+        (writers.acknowledged().len() >= 300).then_some(())
     })
     .await?;
     // Every node dies mid-write; only what was acknowledged before counts.
     for id in 1..=3 {
         old.kill(id)?;
     }
-    stop.store(true, Ordering::Relaxed);
-    for writer in writers {
-        writer.await??;
-    }
-    let acknowledged = acknowledged
-        .lock()
-        .map_err(|_| anyhow::anyhow!("poisoned"))?
-        .clone();
+    let acknowledged = writers.stop().await?;
 
     // Each member's data, read without a node; the furthest one is restored.
     let mut best: Option<(u64, std::path::PathBuf)> = None;

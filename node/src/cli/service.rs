@@ -74,9 +74,13 @@ async fn logs(args: LogsArgs) -> Result<(), Failure> {
                 eprintln!("drover: service {} is gone", args.name);
                 return Ok(());
             }
+            // No node answered for a moment: keep every offset and ask again.
             Err(failure) if !first && matches!(failure.code, exit::TIMEOUT | exit::UNAVAILABLE) => {
                 eprintln!("drover: {}", failure.message);
-                BTreeMap::new()
+                tokio::select! {
+                    _ = tokio::time::sleep(FOLLOW_EVERY) => continue,
+                    _ = tokio::signal::ctrl_c() => return Ok(()),
+                }
             }
             Err(failure) => return Err(failure),
         };
