@@ -3,7 +3,7 @@
 CARGO_TARGET_DIR ?= $(HOME)/.cache/drover-target
 export CARGO_TARGET_DIR
 
-.PHONY: setup demo test test-rollout-kills lint bench bench-scale bench-leasing bench-clusters bench-services bench-scheduling soak chaos chaos-five chaos-sim chaos-planted
+.PHONY: setup demo test test-rollout-kills lint bench bench-scale bench-leasing bench-clusters bench-services bench-services-scale bench-scheduling soak chaos chaos-five chaos-sim chaos-planted
 
 ## setup: install what a fresh machine lacks (clang, libclang, iptables, libfaketime, etcd,
 ## Prometheus, the Kubernetes Python client)
@@ -60,6 +60,12 @@ bench-services: setup
 	cargo build --release -p drover-node -p drover-bench
 	$(CARGO_TARGET_DIR)/release/drover-bench services --services 200 --roles 3
 	$(CARGO_TARGET_DIR)/release/drover-bench services --services 2000 --roles 1 --placement-burst
+
+## bench-services-scale: 5,000 services of ten instances (50,000 on sim agents): memory per
+## service, Raft entries and driver calls per second while nothing changes, a leader failover
+bench-services-scale: setup
+	cargo build --release -p drover-node -p drover-bench
+	$(CARGO_TARGET_DIR)/release/drover-bench services --services 5000 --roles 1 --instances 10 --steady 30
 
 ## bench-scheduling: decisions per second of the pure scheduler, 10,000 services over 100
 ## clusters (release build)

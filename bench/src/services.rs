@@ -8,6 +8,12 @@
 //! placement pass takes, from the moment every cluster is `ONLINE` again until the leader has
 //! committed every placement (its `drover_service_placements_total`), i.e. end-to-end
 //! placements per second through Raft, the way Nomad's C1M figure counts them.
+//!
+//! With `--steady SECONDS` (after every service runs), the scale figures: the nodes' resident
+//! memory per service, the Raft entries and driver calls per second while nothing changes, and
+//! a leader SIGKILL: how long until the new leader's service actors are all up and every
+//! service reports converged again, and how many driver calls the new leader made meanwhile
+//! (unchanged sets are not sent again).
 
 use std::time::{Duration, Instant};
 
@@ -25,9 +31,16 @@ pub struct ServicesArgs {
     /// Services to create.
     #[arg(long, default_value_t = 200)]
     services: usize,
-    /// Roles per service (one instance each).
+    /// Roles per service.
     #[arg(long, default_value_t = 3)]
     roles: usize,
+    /// Instances per role (each asks 1m CPU and 4 MiB when more than one, so that 100,000
+    /// fit on the three simulated clusters; 10m and 16 MiB otherwise).
+    #[arg(long, default_value_t = 1)]
+    instances: u32,
+    /// After every service runs: measure this many seconds of steady state, then a failover.
+    #[arg(long)]
+    steady: Option<u64>,
     /// Clients creating services at once.
     #[arg(long, default_value_t = 8)]
     clients: usize,
@@ -93,19 +106,57 @@ async fn call(
     Ok(answer.body)
 }
 
+/// Resident memory of a process in MiB, from `/proc`.
+fn rss_mib(pid: u32) -> Option<f64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    let kib: f64 = status
+        .lines()
+        .find_map(|line| line.strip_prefix("VmRSS:"))?
+        .trim()
+        .trim_end_matches("kB")
+        .trim()
+        .parse()
+        .ok()?;
+    Some(kib / 1024.0)
+}
+
+/// The JSON paths where `a` and `b` differ.
+fn differing(a: &Value, b: &Value, at: String, out: &mut Vec<String>) {
+    match (a, b) {
+        (Value::Object(x), Value::Object(y)) => {
+            for key in x.keys().chain(y.keys().filter(|k| !x.contains_key(*k))) {
+                let (l, r) = (
+                    x.get(key).unwrap_or(&Value::Null),
+                    y.get(key).unwrap_or(&Value::Null),
+                );
+                differing(l, r, format!("{at}.{key}"), out);
+            }
+        }
+        (Value::Array(x), Value::Array(y)) if x.len() == y.len() => {
+            for (i, (l, r)) in x.iter().zip(y).enumerate() {
+                differing(l, r, format!("{at}[{i}]"), out);
+            }
+        }
+        (l, r) if l != r => out.push(at),
+        _ => {}
+    }
+}
+
 /// Counts the services that are placed and those that run exactly their revision.
 async fn progress(client: &PlatformClient, services: usize) -> Result<(usize, usize)> {
     let mut placed = 0;
     let mut converged = 0;
     for i in 0..services {
-        let body = call(
-            client,
-            reqwest::Method::GET,
-            &format!("/tenant/bench/service/s{i}"),
-            None,
-        )
-        .await?;
-        let status = &body["data"]["status"];
+        let path = format!("/tenant/bench/service/s{i}");
+        let answer = client.call(reqwest::Method::GET, &path, None).await?;
+        if answer.status == StatusCode::SERVICE_UNAVAILABLE {
+            // No quorum for a moment: this round counts what it saw; the caller asks again.
+            continue;
+        }
+        if answer.status != StatusCode::OK {
+            bail!("GET {path}: {answer:?}");
+        }
+        let status = &answer.body["data"]["status"];
         placed += usize::from(!status["cluster"].is_null());
         converged += usize::from(status["converged"] == true);
     }
@@ -177,7 +228,8 @@ pub async fn run(args: ServicesArgs) -> Result<()> {
     }
     let roles: serde_json::Map<String, Value> = (0..args.roles)
         .map(|r| {
-            let role = json!({"instances": 1, "resources": {"cpu_millis": 10, "memory_mib": 16}, "exec": {"argv": ["web"]}});
+            let (cpu, memory) = if args.instances > 1 { (1, 4) } else { (10, 16) };
+            let role = json!({"instances": args.instances, "resources": {"cpu_millis": cpu, "memory_mib": memory}, "exec": {"argv": ["web"]}});
             (format!("r{r}"), role)
         })
         .collect();
@@ -186,22 +238,38 @@ pub async fn run(args: ServicesArgs) -> Result<()> {
         drain_all(&root, true, "NOTREADY").await?;
     }
     let leader_pid = nodes.pid_of(leader).context("no leader pid")?;
+    let rss_before: Vec<f64> = (1..=3).filter_map(|id| rss_mib(nodes.pid_of(id)?)).collect();
     let cpu_before = cpu_seconds(leader_pid).context("leader CPU")?;
     let started = Instant::now();
     let clients = args.clients.max(1);
+    let retried = std::sync::atomic::AtomicUsize::new(0);
+    let retried = &retried;
     let creators = (0..clients).map(|c| {
         let client = PlatformClient::new(&nodes.api_addr(1 + (c as u64 % 3)), Some(token(OPERATOR_SUBJECT)));
         let deployment = deployment.clone();
         let services = args.services;
         async move {
             for i in (c..services).step_by(clients) {
-                call(
-                    &client,
-                    reqwest::Method::POST,
-                    &format!("/tenant/bench/service/s{i}?accept=true"),
-                    Some(&deployment),
-                )
-                .await?;
+                let path = format!("/tenant/bench/service/s{i}?accept=true");
+                // A `503` (no quorum for a moment) is retried, as a client would; the count is
+                // printed.
+                let mut attempts = 0;
+                loop {
+                    let answer = client
+                        .call(reqwest::Method::POST, &path, Some(&deployment))
+                        .await?;
+                    match answer.status {
+                        StatusCode::OK => break,
+                        // An earlier attempt that answered 503 had been committed after all.
+                        StatusCode::CONFLICT if attempts > 0 => break,
+                        StatusCode::SERVICE_UNAVAILABLE if attempts < 50 => {
+                            attempts += 1;
+                            retried.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                            tokio::time::sleep(Duration::from_millis(200)).await;
+                        }
+                        _ => bail!("POST {path}: {answer:?}"),
+                    }
+                }
             }
             Ok::<_, anyhow::Error>(())
         }
@@ -210,6 +278,10 @@ pub async fn run(args: ServicesArgs) -> Result<()> {
         result?;
     }
     let created = started.elapsed();
+    let retried = retried.load(std::sync::atomic::Ordering::Relaxed);
+    if retried > 0 {
+        println!("services: {retried} creates answered 503 (no quorum for a moment) and were sent again");
+    }
     if args.placement_burst {
         let before = drover_tests::process::scraped(&address, "drover_service_placements_total").await?;
         drain_all(&root, false, "ONLINE").await?;
@@ -266,6 +338,119 @@ pub async fn run(args: ServicesArgs) -> Result<()> {
         "services: leader CPU {:.2} s over the run, {:.1} ms per service (creating, placing, sending and observing it; the status polls of this program included)",
         cpu,
         cpu / args.services as f64 * 1000.0
+    );
+    if let Some(seconds) = args.steady {
+        let mut nodes = nodes;
+        steady_and_failover(&mut nodes, leader, &args, &rss_before, seconds).await?;
+    }
+    Ok(())
+}
+
+/// The scale figures of `--steady`: memory per service, the write and driver-call rates while
+/// nothing changes, and a leader failover.
+async fn steady_and_failover(
+    nodes: &mut ProcessCluster,
+    leader: u64,
+    args: &ServicesArgs,
+    rss_before: &[f64],
+    seconds: u64,
+) -> Result<()> {
+    let services = args.services as f64;
+    let rss_after: Vec<f64> = (1..=3).filter_map(|id| rss_mib(nodes.pid_of(id)?)).collect();
+    for (id, (before, after)) in rss_before.iter().zip(&rss_after).enumerate() {
+        println!(
+            "scale: node {} resident {:.0} MiB -> {:.0} MiB: {:.1} KiB per service ({} instances each){}",
+            id + 1,
+            before,
+            after,
+            (after - before) * 1024.0 / services,
+            args.roles as u32 * args.instances,
+            if id as u64 + 1 == leader {
+                " (the leader: actors too)"
+            } else {
+                ""
+            }
+        );
+    }
+    let leader_addr = nodes.api_addr(leader);
+    let commit =
+        |addr: String| async move { drover_tests::process::scraped(&addr, "drover_raft_commit_index").await };
+    let calls = |addr: String| async move {
+        drover_tests::process::scraped_sum(&addr, "drover_service_driver_calls_total").await
+    };
+    let through_leader = PlatformClient::new(&leader_addr, Some(token(OPERATOR_SUBJECT)));
+    let watched: Vec<String> = (0..3)
+        .map(|i| format!("/tenant/operator/cluster/sim-{i}"))
+        .chain((0..args.services.min(10)).map(|i| format!("/tenant/bench/service/s{i}")))
+        .collect();
+    let mut before = Vec::new();
+    for path in &watched {
+        before.push(call(&through_leader, reqwest::Method::GET, path, None).await?);
+    }
+    let (commit0, calls0) = (
+        commit(leader_addr.clone()).await?,
+        calls(leader_addr.clone()).await?,
+    );
+    tokio::time::sleep(Duration::from_secs(seconds)).await;
+    let (commit1, calls1) = (
+        commit(leader_addr.clone()).await?,
+        calls(leader_addr.clone()).await?,
+    );
+    // Where steady-state writes come from: what changed in a few objects meanwhile.
+    for (path, earlier) in watched.iter().zip(&before) {
+        let now = call(&through_leader, reqwest::Method::GET, path, None).await?;
+        let mut changed = Vec::new();
+        differing(earlier, &now, String::new(), &mut changed);
+        if !changed.is_empty() {
+            changed.truncate(6);
+            println!("scale: {path} changed while nothing did: {}", changed.join(", "));
+        }
+    }
+    println!(
+        "scale: steady state over {seconds} s with nothing changing: {:.2} Raft entries/s, {:.2} service driver calls/s",
+        (commit1 - commit0) as f64 / seconds as f64,
+        (calls1 - calls0) / seconds as f64
+    );
+
+    nodes.kill(leader)?;
+    let killed = Instant::now();
+    let next = nodes.leader(Duration::from_secs(30)).await?;
+    let elected = killed.elapsed();
+    let next_addr = nodes.api_addr(next);
+    let calls_at_election = calls(next_addr.clone()).await?;
+    let through_next = PlatformClient::new(&next_addr, Some(token(OPERATOR_SUBJECT)));
+    let deadline = killed + Duration::from_secs(120);
+    let actors_up = loop {
+        let actors = drover_tests::process::scraped(&next_addr, "drover_service_actors").await?;
+        if actors as usize >= args.services {
+            break killed.elapsed();
+        }
+        if Instant::now() > deadline {
+            bail!("{actors} of {} service actors after 120 s", args.services);
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    let all_converged = loop {
+        let (_, converged) = progress(&through_next, args.services).await?;
+        if converged == args.services {
+            break killed.elapsed();
+        }
+        if Instant::now() > deadline {
+            bail!(
+                "{converged} of {} services converged 120 s after the failover",
+                args.services
+            );
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    };
+    let calls_after = calls(next_addr.clone()).await? - calls_at_election;
+    println!(
+        "scale: leader SIGKILL -> new leader after {:.2} s, all {} service actors up after {:.2} s, all converged again after {:.2} s; the new leader's service driver calls meanwhile: {:.0}",
+        elected.as_secs_f64(),
+        args.services,
+        actors_up.as_secs_f64(),
+        all_converged.as_secs_f64(),
+        calls_after
     );
     Ok(())
 }

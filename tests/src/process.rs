@@ -66,6 +66,26 @@ pub async fn scraped(addr: &str, name: &str) -> Result<u64> {
         .map_or(0, |value| value as u64))
 }
 
+/// The sum of every series of counter or gauge `name` (all its labels) on a node's `/metrics`.
+pub async fn scraped_sum(addr: &str, name: &str) -> Result<f64> {
+    let text = reqwest::Client::builder()
+        .no_proxy()
+        .build()?
+        .get(format!("http://{addr}/metrics"))
+        .send()
+        .await?
+        .text()
+        .await?;
+    Ok(text
+        .lines()
+        .filter(|line| {
+            line.strip_prefix(name)
+                .is_some_and(|rest| rest.starts_with(' ') || rest.starts_with('{'))
+        })
+        .filter_map(|line| line.rsplit(' ').next()?.parse::<f64>().ok())
+        .sum())
+}
+
 /// Finds two free ports on each of `hosts`. Every listener stays bound until all are found, so
 /// the kernel cannot hand the same port out twice; the children bind them a moment later.
 pub fn free_ports(hosts: &[IpAddr]) -> Result<Vec<(u16, u16)>> {
