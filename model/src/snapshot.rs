@@ -148,6 +148,12 @@ mod tests {
         assert_eq!(again.epoch(), 2);
         again.apply(9, &restore);
         assert_eq!(again.epoch(), 3);
+        // A crafted epoch at the top stays there instead of overflowing on every replica.
+        let mut top = saved.clone();
+        top.set_epoch_for_tests(u64::MAX);
+        let mut into = State::default();
+        into.apply(10, &Proposal::new(Command::Restore { state: Box::new(top) }));
+        assert_eq!(into.epoch(), u64::MAX);
     }
 
     #[test]

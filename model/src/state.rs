@@ -101,6 +101,12 @@ impl State {
         self.epoch
     }
 
+    /// Sets the epoch (tests of restores only).
+    #[cfg(test)]
+    pub(crate) fn set_epoch_for_tests(&mut self, epoch: u64) {
+        self.epoch = epoch;
+    }
+
     /// Looks up one object.
     pub fn get(&self, key: &ObjectKey) -> Option<&StoredObject> {
         self.objects.get(key)
@@ -384,7 +390,8 @@ impl State {
                 *self = (**state).clone();
                 self.revision = self.revision.max(revision);
                 self.clock_ms = self.clock_ms.max(clock_ms);
-                self.epoch = self.epoch.max(epoch) + 1;
+                // A crafted file's epoch of u64::MAX must not overflow on every replica.
+                self.epoch = self.epoch.max(epoch).saturating_add(1);
                 Ok((CommandResult::Done, Vec::new()))
             }
             Command::AuditRetention { entries } => {

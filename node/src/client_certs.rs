@@ -43,8 +43,15 @@ pub fn verifier(
         .map_err(|e| invalid(e.to_string()))
 }
 
-/// Who a verified client certificate names: `None` when it has no common name (it then
-/// authenticates nothing, and the request needs a token).
+/// Longest common name or organization taken from a certificate (a DNS name's length; the
+/// name lands in every audit entry of its holder, which every replica keeps).
+const MAX_NAME: usize = 253;
+/// Most organizations (groups) taken from a certificate.
+const MAX_GROUPS: usize = 16;
+
+/// Who a verified client certificate names: `None` when it has no common name, or one (or an
+/// organization, or more than 16 of them) too long to be a name (it then authenticates nothing,
+/// and the request needs a token).
 pub fn identity(certificate: &CertificateDer<'_>) -> Option<ClientCertificate> {
     let (_, parsed) = X509Certificate::from_der(certificate.as_ref()).ok()?;
     let subject = parsed.subject();
@@ -52,12 +59,14 @@ pub fn identity(certificate: &CertificateDer<'_>) -> Option<ClientCertificate> {
         attribute.as_str().ok().map(str::to_string)
     };
     let name = subject.iter_common_name().find_map(text)?;
-    if name.is_empty() {
+    let groups: Vec<String> = subject.iter_organization().filter_map(text).collect();
+    let fits = |value: &String| !value.is_empty() && value.len() <= MAX_NAME;
+    if !fits(&name) || groups.len() > MAX_GROUPS || !groups.iter().all(fits) {
         return None;
     }
     Some(ClientCertificate {
         subject: name,
-        groups: subject.iter_organization().filter_map(text).collect(),
+        groups,
     })
 }
 
@@ -87,5 +96,11 @@ mod tests {
         let cert = nameless.self_signed(&key).unwrap();
         assert_eq!(identity(cert.der()), None);
         assert_eq!(identity(&CertificateDer::from(vec![1, 2, 3])), None);
+
+        // A name too long to be one authenticates nothing.
+        let mut long = CertificateParams::new(Vec::<String>::new()).unwrap();
+        long.distinguished_name.push(DnType::CommonName, "a".repeat(300));
+        let cert = long.self_signed(&key).unwrap();
+        assert_eq!(identity(cert.der()), None);
     }
 }
