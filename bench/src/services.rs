@@ -106,18 +106,9 @@ async fn call(
     Ok(answer.body)
 }
 
-/// Resident memory of a process in MiB, from `/proc`.
+/// Resident memory of a process in MiB.
 fn rss_mib(pid: u32) -> Option<f64> {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
-    let kib: f64 = status
-        .lines()
-        .find_map(|line| line.strip_prefix("VmRSS:"))?
-        .trim()
-        .trim_end_matches("kB")
-        .trim()
-        .parse()
-        .ok()?;
-    Some(kib / 1024.0)
+    crate::proc::rss_kib(pid).map(|kib| kib as f64 / 1024.0)
 }
 
 /// The JSON paths where `a` and `b` differ.

@@ -133,17 +133,21 @@ impl Api {
         }
     }
 
+    /// `GET` a platform path through `node`.
+    async fn get(&self, node: &str, path: &str) -> reqwest::Result<reqwest::Response> {
+        self.http
+            .get(format!("http://{node}/api/1.0-beta{path}"))
+            .bearer_auth(&self.token)
+            .timeout(REQUEST_TIMEOUT)
+            .send()
+            .await
+    }
+
     /// What the control plane holds for `service` now, read linearizably; `None` when no node
     /// answered.
     async fn read(&self, node: &str, service: &str) -> Option<Known> {
         let response = self
-            .http
-            .get(format!(
-                "http://{node}/api/1.0-beta/tenant/{TENANT}/service/{service}"
-            ))
-            .bearer_auth(&self.token)
-            .timeout(REQUEST_TIMEOUT)
-            .send()
+            .get(node, &format!("/tenant/{TENANT}/service/{service}"))
             .await
             .ok()?;
         match response.status() {
@@ -451,16 +455,10 @@ pub async fn check(
 /// The revision numbers of a service's history.
 async fn history_of(api: &Api, nodes: &[String], service: &str) -> Result<Vec<u64>> {
     for node in nodes {
-        let response = api
-            .http
-            .get(format!(
-                "http://{node}/api/1.0-beta/tenant/{TENANT}/service/{service}/history"
-            ))
-            .bearer_auth(&api.token)
-            .timeout(REQUEST_TIMEOUT)
-            .send()
-            .await;
-        let Ok(response) = response else { continue };
+        let path = format!("/tenant/{TENANT}/service/{service}/history");
+        let Ok(response) = api.get(node, &path).await else {
+            continue;
+        };
         if !response.status().is_success() {
             continue;
         }

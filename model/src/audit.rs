@@ -209,15 +209,10 @@ fn cluster_object(change: &ClusterOp) -> String {
         ClusterOp::PutMetric { tenant, name, .. } | ClusterOp::DeleteMetric { tenant, name } => {
             format!("tenant/{tenant}/metric/{name}")
         }
-        ClusterOp::Register { cluster, .. }
-        | ClusterOp::Patch { cluster, .. }
-        | ClusterOp::Drain { cluster, .. }
-        | ClusterOp::Deregister { cluster }
-        | ClusterOp::PutSet { cluster, .. }
-        | ClusterOp::DeleteSet { cluster, .. }
-        | ClusterOp::RestartInstance { cluster, .. } => {
-            format!("tenant/{}/cluster/{}", cluster.tenant, cluster.name)
-        }
+        other => other.cluster().map_or_else(
+            || "cluster".to_string(),
+            |cluster| format!("tenant/{}/cluster/{}", cluster.tenant, cluster.name),
+        ),
     }
 }
 

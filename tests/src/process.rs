@@ -48,17 +48,22 @@ const STARTUP_ATTEMPTS: usize = 3;
 /// How long a node may take to open its API listener.
 const STARTUP_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(20);
 
-/// The value of an unlabelled counter or gauge `name` in the `/metrics` of the node whose API
-/// listens at `addr` (0 when the node does not report it yet).
-pub async fn scraped(addr: &str, name: &str) -> Result<u64> {
-    let text = reqwest::Client::builder()
+/// The `/metrics` text of the node whose API listens at `addr`.
+async fn metrics_text(addr: &str) -> Result<String> {
+    Ok(reqwest::Client::builder()
         .no_proxy()
         .build()?
         .get(format!("http://{addr}/metrics"))
         .send()
         .await?
         .text()
-        .await?;
+        .await?)
+}
+
+/// The value of an unlabelled counter or gauge `name` in the `/metrics` of the node whose API
+/// listens at `addr` (0 when the node does not report it yet).
+pub async fn scraped(addr: &str, name: &str) -> Result<u64> {
+    let text = metrics_text(addr).await?;
     let prefix = format!("{name} ");
     Ok(text
         .lines()
@@ -68,14 +73,7 @@ pub async fn scraped(addr: &str, name: &str) -> Result<u64> {
 
 /// The sum of every series of counter or gauge `name` (all its labels) on a node's `/metrics`.
 pub async fn scraped_sum(addr: &str, name: &str) -> Result<f64> {
-    let text = reqwest::Client::builder()
-        .no_proxy()
-        .build()?
-        .get(format!("http://{addr}/metrics"))
-        .send()
-        .await?
-        .text()
-        .await?;
+    let text = metrics_text(addr).await?;
     Ok(text
         .lines()
         .filter(|line| {

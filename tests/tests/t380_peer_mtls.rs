@@ -12,40 +12,20 @@ use std::time::Duration;
 use anyhow::{ensure, Result};
 use drover_tests::client::LeaseClient;
 use drover_tests::process::ProcessCluster;
-use rcgen::{BasicConstraints, CertificateParams, ExtendedKeyUsagePurpose, IsCa, KeyPair};
+use drover_tests::tls::Authority;
+use rcgen::ExtendedKeyUsagePurpose;
 use tokio_rustls::rustls::pki_types::pem::PemObject;
 use tokio_rustls::rustls::pki_types::CertificateDer;
 use tokio_rustls::rustls::{ClientConfig, RootCertStore};
 
-struct Authority {
-    cert: rcgen::Certificate,
-    key: KeyPair,
-}
-
-fn authority(name: &str) -> Result<Authority> {
-    let mut params = CertificateParams::new(Vec::<String>::new())?;
-    params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
-    params.distinguished_name.push(rcgen::DnType::CommonName, name);
-    let key = KeyPair::generate()?;
-    let cert = params.self_signed(&key)?;
-    Ok(Authority { cert, key })
-}
-
 /// A peer certificate the authority signs, for 127.0.0.1, written as `{name}.pem` and
 /// `{name}-key.pem` (owner-only).
 fn issue(ca: &Authority, dir: &Path, name: &str) -> Result<()> {
-    let mut params = CertificateParams::new(vec!["127.0.0.1".to_string(), "localhost".to_string()])?;
-    params.extended_key_usages = vec![
+    let usages = vec![
         ExtendedKeyUsagePurpose::ServerAuth,
         ExtendedKeyUsagePurpose::ClientAuth,
     ];
-    let key = KeyPair::generate()?;
-    let cert = params.signed_by(&key, &ca.cert, &ca.key)?;
-    std::fs::write(dir.join(format!("{name}.pem")), cert.pem())?;
-    let key_file = dir.join(format!("{name}-key.pem"));
-    std::fs::write(&key_file, key.serialize_pem())?;
-    std::fs::set_permissions(&key_file, std::os::unix::fs::PermissionsExt::from_mode(0o600))?;
-    Ok(())
+    ca.issue(dir, name, &["127.0.0.1", "localhost"], &[], usages)
 }
 
 fn client(config: Option<ClientConfig>) -> Result<reqwest::Client> {
@@ -73,10 +53,10 @@ fn without_certificate(ca_file: &Path) -> Result<ClientConfig> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn peers_speak_mutual_tls_and_refuse_callers_without_a_valid_certificate() -> Result<()> {
     let dir = tempfile::tempdir()?;
-    let ca = authority("drover test CA")?;
+    let ca = Authority::new("drover test CA")?;
     std::fs::write(dir.path().join("ca.pem"), ca.cert.pem())?;
     issue(&ca, dir.path(), "peer")?;
-    let stranger = authority("another CA")?;
+    let stranger = Authority::new("another CA")?;
     issue(&stranger, dir.path(), "stranger")?;
     let file = |name: &str| dir.path().join(name).display().to_string();
     let args = [

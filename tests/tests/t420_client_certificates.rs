@@ -13,47 +13,23 @@ use anyhow::{ensure, Context, Result};
 use drover_tests::cluster::{ClusterOptions, TestCluster};
 use drover_tests::platform::TEST_STATIC_TOKEN;
 use drover_tests::process::drover_binary;
-use rcgen::{BasicConstraints, CertificateParams, DnType, ExtendedKeyUsagePurpose, IsCa, KeyPair};
-
-struct Authority {
-    cert: rcgen::Certificate,
-    key: KeyPair,
-}
+use drover_tests::tls::Authority;
+use rcgen::{DnType, ExtendedKeyUsagePurpose};
 
 fn authority(dir: &Path, name: &str) -> Result<Authority> {
-    let mut params = CertificateParams::new(Vec::<String>::new())?;
-    params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
-    params.distinguished_name.push(DnType::CommonName, name);
-    let key = KeyPair::generate()?;
-    let cert = params.self_signed(&key)?;
-    std::fs::write(dir.join(format!("{name}.pem")), cert.pem())?;
-    Ok(Authority { cert, key })
+    let authority = Authority::new(name)?;
+    std::fs::write(dir.join(format!("{name}.pem")), authority.cert.pem())?;
+    Ok(authority)
 }
 
-/// A certificate the authority signs, as `{name}.pem` and `{name}-key.pem` (owner-only).
+/// A server (for 127.0.0.1) or client certificate the authority signs, with `subject`.
 fn issue(ca: &Authority, dir: &Path, name: &str, subject: &[(DnType, &str)], server: bool) -> Result<()> {
-    let names = if server {
-        vec!["127.0.0.1".to_string(), "localhost".to_string()]
+    let (sans, usage): (&[&str], _) = if server {
+        (&["127.0.0.1", "localhost"], ExtendedKeyUsagePurpose::ServerAuth)
     } else {
-        Vec::new()
+        (&[], ExtendedKeyUsagePurpose::ClientAuth)
     };
-    let mut params = CertificateParams::new(names)?;
-    params.distinguished_name = rcgen::DistinguishedName::new();
-    for (kind, value) in subject {
-        params.distinguished_name.push(kind.clone(), *value);
-    }
-    params.extended_key_usages = vec![if server {
-        ExtendedKeyUsagePurpose::ServerAuth
-    } else {
-        ExtendedKeyUsagePurpose::ClientAuth
-    }];
-    let key = KeyPair::generate()?;
-    let cert = params.signed_by(&key, &ca.cert, &ca.key)?;
-    std::fs::write(dir.join(format!("{name}.pem")), cert.pem())?;
-    let key_file = dir.join(format!("{name}-key.pem"));
-    std::fs::write(&key_file, key.serialize_pem())?;
-    std::fs::set_permissions(&key_file, std::os::unix::fs::PermissionsExt::from_mode(0o600))?;
-    Ok(())
+    ca.issue(dir, name, sans, subject, vec![usage])
 }
 
 /// `drover snapshot save` as the holder of certificate `who` (none: no certificate), with

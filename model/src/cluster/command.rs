@@ -120,8 +120,8 @@ pub enum ClusterOp {
 }
 
 impl ClusterOp {
-    /// The tenant whose cluster, metric or provider the change is about.
-    pub fn tenant(&self) -> &str {
+    /// The cluster the change is about (none for metrics and metrics providers).
+    pub fn cluster(&self) -> Option<&ClusterRef> {
         match self {
             ClusterOp::Register { cluster, .. }
             | ClusterOp::Patch { cluster, .. }
@@ -129,11 +129,22 @@ impl ClusterOp {
             | ClusterOp::Deregister { cluster }
             | ClusterOp::PutSet { cluster, .. }
             | ClusterOp::DeleteSet { cluster, .. }
-            | ClusterOp::RestartInstance { cluster, .. } => &cluster.tenant,
+            | ClusterOp::RestartInstance { cluster, .. } => Some(cluster),
+            ClusterOp::PutMetricsProvider { .. }
+            | ClusterOp::DeleteMetricsProvider { .. }
+            | ClusterOp::PutMetric { .. }
+            | ClusterOp::DeleteMetric { .. } => None,
+        }
+    }
+
+    /// The tenant whose cluster, metric or provider the change is about.
+    pub fn tenant(&self) -> &str {
+        match self {
             ClusterOp::PutMetricsProvider { tenant, .. }
             | ClusterOp::DeleteMetricsProvider { tenant, .. }
             | ClusterOp::PutMetric { tenant, .. }
             | ClusterOp::DeleteMetric { tenant, .. } => tenant,
+            other => other.cluster().map_or("", |cluster| cluster.tenant.as_str()),
         }
     }
 }
