@@ -65,6 +65,11 @@ impl DroverCluster {
     }
 }
 
+/// The URL of lease `name` through `node`.
+pub fn lease_url(node: &str, name: &str) -> String {
+    format!("{}/{name}", leases_url(node))
+}
+
 fn leases_url(node: &str) -> String {
     format!("http://{node}/apis/coordination.k8s.io/v1/namespaces/{NAMESPACE}/leases")
 }
@@ -97,7 +102,9 @@ struct Renewal<'a> {
 #[serde(rename_all = "camelCase")]
 struct RenewalMeta<'a> {
     name: &'a str,
-    resource_version: &'a str,
+    /// `None`: an unconditional replace (Kubernetes allows one for leases).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    resource_version: Option<&'a str>,
 }
 
 #[derive(Serialize)]
@@ -123,6 +130,17 @@ struct AnsweredMeta {
 /// Replaces a lease, conditional on its version (the compare-and-set of a Kubernetes lease
 /// renewal); returns the new version.
 async fn renew(http: &Client, url: &Url, name: &str, version: &str, seq: u64) -> Option<String> {
+    put_lease(http, url, name, Some(version), seq).await
+}
+
+/// Replaces lease `name` at `url` whatever its version (the failover probe's write); true when
+/// the replace was answered `200`.
+pub async fn replace_lease(http: &Client, url: &Url, name: &str, seq: u64) -> bool {
+    put_lease(http, url, name, None, seq).await.is_some()
+}
+
+/// Replaces a lease, conditional on `version` when given; returns the new version.
+async fn put_lease(http: &Client, url: &Url, name: &str, version: Option<&str>, seq: u64) -> Option<String> {
     let body = Renewal {
         metadata: RenewalMeta {
             name,

@@ -25,9 +25,12 @@ const VALUE_BYTES: usize = 256;
 
 /// A running etcd cluster; dropping it kills the members and deletes their data.
 pub struct EtcdCluster {
-    children: Vec<Child>,
+    /// Each member's process while it runs (`None` after [`Self::kill`]).
+    children: Vec<Option<Child>>,
     /// Client URLs' host:port, member 1 first.
     pub nodes: Vec<String>,
+    /// Peer ports, member 1 first.
+    peer_ports: Vec<u16>,
     _dir: TempDir,
 }
 
@@ -37,44 +40,100 @@ impl EtcdCluster {
         let dir = TempDir::new()?;
         // (client, peer) port pairs, one per member.
         let ports = free_ports(&[Ipv4Addr::LOCALHOST.into(); 3])?;
-        let peer = |i: usize| format!("http://127.0.0.1:{}", ports[i].1);
-        let initial = (0..3)
-            .map(|i| format!("m{}={}", i + 1, peer(i)))
-            .collect::<Vec<_>>()
-            .join(",");
         let mut cluster = Self {
             children: Vec::new(),
             nodes: ports
                 .iter()
                 .map(|(client, _)| format!("127.0.0.1:{client}"))
                 .collect(),
+            peer_ports: ports.iter().map(|(_, peer)| *peer).collect(),
             _dir: dir,
         };
         for i in 0..3 {
-            let client = format!("http://{}", cluster.nodes[i]);
-            let log = std::fs::File::create(cluster._dir.path().join(format!("m{}.log", i + 1)))?;
-            let child = Command::new("etcd")
-                .arg(format!("--name=m{}", i + 1))
-                .arg(format!(
-                    "--data-dir={}",
-                    cluster._dir.path().join(format!("m{}", i + 1)).display()
-                ))
-                .arg(format!("--listen-client-urls={client}"))
-                .arg(format!("--advertise-client-urls={client}"))
-                .arg(format!("--listen-peer-urls={}", peer(i)))
-                .arg(format!("--initial-advertise-peer-urls={}", peer(i)))
-                .arg(format!("--initial-cluster={initial}"))
-                .arg("--initial-cluster-token=drover-bench")
-                .arg("--initial-cluster-state=new")
-                .stdin(Stdio::null())
-                .stdout(log.try_clone()?)
-                .stderr(log)
-                .spawn()
-                .context("starting etcd (apt install etcd-server)")?;
-            cluster.children.push(child);
+            let child = cluster.spawn_member(i)?;
+            cluster.children.push(Some(child));
         }
         cluster.wait_healthy().await?;
         Ok(cluster)
+    }
+
+    /// Starts member `i` (0-based) on its ports and data directory, appending to its log.
+    fn spawn_member(&self, i: usize) -> Result<Child> {
+        let peer = |i: usize| format!("http://127.0.0.1:{}", self.peer_ports[i]);
+        let initial = (0..self.peer_ports.len())
+            .map(|i| format!("m{}={}", i + 1, peer(i)))
+            .collect::<Vec<_>>()
+            .join(",");
+        let client = format!("http://{}", self.nodes[i]);
+        let log = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(self._dir.path().join(format!("m{}.log", i + 1)))?;
+        Command::new("etcd")
+            .arg(format!("--name=m{}", i + 1))
+            .arg(format!(
+                "--data-dir={}",
+                self._dir.path().join(format!("m{}", i + 1)).display()
+            ))
+            .arg(format!("--listen-client-urls={client}"))
+            .arg(format!("--advertise-client-urls={client}"))
+            .arg(format!("--listen-peer-urls={}", peer(i)))
+            .arg(format!("--initial-advertise-peer-urls={}", peer(i)))
+            .arg(format!("--initial-cluster={initial}"))
+            .arg("--initial-cluster-token=drover-bench")
+            .arg("--initial-cluster-state=new")
+            .stdin(Stdio::null())
+            .stdout(log.try_clone()?)
+            .stderr(log)
+            .spawn()
+            .context("starting etcd (apt install etcd-server)")
+    }
+
+    /// SIGKILLs member `i` (0-based) and reaps it.
+    pub fn kill(&mut self, i: usize) -> Result<()> {
+        if let Some(mut child) = self.children.get_mut(i).and_then(Option::take) {
+            child.kill()?;
+            child.wait()?;
+        }
+        Ok(())
+    }
+
+    /// Starts a killed member `i` again on its data and waits until every member is healthy.
+    pub async fn restart(&mut self, i: usize) -> Result<()> {
+        let child = self.spawn_member(i)?;
+        if let Some(slot) = self.children.get_mut(i) {
+            *slot = Some(child);
+        }
+        self.wait_healthy().await
+    }
+
+    /// Process id of member `i` while it runs.
+    pub fn pid_of(&self, i: usize) -> Option<u32> {
+        self.children.get(i)?.as_ref().map(Child::id)
+    }
+
+    /// The member (0-based) that every running member names as its leader.
+    pub async fn leader(&self, http: &Client) -> Result<usize> {
+        let nodes = &self.nodes;
+        let running: Vec<usize> = (0..nodes.len()).filter(|i| self.pid_of(*i).is_some()).collect();
+        eventually(Duration::from_secs(30), "the etcd members to agree on a leader", || async {
+            let mut leader_id = None;
+            let mut leader_index = None;
+            for i in &running {
+                let status = post_ok(http, &format!("http://{}/v3/maintenance/status", nodes[*i]), &json!({}))
+                    .await?;
+                let leader = status["leader"].as_str()?.to_string();
+                if leader_id.as_ref().is_some_and(|seen| *seen != leader) {
+                    return None;
+                }
+                if status["header"]["member_id"].as_str() == Some(leader.as_str()) {
+                    leader_index = Some(*i);
+                }
+                leader_id = Some(leader);
+            }
+            leader_index
+        })
+        .await
     }
 
     async fn wait_healthy(&mut self) -> Result<()> {
@@ -95,7 +154,12 @@ impl EtcdCluster {
             },
         )
         .await;
-        if let Some(status) = self.children.iter_mut().find_map(|c| c.try_wait().ok().flatten()) {
+        if let Some(status) = self
+            .children
+            .iter_mut()
+            .flatten()
+            .find_map(|c| c.try_wait().ok().flatten())
+        {
             bail!("an etcd member exited at start: {status}");
         }
         healthy
@@ -110,6 +174,7 @@ impl EtcdCluster {
     pub fn rss_kib(&self) -> Vec<u64> {
         self.children
             .iter()
+            .flatten()
             .filter_map(|c| crate::proc::rss_kib(c.id()))
             .collect()
     }
@@ -117,7 +182,7 @@ impl EtcdCluster {
 
 impl Drop for EtcdCluster {
     fn drop(&mut self) {
-        for child in &mut self.children {
+        for child in self.children.iter_mut().flatten() {
             let _ = child.kill();
             let _ = child.wait();
         }
@@ -188,6 +253,16 @@ pub async fn put_once(http: &Client, node: &str, key: &str) -> Result<()> {
         .await
         .map(|_| ())
         .ok_or_else(|| anyhow!("etcd put of {key} failed"))
+}
+
+/// One put of `key` at `url` (a member's `/v3/kv/put`), the failover probe's write; true when
+/// it succeeded.
+pub async fn put_succeeds(http: &Client, url: &Url, key: &str, seq: u64) -> bool {
+    let body = Put {
+        key: &b64(key),
+        value: b64(&format!("{seq:0width$}", width = VALUE_BYTES)),
+    };
+    post_succeeds(http, url, &body).await
 }
 
 /// Writes: back-to-back puts of the worker's own key.

@@ -14,6 +14,7 @@ mod compare;
 mod driver;
 mod drover;
 mod etcd;
+mod failover;
 mod histogram;
 mod leasing;
 mod proc;
@@ -45,6 +46,8 @@ enum Workload {
     Leasing(leasing::LeasingArgs),
     /// Drover and etcd side by side: writes, reads, leasing and heartbeats.
     Compare(compare::CompareArgs),
+    /// Leader SIGKILLs under an outside write probe, Drover and etcd in one run.
+    Failover(failover::FailoverArgs),
     /// Memory, disk, restart and catch-up figures with many objects stored.
     Scale(scale::ScaleArgs),
     /// One cluster actor observing many `sim` instances, and its steady-state Raft writes.
@@ -62,6 +65,7 @@ async fn main() -> Result<()> {
     match Cli::parse().workload {
         Workload::Leasing(args) => leasing::run(args).await,
         Workload::Compare(args) => compare::run(args).await,
+        Workload::Failover(args) => failover::run(args).await,
         Workload::Scale(args) => scale::run(args).await,
         Workload::Soak(args) => soak::run(args).await,
         Workload::Clusters(args) => clusters::run(args).await,

@@ -31,12 +31,14 @@ impl Default for RaftConfig {
     fn default() -> Self {
         Self {
             // A follower campaigns only after the leader's lease (the maximum election
-            // timeout, during which openraft's voters refuse any vote) plus its own election
-            // timeout, and only after a pre-vote round (`elector`): 500 + 250..500 ms here, so
-            // a dead leader is replaced in about a second.
+            // timeout, during which openraft's voters refuse any vote) plus a random part of
+            // an election timeout, and only after a pre-vote round (`elector`): 300 + 20 +
+            // 0..150 ms here, so a dead leader is replaced in about 400 ms. The lease is six
+            // heartbeats: a follower that misses five in a row is not enough to campaign, the
+            // pre-vote also needs the other follower to have missed them.
             heartbeat_interval: Duration::from_millis(50),
-            election_timeout_min: Duration::from_millis(250),
-            election_timeout_max: Duration::from_millis(500),
+            election_timeout_min: Duration::from_millis(150),
+            election_timeout_max: Duration::from_millis(300),
             rpc_timeout: Duration::from_millis(1000),
             request_timeout: Duration::from_secs(5),
             snapshot_every_logs: 10_000,

@@ -28,6 +28,9 @@ use crate::RaftConfig;
 
 /// How often the election timer looks at the clock.
 const TICK: Duration = Duration::from_millis(10);
+/// Waited past the leader's lease before campaigning: openraft's voters date the lease from
+/// when their Raft core handled the leader's last append, a moment after this task heard of it.
+const LEASE_MARGIN: Duration = Duration::from_millis(20);
 
 /// Why a voter would refuse to vote for a candidate, if it would.
 pub(crate) fn refusal(
@@ -178,16 +181,18 @@ impl Elector {
             if !voter_sets.iter().any(|set| set.contains(&self.id)) {
                 continue;
             }
-            // The same wait openraft's own timer would use: the only voter campaigns at once; a
-            // follower of a known leader waits out the leader's lease first, since no voter
-            // would grant a vote before it ends.
+            // The only voter campaigns at once. A follower of a known leader waits out the
+            // leader's lease, since no voter would grant a vote before it ends, and then only a
+            // random part of an election timeout, so that the two followers of a dead leader
+            // seldom campaign together (openraft's own timer would add a whole timeout). After
+            // a campaign that found no leader, a whole random timeout, as openraft would.
             let only_voter = voter_sets
                 .iter()
                 .all(|set| set.len() == 1 && set.contains(&self.id));
             let wait = if only_voter && last_attempt.is_none() {
                 Duration::ZERO
             } else if committed_vote {
-                self.lease() + timeout
+                self.lease() + LEASE_MARGIN + timeout.saturating_sub(self.config.election_timeout_min)
             } else {
                 timeout
             };
