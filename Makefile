@@ -3,7 +3,7 @@
 CARGO_TARGET_DIR ?= $(HOME)/.cache/drover-target
 export CARGO_TARGET_DIR
 
-.PHONY: setup demo test test-rollout-kills lint bench bench-scale bench-leasing bench-clusters bench-services bench-services-scale bench-scheduling soak chaos chaos-five chaos-sim chaos-planted
+.PHONY: setup demo test test-rollout-kills lint bench bench-failover bench-scale bench-leasing bench-clusters bench-services bench-services-scale bench-scheduling soak chaos chaos-five chaos-sim chaos-planted
 
 ## setup: install what a fresh machine lacks (clang, libclang, iptables, libfaketime, etcd,
 ## Prometheus, the Kubernetes Python client)
@@ -31,11 +31,20 @@ lint: setup
 	cargo clippy --workspace --all-targets -- -D warnings
 
 ## bench: Drover and a three-member etcd side by side (writes, reads, leasing, heartbeats at 1-256
-## clients) and the 10,000-object scale figures; writes the table into docs/BENCHMARKS.md
+## clients; etcd through its JSON gateway and, for writes and reads, its native gRPC client) and
+## the 10,000-object scale figures; writes the table into docs/BENCHMARKS.md
 bench: setup
+	scripts/setup-bench.sh
 	cargo build --release -p drover-node -p drover-bench
-	$(CARGO_TARGET_DIR)/release/drover-bench compare --write docs/BENCHMARKS.md
+	$(CARGO_TARGET_DIR)/release/drover-bench compare --etcd-grpc-load $(CARGO_TARGET_DIR)/etcdgrpcload --write docs/BENCHMARKS.md
 	$(CARGO_TARGET_DIR)/release/drover-bench scale --objects 10000
+
+## bench-failover: leader SIGKILLs under the outside write probe (8 writers, 200 ms timeout,
+## round-robin), 30 for Drover and 30 for etcd in one run, after 10 fault-free minutes each
+## with elections counted (about 26 minutes)
+bench-failover: setup
+	cargo build --release -p drover-node -p drover-bench
+	$(CARGO_TARGET_DIR)/release/drover-bench failover --kills 30 --quiet 600
 
 ## bench-scale: memory, disk, restart and catch-up figures with 10,000 and 1,000,000 objects
 bench-scale: setup
@@ -96,6 +105,8 @@ chaos-sim:
 	cargo build -p drover-chaos
 	$(CARGO_TARGET_DIR)/debug/drover-chaos --simulate --seed 1 --runs 1000 --duration 15 --out chaos-sim-report.json
 
-## chaos-planted: prove the harness finds a planted stale-read bug in most seeds (about 5 minutes)
+## chaos-planted: prove the harness finds each planted bug in most seeds: a leader's stale read,
+## then service actors acting on a stale read of their service (about 10 minutes)
 chaos-planted: setup
-	scripts/chaos-planted.sh 8 25
+	scripts/chaos-planted.sh 8 25 stale-read
+	scripts/chaos-planted.sh 8 25 stale-service

@@ -1,15 +1,27 @@
 #!/usr/bin/env bash
-# Proves that the chaos harness bites: builds `drover` with the planted stale-read bug (feature
-# `planted-stale-read`) into a separate file, runs seeded chaos runs against it with
-# leader partitions and pauses, and counts the seeds in which the checkers found a violation.
-# Exits non-zero unless most seeds found it. Usage: scripts/chaos-planted.sh [seeds] [seconds]
+# Proves that the chaos harness bites: builds `drover` with a planted bug into a separate file,
+# runs seeded chaos runs against it and counts the seeds in which the checkers found a
+# violation. Exits non-zero unless most seeds found it.
+#   stale-read     (feature `planted-stale-read`): a leader answers linearizable reads from its
+#                  own state without a quorum round; leader partitions and pauses.
+#   stale-service  (feature `planted-stale-service`): service actors act on their service as
+#                  they first read it; the services workload on a sim agent, leader kills and
+#                  pauses; the agent's inventory is the ground truth.
+# Usage: scripts/chaos-planted.sh [seeds] [seconds] [stale-read|stale-service]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 seeds="${1:-6}"
 seconds="${2:-30}"
+bug="${3:-stale-read}"
 target="${CARGO_TARGET_DIR:-target}"
 
-cargo build -q -p drover-node --features planted-stale-read
+case "$bug" in
+  stale-read) faults="partition-leader,pause-leader"; workload=(--clients 8 --service-clients 0) ;;
+  stale-service) faults="kill-leader,pause-leader"; workload=(--clients 2 --service-clients 2) ;;
+  *) echo "unknown planted bug $bug (stale-read or stale-service)" >&2; exit 2 ;;
+esac
+
+cargo build -q -p drover-node --features "planted-$bug"
 mkdir -p "$target/planted"
 cp "$target/debug/drover" "$target/planted/drover"
 # Put the honest binary back where the tests look for it.
@@ -17,11 +29,11 @@ cargo build -q -p drover-node -p drover-chaos
 
 found=0
 for seed in $(seq 1 "$seeds"); do
-  out="$target/planted/report-$seed.json"
+  out="$target/planted/report-$bug-$seed.json"
   rm -f "$out"
   status=0
   DROVER_BIN="$target/planted/drover" "$target/debug/drover-chaos" --seed "$seed" --runs 1 \
-      --duration "$seconds" --clients 8 --faults partition-leader,pause-leader --out "$out" >"$out.log" 2>&1 || status=$?
+      --duration "$seconds" "${workload[@]}" --faults "$faults" --out "$out" >"$out.log" 2>&1 || status=$?
   # Only a report that names a violation counts as found; any other failure (no root, no
   # iptables, a fault that could not be injected, a crash) means the harness did not run.
   violations=$(python3 -c 'import json,sys; print(sum(len(r["violations"]) for r in json.load(open(sys.argv[1]))))' "$out" 2>/dev/null || echo none)
@@ -39,5 +51,5 @@ for seed in $(seq 1 "$seeds"); do
     exit 2
   fi
 done
-echo "planted stale read found in $found of $seeds seeds"
+echo "planted $bug found in $found of $seeds seeds"
 [ $((2 * found)) -gt "$seeds" ]

@@ -11,6 +11,7 @@ use clap::Args;
 use crate::driver::{drive, http_client, Cell, Worker};
 use crate::drover::{self, BoskosPair, DroverCluster, LeaseHolder, LeaseReader, LeaseWriter};
 use crate::etcd::{self, EtcdCluster, KeepAlive, Putter, Ranger};
+use crate::grpc::{self, GrpcCell};
 use crate::report;
 
 /// Arguments of `drover-bench compare`.
@@ -31,6 +32,10 @@ pub struct CompareArgs {
     /// Markdown file whose generated section receives the table (left alone when absent).
     #[arg(long)]
     pub write: Option<std::path::PathBuf>,
+    /// etcd's Go client load generator (`scripts/setup-bench.sh` builds it): when given, the
+    /// write and read rows also measure etcd over its native gRPC API.
+    #[arg(long)]
+    pub etcd_grpc_load: Option<std::path::PathBuf>,
     /// Extra `drover serve` flag for every node (repeatable), to try other settings.
     #[arg(long = "drover-flag", allow_hyphen_values = true)]
     pub drover_flags: Vec<String>,
@@ -56,6 +61,16 @@ impl Workload {
             Workload::Heartbeat => "(e) lease renewal every 1 s / keep-alive",
         }
     }
+
+    /// The same workload through etcd's Go client over gRPC, where it has one.
+    fn grpc_op(self) -> Option<crate::grpc::Op> {
+        match self {
+            Workload::Write => Some("put"),
+            Workload::LinearizableRead => Some("range-l"),
+            Workload::StaleRead => Some("range-s"),
+            Workload::LeasingPair | Workload::Heartbeat => None,
+        }
+    }
 }
 
 /// One row of the table.
@@ -66,8 +81,10 @@ pub struct Row {
     pub clients: usize,
     /// Drover's figures.
     pub drover: Cell,
-    /// etcd's figures, where it has the workload.
+    /// etcd's figures through its JSON gateway, where it has the workload.
     pub etcd: Option<Cell>,
+    /// etcd's figures through its Go client over gRPC, when measured.
+    pub etcd_grpc: Option<GrpcCell>,
 }
 
 fn boxed<W: Worker>(workers: Vec<W>) -> Vec<Box<dyn Worker>> {
@@ -205,6 +222,7 @@ pub async fn run(args: CompareArgs) -> Result<()> {
     }
     plan.extend(args.holders.iter().map(|h| (Workload::Heartbeat, *h)));
 
+    let terms_before = drover_cluster.highest_term().await?;
     let mut rows = Vec::new();
     for (workload, clients) in plan {
         let drover = drive(
@@ -219,17 +237,26 @@ pub async fn run(args: CompareArgs) -> Result<()> {
         } else {
             Some(drive(etcd_workers, warmup, duration).await)
         };
+        let etcd_grpc = match (&args.etcd_grpc_load, workload.grpc_op()) {
+            (Some(load), Some(op)) => {
+                Some(grpc::measure(load, &etcd_cluster.nodes, op, clients, warmup, duration).await?)
+            }
+            _ => None,
+        };
         let row = Row {
             workload: workload.title(),
             clients,
             drover,
             etcd,
+            etcd_grpc,
         };
         println!("{}", report::row_line(&row));
         rows.push(row);
     }
+    let elections = drover_cluster.highest_term().await?.saturating_sub(terms_before);
     let memory = format!(
-        "Resident memory after the run: Drover nodes {:?} MiB, etcd members {:?} MiB.",
+        "Elections in Drover during the run: {elections}. \
+         Resident memory after the run: Drover nodes {:?} MiB, etcd members {:?} MiB.",
         drover_cluster
             .rss_kib()
             .iter()

@@ -55,6 +55,16 @@ impl DroverCluster {
         &self.nodes[i % self.nodes.len()]
     }
 
+    /// The highest Raft term any node reports: it moves only with an election (pre-vote keeps
+    /// candidates that cannot win from starting terms).
+    pub async fn highest_term(&self) -> Result<u64> {
+        let mut highest = 0;
+        for node in &self.nodes {
+            highest = highest.max(drover_tests::process::scraped(node, "drover_raft_term").await?);
+        }
+        Ok(highest)
+    }
+
     /// Resident memory of each node, in KiB (from `/proc`).
     pub fn rss_kib(&self) -> Vec<u64> {
         self.processes

@@ -116,23 +116,31 @@ impl EtcdCluster {
     pub async fn leader(&self, http: &Client) -> Result<usize> {
         let nodes = &self.nodes;
         let running: Vec<usize> = (0..nodes.len()).filter(|i| self.pid_of(*i).is_some()).collect();
-        eventually(Duration::from_secs(30), "the etcd members to agree on a leader", || async {
-            let mut leader_id = None;
-            let mut leader_index = None;
-            for i in &running {
-                let status = post_ok(http, &format!("http://{}/v3/maintenance/status", nodes[*i]), &json!({}))
+        eventually(
+            Duration::from_secs(30),
+            "the etcd members to agree on a leader",
+            || async {
+                let mut leader_id = None;
+                let mut leader_index = None;
+                for i in &running {
+                    let status = post_ok(
+                        http,
+                        &format!("http://{}/v3/maintenance/status", nodes[*i]),
+                        &json!({}),
+                    )
                     .await?;
-                let leader = status["leader"].as_str()?.to_string();
-                if leader_id.as_ref().is_some_and(|seen| *seen != leader) {
-                    return None;
+                    let leader = status["leader"].as_str()?.to_string();
+                    if leader_id.as_ref().is_some_and(|seen| *seen != leader) {
+                        return None;
+                    }
+                    if status["header"]["member_id"].as_str() == Some(leader.as_str()) {
+                        leader_index = Some(*i);
+                    }
+                    leader_id = Some(leader);
                 }
-                if status["header"]["member_id"].as_str() == Some(leader.as_str()) {
-                    leader_index = Some(*i);
-                }
-                leader_id = Some(leader);
-            }
-            leader_index
-        })
+                leader_index
+            },
+        )
         .await
     }
 

@@ -191,7 +191,13 @@ async fn measure(mut system: System, args: &FailoverArgs) -> Result<Vec<Kill>> {
             System::Drover(_) => format!("probe-{w}"),
             System::Etcd(_) => format!("failover/probe-{w}"),
         };
-        tasks.push(tokio::spawn(writer(name, http.clone(), urls, key, record.clone())));
+        tasks.push(tokio::spawn(writer(
+            name,
+            http.clone(),
+            urls,
+            key,
+            record.clone(),
+        )));
     }
     if args.quiet > 0 {
         let before = system.elections().await?;

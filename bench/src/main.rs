@@ -15,6 +15,7 @@ mod driver;
 mod drover;
 mod etcd;
 mod failover;
+mod grpc;
 mod histogram;
 mod leasing;
 mod proc;

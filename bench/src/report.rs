@@ -58,13 +58,21 @@ pub fn header(args: &CompareArgs, duration: Duration, warmup: Duration) -> Strin
         .iter()
         .map(|f| format!(" --drover-flag={f}"))
         .collect();
+    let grpc = if args.etcd_grpc_load.is_some() {
+        " --etcd-grpc-load etcdgrpcload"
+    } else {
+        ""
+    };
     let _ = writeln!(
         text,
-        "Command: `drover-bench compare --concurrency {} --holders {} --duration {} --warmup {}{flags}` \
+        "Command: `drover-bench compare --concurrency {} --holders {} --duration {} --warmup {}{grpc}{flags}` \
          (`make bench`). Both clusters: three members on 127.0.0.1, default timings, every write \
          synced to disk before it is acknowledged; clients spread over all members, kept-alive \
          connections, one Rust HTTP/JSON client for both (etcd through its v3 JSON gateway); \
-         {} s measured after {} s warm-up per row, Drover first, then etcd. Ratio = Drover / etcd.\n",
+         {} s measured after {} s warm-up per row, Drover first, then etcd. Ratio = Drover / etcd. \
+         gRPC: the same etcd cluster through etcd's own Go client (`bench/etcdgrpcload`, etcd 3.4's \
+         clientv3 from Debian; at most 16 connections shared by the clients; puts of new keys, ranges \
+         of one key), measured right after the gateway row.\n",
         join(&args.concurrency),
         join(&args.holders),
         args.duration,
@@ -74,9 +82,12 @@ pub fn header(args: &CompareArgs, duration: Duration, warmup: Duration) -> Strin
     );
     let _ = writeln!(
         text,
-        "| workload | clients | Drover ops/s | etcd ops/s | ratio | Drover p50 / p99 ms | etcd p50 / p99 ms | p99 ratio | errors D / E |"
+        "| workload | clients | Drover ops/s | etcd ops/s | ratio | Drover p50 / p99 ms | etcd p50 / p99 ms | p99 ratio | errors D / E | etcd gRPC ops/s | ratio vs gRPC | etcd gRPC p50 / p99 ms |"
     );
-    let _ = writeln!(text, "|---|---:|---:|---:|---:|---:|---:|---:|---:|");
+    let _ = writeln!(
+        text,
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+    );
     text
 }
 
@@ -95,12 +106,9 @@ fn latency(cell: &Cell) -> String {
 /// One table line.
 pub fn row_line(row: &Row) -> String {
     let drover = &row.drover;
-    match &row.etcd {
+    let gateway = match &row.etcd {
         Some(etcd) => format!(
-            "| {} | {} | {:.0} | {:.0} | {:.2} | {} | {} | {:.2} | {} / {} |",
-            row.workload,
-            row.clients,
-            drover.rate(),
+            "{:.0} | {:.2} | {} | {} | {:.2} | {} / {}",
             etcd.rate(),
             drover.rate() / etcd.rate().max(f64::MIN_POSITIVE),
             latency(drover),
@@ -109,15 +117,29 @@ pub fn row_line(row: &Row) -> String {
             drover.errors,
             etcd.errors,
         ),
-        None => format!(
-            "| {} | {} | {:.0} | — | — | {} | — | — | {} / — |",
-            row.workload,
-            row.clients,
-            drover.rate(),
-            latency(drover),
-            drover.errors,
+        None => format!("— | — | {} | — | — | {} / —", latency(drover), drover.errors),
+    };
+    let grpc = match &row.etcd_grpc {
+        Some(grpc) => format!(
+            "{:.0} | {:.2} | {:.2} / {:.2}{}",
+            grpc.throughput,
+            drover.rate() / grpc.throughput.max(f64::MIN_POSITIVE),
+            grpc.p50_ms,
+            grpc.p99_ms,
+            if grpc.errors > 0 {
+                format!(" ({} errors)", grpc.errors)
+            } else {
+                String::new()
+            },
         ),
-    }
+        None => "— | — | —".to_string(),
+    };
+    format!(
+        "| {} | {} | {:.0} | {gateway} | {grpc} |",
+        row.workload,
+        row.clients,
+        drover.rate(),
+    )
 }
 
 /// Replaces the generated section of `path` (between the markers) with `table`, or appends a

@@ -210,6 +210,81 @@ impl Report {
     }
 }
 
+/// The `q` quantile of sorted `values` (nearest rank), if any.
+fn quantile(sorted: &[u64], q: f64) -> Option<u64> {
+    let rank = ((q * sorted.len() as f64).ceil() as usize).clamp(1, sorted.len().max(1));
+    sorted.get(rank - 1).copied()
+}
+
+/// Prints the totals of several runs: every count summed, faults by kind, failovers and
+/// convergence as distributions, and the seeds with violations.
+pub fn print_totals(reports: &[Report]) {
+    let sum = |field: fn(&Report) -> u64| reports.iter().map(field).sum::<u64>();
+    println!(
+        "totals over {} seeds: {} register ops, {} ok writes, {} failed, {} unknown, {} acknowledged \
+         creates, {} pool grants, {} token uses, {} service changes ({} unknown), {} instances \
+         checked on the agent, {} fences sampled",
+        reports.len(),
+        sum(|r| r.register_ops as u64),
+        sum(|r| r.writes_ok as u64),
+        sum(|r| r.failed),
+        sum(|r| r.unknown),
+        sum(|r| r.acknowledged_creates as u64),
+        sum(|r| r.grants as u64),
+        sum(|r| r.token_uses as u64),
+        sum(|r| r.service_changes as u64),
+        sum(|r| r.service_changes_unknown as u64),
+        sum(|r| r.service_instances_checked as u64),
+        sum(|r| r.agent_fences_sampled as u64),
+    );
+    let mut faults: BTreeMap<&str, FaultSummary> = BTreeMap::new();
+    for (kind, summary) in reports.iter().flat_map(|r| &r.faults) {
+        let total = faults.entry(kind).or_default();
+        total.count += summary.count;
+        total.writes_ok += summary.writes_ok;
+        total.failures += summary.failures;
+        total.max_unavailable_ms = total.max_unavailable_ms.max(summary.max_unavailable_ms);
+    }
+    println!("| fault | count | ok writes during | failures during | max unavailable ms |");
+    println!("|---|---:|---:|---:|---:|");
+    for (kind, summary) in &faults {
+        println!(
+            "| {kind} | {} | {} | {} | {} |",
+            summary.count, summary.writes_ok, summary.failures, summary.max_unavailable_ms
+        );
+    }
+    let mut failovers: Vec<u64> = reports
+        .iter()
+        .flat_map(|r| r.failover_ms.iter().copied())
+        .collect();
+    failovers.sort_unstable();
+    if let (Some(median), Some(worst)) = (quantile(&failovers, 0.5), failovers.last()) {
+        println!(
+            "failover after {} leader kills: median {median} ms, worst {worst} ms",
+            failovers.len()
+        );
+    }
+    let mut converged: Vec<u64> = reports.iter().filter_map(|r| r.converged_ms).collect();
+    converged.sort_unstable();
+    if let (Some(median), Some(worst)) = (quantile(&converged, 0.5), converged.last()) {
+        println!(
+            "converged after healing in {} of {} seeds: median {median} ms, worst {worst} ms",
+            converged.len(),
+            reports.len()
+        );
+    }
+    let violated: Vec<u64> = reports
+        .iter()
+        .filter(|r| !r.violations.is_empty())
+        .map(|r| r.seed)
+        .collect();
+    println!(
+        "violations: {} in {} seeds {violated:?}",
+        reports.iter().map(|r| r.violations.len()).sum::<usize>(),
+        violated.len()
+    );
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -8,6 +8,7 @@ use std::sync::{Arc, Weak};
 use std::time::Duration;
 
 use drover_model::{Change, CommandResult, Proposal, State};
+use openraft::error::CheckIsLeaderError;
 use openraft::{ChangeMembers, ServerState};
 use tokio::sync::{broadcast, watch};
 use tokio::time::Instant;
@@ -29,6 +30,11 @@ const LEADER_POLL: Duration = Duration::from_millis(25);
 const FORWARDS_IN_FLIGHT: usize = 4;
 /// Most writes a follower sends to the leader in one request.
 const MAX_FORWARD_BATCH: usize = 64;
+/// Quorum rounds a leader tries for a read index before it refuses the reads waiting on it.
+/// openraft 0.9 gives each follower one heartbeat interval to answer a round, which a follower
+/// busy applying large entries on a loaded machine misses now and then; a read that waits one
+/// more round is better than a `503`.
+const QUORUM_ATTEMPTS: usize = 4;
 
 /// Everything needed to start a node's Raft instance.
 #[derive(Debug, Clone)]
@@ -460,10 +466,8 @@ impl RaftHandle {
     /// returns that index. Errors when this node is not the leader.
     pub async fn barrier(&self) -> Result<u64, ReadError> {
         let deadline = Instant::now() + self.core.config.request_timeout;
-        match self.core.raft.ensure_linearizable().await {
-            Ok(log_id) => {
-                let index = log_id.map_or(0, |id| id.index);
-                let index = self.core.restart_floor.apply(&self.core.raft, index);
+        match confirmed_read_index(&self.core.raft, self.core.restart_floor).await {
+            Ok(index) => {
                 self.wait_applied(index, deadline).await?;
                 Ok(index)
             }
@@ -816,18 +820,37 @@ impl RaftHandle {
 
 /// One quorum round on the leader: the index every read sharing it must wait for.
 async fn quorum_round(raft: Raft, floor: RestartFloor) -> LeaderResponse {
-    match raft.get_read_log_id().await {
-        Ok((read_log_id, _)) => LeaderResponse::ReadIndex {
-            index: floor.apply(&raft, read_log_id.map_or(0, |id| id.index)),
-        },
-        Err(e) => match e.forward_to_leader() {
+    match confirmed_read_index(&raft, floor).await {
+        Ok(index) => LeaderResponse::ReadIndex { index },
+        Err(error) => match error.forward_to_leader() {
             Some(forward) => LeaderResponse::NotLeader {
                 leader: forward.leader_id,
             },
             None => LeaderResponse::Refused {
-                message: e.to_string(),
+                message: error.to_string(),
             },
         },
+    }
+}
+
+/// The read index once a quorum confirmed this node's leadership (see [`QUORUM_ATTEMPTS`]),
+/// raised to the restart floor.
+async fn confirmed_read_index(
+    raft: &Raft,
+    floor: RestartFloor,
+) -> Result<u64, RaftError<CheckIsLeaderError<NodeId, PeerNode>>> {
+    let mut attempt = 1;
+    loop {
+        match raft.get_read_log_id().await {
+            Ok((read_log_id, _)) => return Ok(floor.apply(raft, read_log_id.map_or(0, |id| id.index))),
+            Err(error)
+                if attempt < QUORUM_ATTEMPTS
+                    && matches!(error.api_error(), Some(CheckIsLeaderError::QuorumNotEnough(_))) =>
+            {
+                attempt += 1;
+            }
+            Err(error) => return Err(error),
+        }
     }
 }
 

@@ -66,9 +66,13 @@ pub struct ServiceState {
     failed_at: Option<Instant>,
     /// Counted in the backlog gauge: it has work it has not finished.
     in_backlog: bool,
+    /// The planted bug's copy of the service as first read (see [`ServiceActor::planted_stale`]).
+    #[cfg(feature = "planted-stale-service")]
+    first_read: Option<Committed>,
 }
 
 /// What the actor reads of its committed service.
+#[derive(Clone)]
 struct Committed {
     roles: Vec<RoleTarget>,
     revision: Option<u64>,
@@ -126,6 +130,17 @@ impl ServiceActor {
         })
     }
 
+    /// THE PLANTED BUG (feature `planted-stale-service`, for the chaos harness only): the actor
+    /// acts on a stale read — its service as it read it first, kept as if a change feed
+    /// refreshed it, which nothing does — so every later scale, new revision or deletion is
+    /// never carried out on the agent. `scripts/chaos-planted.sh 8 25 stale-service` proves
+    /// the services workload's checkers (the agent's inventory against the accepted
+    /// revisions) find it.
+    #[cfg(feature = "planted-stale-service")]
+    fn planted_stale(state: &mut ServiceState, fresh: Committed) -> Committed {
+        state.first_read.get_or_insert(fresh).clone()
+    }
+
     fn set_backlog(state: &mut ServiceState, busy: bool) {
         if busy != state.in_backlog {
             if busy {
@@ -143,6 +158,8 @@ impl ServiceActor {
         let Some(committed) = Self::committed(&state.args) else {
             return Ok(false);
         };
+        #[cfg(feature = "planted-stale-service")]
+        let committed = Self::planted_stale(state, committed);
         let args = &state.args;
         let observation = committed
             .cluster
@@ -299,6 +316,8 @@ impl Actor for ServiceActor {
             retry_at: None,
             failed_at: None,
             in_backlog: false,
+            #[cfg(feature = "planted-stale-service")]
+            first_read: None,
         })
     }
 

@@ -148,6 +148,9 @@ async fn run_all(cli: &Cli, faults: Vec<FaultKind>) -> Result<ExitCode> {
         broken |= !report.faults_skipped.is_empty();
         reports.push(report);
     }
+    if reports.len() > 1 {
+        drover_chaos::report::print_totals(&reports);
+    }
     std::fs::write(&cli.out, serde_json::to_vec_pretty(&reports)?)?;
     println!("reports written to {}", cli.out.display());
     // 1: a promise was broken; 2: a fault could not be injected, so the run proved less than
