@@ -133,15 +133,28 @@ fn differing(a: &Value, b: &Value, at: String, out: &mut Vec<String>) {
     }
 }
 
+/// Times a status read answered `503` is asked again before the service counts as unknown.
+const UNAVAILABLE_RETRIES: usize = 50;
+
 /// Counts the services that are placed and those that run exactly their revision.
 async fn progress(client: &PlatformClient, services: usize) -> Result<(usize, usize)> {
     let mut placed = 0;
     let mut converged = 0;
+    let mut unavailable = 0;
     for i in 0..services {
         let path = format!("/tenant/bench/service/s{i}");
-        let answer = client.call(reqwest::Method::GET, &path, None).await?;
+        let mut answer = client.call(reqwest::Method::GET, &path, None).await?;
+        // No quorum for a moment: ask again, as a client would (a service skipped here would
+        // count as not converged).
+        for _ in 0..UNAVAILABLE_RETRIES {
+            if answer.status != StatusCode::SERVICE_UNAVAILABLE {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+            answer = client.call(reqwest::Method::GET, &path, None).await?;
+        }
         if answer.status == StatusCode::SERVICE_UNAVAILABLE {
-            // No quorum for a moment: this round counts what it saw; the caller asks again.
+            unavailable += 1;
             continue;
         }
         if answer.status != StatusCode::OK {
@@ -150,6 +163,9 @@ async fn progress(client: &PlatformClient, services: usize) -> Result<(usize, us
         let status = &answer.body["data"]["status"];
         placed += usize::from(!status["cluster"].is_null());
         converged += usize::from(status["converged"] == true);
+    }
+    if unavailable > 0 {
+        println!("{unavailable} of {services} status reads answered 503 {UNAVAILABLE_RETRIES} times in a row");
     }
     Ok((placed, converged))
 }
