@@ -49,6 +49,15 @@ const RESUME_DEADLINE: Duration = Duration::from_secs(15);
 /// Back-off after a failed write (the probe's).
 const ERROR_BACKOFF: Duration = Duration::from_millis(5);
 
+/// Which write a probe's writer sends.
+#[derive(Debug, Clone, Copy)]
+enum Dialect {
+    /// An unconditional replace of the writer's own lease.
+    Drover,
+    /// A put of the writer's own key through the JSON gateway.
+    Etcd,
+}
+
 /// One system under test.
 enum System {
     Drover(ProcessCluster),
@@ -60,6 +69,13 @@ impl System {
         match self {
             System::Drover(_) => "drover",
             System::Etcd(_) => "etcd",
+        }
+    }
+
+    fn dialect(&self) -> Dialect {
+        match self {
+            System::Drover(_) => Dialect::Drover,
+            System::Etcd(_) => Dialect::Etcd,
         }
     }
 
@@ -142,15 +158,15 @@ impl Record {
 }
 
 /// One writer: sends to the next node after every request, as the outside probe does.
-async fn writer(system: &'static str, http: Client, urls: Vec<Url>, name: String, record: Arc<Record>) {
+async fn writer(dialect: Dialect, http: Client, urls: Vec<Url>, name: String, record: Arc<Record>) {
     let mut seq = 0u64;
     while !record.stop.load(Ordering::Relaxed) {
         let url = &urls[seq as usize % urls.len()];
         seq += 1;
         let sent = Instant::now();
-        let ok = match system {
-            "drover" => crate::drover::replace_lease(&http, url, &name, seq).await,
-            _ => crate::etcd::put_succeeds(&http, url, &name, seq).await,
+        let ok = match dialect {
+            Dialect::Drover => crate::drover::replace_lease(&http, url, &name, seq).await,
+            Dialect::Etcd => crate::etcd::put_succeeds(&http, url, &name, seq).await,
         };
         if ok {
             record.successes().push((sent, Instant::now()));
@@ -192,7 +208,7 @@ async fn measure(mut system: System, args: &FailoverArgs) -> Result<Vec<Kill>> {
             System::Etcd(_) => format!("failover/probe-{w}"),
         };
         tasks.push(tokio::spawn(writer(
-            name,
+            system.dialect(),
             http.clone(),
             urls,
             key,

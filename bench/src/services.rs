@@ -165,7 +165,9 @@ async fn progress(client: &PlatformClient, services: usize) -> Result<(usize, us
         converged += usize::from(status["converged"] == true);
     }
     if unavailable > 0 {
-        println!("{unavailable} of {services} status reads answered 503 {UNAVAILABLE_RETRIES} times in a row");
+        println!(
+            "{unavailable} of {services} status reads answered 503 {UNAVAILABLE_RETRIES} times in a row"
+        );
     }
     Ok((placed, converged))
 }

@@ -54,6 +54,29 @@ pub(crate) fn refusal(
     None
 }
 
+/// How long after the last leader contact (or the last attempt, or the start) a voter waits
+/// before its pre-vote round. The only voter, at its first attempt, campaigns at once. A
+/// follower of a known leader (`committed_vote`) waits out the leader's `lease`, since no voter
+/// would grant a vote before it ends, then [`LEASE_MARGIN`], then only the random part of its
+/// election timeout (`timeout` − `timeout_min`), so that the two followers of a dead leader seldom
+/// campaign together; openraft's own timer would add a whole timeout. After a campaign that
+/// found no leader, a whole random timeout, as openraft would.
+fn campaign_wait(
+    only_voter_first: bool,
+    committed_vote: bool,
+    lease: Duration,
+    timeout: Duration,
+    timeout_min: Duration,
+) -> Duration {
+    if only_voter_first {
+        Duration::ZERO
+    } else if committed_vote {
+        lease + LEASE_MARGIN + timeout.saturating_sub(timeout_min)
+    } else {
+        timeout
+    }
+}
+
 /// True when `granted` holds a majority of every voter set (two sets during a joint change).
 fn has_quorum(voter_sets: &[BTreeSet<NodeId>], granted: &BTreeSet<NodeId>) -> bool {
     voter_sets
@@ -181,21 +204,16 @@ impl Elector {
             if !voter_sets.iter().any(|set| set.contains(&self.id)) {
                 continue;
             }
-            // The only voter campaigns at once. A follower of a known leader waits out the
-            // leader's lease, since no voter would grant a vote before it ends, and then only a
-            // random part of an election timeout, so that the two followers of a dead leader
-            // seldom campaign together (openraft's own timer would add a whole timeout). After
-            // a campaign that found no leader, a whole random timeout, as openraft would.
             let only_voter = voter_sets
                 .iter()
                 .all(|set| set.len() == 1 && set.contains(&self.id));
-            let wait = if only_voter && last_attempt.is_none() {
-                Duration::ZERO
-            } else if committed_vote {
-                self.lease() + LEASE_MARGIN + timeout.saturating_sub(self.config.election_timeout_min)
-            } else {
-                timeout
-            };
+            let wait = campaign_wait(
+                only_voter && last_attempt.is_none(),
+                committed_vote,
+                self.lease(),
+                timeout,
+                self.config.election_timeout_min,
+            );
             let since = [Some(started), last_attempt, self.last_leader_contact()]
                 .into_iter()
                 .flatten()
@@ -283,6 +301,28 @@ mod tests {
     }
 
     const LEASE: Duration = Duration::from_millis(500);
+
+    #[test]
+    fn a_follower_of_a_silent_leader_waits_the_lease_and_a_random_part_of_a_timeout() {
+        let ms = Duration::from_millis;
+        // (only voter at its first attempt, committed vote, random timeout, expected wait),
+        // with a lease of 300 ms and timeouts of 150..300 ms.
+        let cases = [
+            (true, true, ms(200), ms(0)),
+            (true, false, ms(200), ms(0)),
+            (false, true, ms(150), ms(300 + 20)),
+            (false, true, ms(299), ms(300 + 20 + 149)),
+            (false, false, ms(150), ms(150)),
+            (false, false, ms(299), ms(299)),
+        ];
+        for (only_voter_first, committed_vote, timeout, expected) in cases {
+            assert_eq!(
+                campaign_wait(only_voter_first, committed_vote, ms(300), timeout, ms(150)),
+                expected,
+                "only voter {only_voter_first}, committed vote {committed_vote}, timeout {timeout:?}"
+            );
+        }
+    }
 
     #[test]
     fn a_voter_grants_only_a_candidate_that_could_win_its_real_vote() {
