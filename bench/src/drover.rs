@@ -58,11 +58,7 @@ impl DroverCluster {
     /// The highest Raft term any node reports: it moves only with an election (pre-vote keeps
     /// candidates that cannot win from starting terms).
     pub async fn highest_term(&self) -> Result<u64> {
-        let mut highest = 0;
-        for node in &self.nodes {
-            highest = highest.max(drover_tests::process::scraped(node, "drover_raft_term").await?);
-        }
-        Ok(highest)
+        highest_scraped(&self.nodes, "drover_raft_term").await
     }
 
     /// Resident memory of each node, in KiB (from `/proc`).
@@ -73,6 +69,16 @@ impl DroverCluster {
             .filter_map(crate::proc::rss_kib)
             .collect()
     }
+}
+
+/// The highest value of the unlabelled metric `name` on any of `nodes`' `/metrics` (Drover's
+/// or etcd's).
+pub async fn highest_scraped(nodes: &[String], name: &str) -> Result<u64> {
+    let mut highest = 0;
+    for node in nodes {
+        highest = highest.max(drover_tests::process::scraped(node, name).await?);
+    }
+    Ok(highest)
 }
 
 /// The URL of lease `name` through `node`.

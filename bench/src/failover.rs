@@ -13,11 +13,12 @@ use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, bail, Context, Result};
 use clap::Args;
-use drover_tests::process::{scraped, ProcessCluster};
+use drover_tests::process::ProcessCluster;
 use reqwest::{Client, Url};
 
 use crate::driver::{http_client, parsed_url};
 use crate::etcd::EtcdCluster;
+use crate::histogram::Samples;
 
 /// `drover-bench failover` flags.
 #[derive(Debug, Args)]
@@ -135,11 +136,7 @@ impl System {
             System::Drover(_) => "drover_raft_term",
             System::Etcd(_) => "etcd_server_leader_changes_seen_total",
         };
-        let mut highest = 0;
-        for node in self.nodes() {
-            highest = highest.max(scraped(&node, metric).await?);
-        }
-        Ok(highest)
+        crate::drover::highest_scraped(&self.nodes(), metric).await
     }
 }
 
@@ -288,31 +285,26 @@ fn ms(d: Duration) -> f64 {
     d.as_secs_f64() * 1000.0
 }
 
-/// The `q` quantile of sorted `values` (nearest rank).
-fn quantile(sorted: &[f64], q: f64) -> f64 {
-    if sorted.is_empty() {
-        return f64::NAN;
-    }
-    let rank = ((q * sorted.len() as f64).ceil() as usize).clamp(1, sorted.len());
-    sorted[rank - 1]
-}
-
 /// The summary line of one system's kills.
 fn summary(name: &str, kills: &[Kill]) -> String {
-    let mut failovers: Vec<f64> = kills.iter().filter_map(|k| k.failover).map(ms).collect();
-    failovers.sort_by(f64::total_cmp);
-    let mut gaps: Vec<f64> = kills.iter().map(|k| ms(k.max_gap)).collect();
-    gaps.sort_by(f64::total_cmp);
+    let mut failovers = Samples::default();
+    for failover in kills.iter().filter_map(|k| k.failover) {
+        failovers.record(failover);
+    }
+    let mut gaps = Samples::default();
+    for kill in kills {
+        gaps.record(kill.max_gap);
+    }
     format!(
         "{name:<7} {} kills ({} resumed): failover ms min {:.0} / median {:.0} / p90 {:.0} / max {:.0}; longest gap median {:.0} / max {:.0}",
         kills.len(),
         failovers.len(),
-        quantile(&failovers, 0.0),
-        quantile(&failovers, 0.5),
-        quantile(&failovers, 0.9),
-        quantile(&failovers, 1.0),
-        quantile(&gaps, 0.5),
-        quantile(&gaps, 1.0),
+        failovers.quantile_ms(0.0),
+        failovers.quantile_ms(0.5),
+        failovers.quantile_ms(0.9),
+        failovers.quantile_ms(1.0),
+        gaps.quantile_ms(0.5),
+        gaps.quantile_ms(1.0),
     )
 }
 

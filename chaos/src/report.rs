@@ -182,14 +182,7 @@ impl Report {
             self.service_instances_checked,
             self.agent_fences_sampled
         );
-        println!("| fault | count | ok writes during | failures during | max unavailable ms |");
-        println!("|---|---:|---:|---:|---:|");
-        for (kind, summary) in &self.faults {
-            println!(
-                "| {kind} | {} | {} | {} | {} |",
-                summary.count, summary.writes_ok, summary.failures, summary.max_unavailable_ms
-            );
-        }
+        print_fault_table(&self.faults);
         if !self.failover_ms.is_empty() {
             println!(
                 "failover after a leader kill (ms to the first success of a write sent after it): {:?}",
@@ -207,6 +200,18 @@ impl Report {
                 println!("VIOLATION: {violation}");
             }
         }
+    }
+}
+
+/// Prints the per-fault-kind table of one run or of several.
+fn print_fault_table(faults: &BTreeMap<String, FaultSummary>) {
+    println!("| fault | count | ok writes during | failures during | max unavailable ms |");
+    println!("|---|---:|---:|---:|---:|");
+    for (kind, summary) in faults {
+        println!(
+            "| {kind} | {} | {} | {} | {} |",
+            summary.count, summary.writes_ok, summary.failures, summary.max_unavailable_ms
+        );
     }
 }
 
@@ -237,22 +242,15 @@ pub fn print_totals(reports: &[Report]) {
         sum(|r| r.service_instances_checked as u64),
         sum(|r| r.agent_fences_sampled as u64),
     );
-    let mut faults: BTreeMap<&str, FaultSummary> = BTreeMap::new();
+    let mut faults: BTreeMap<String, FaultSummary> = BTreeMap::new();
     for (kind, summary) in reports.iter().flat_map(|r| &r.faults) {
-        let total = faults.entry(kind).or_default();
+        let total = faults.entry(kind.clone()).or_default();
         total.count += summary.count;
         total.writes_ok += summary.writes_ok;
         total.failures += summary.failures;
         total.max_unavailable_ms = total.max_unavailable_ms.max(summary.max_unavailable_ms);
     }
-    println!("| fault | count | ok writes during | failures during | max unavailable ms |");
-    println!("|---|---:|---:|---:|---:|");
-    for (kind, summary) in &faults {
-        println!(
-            "| {kind} | {} | {} | {} | {} |",
-            summary.count, summary.writes_ok, summary.failures, summary.max_unavailable_ms
-        );
-    }
+    print_fault_table(&faults);
     let mut failovers: Vec<u64> = reports
         .iter()
         .flat_map(|r| r.failover_ms.iter().copied())
