@@ -323,6 +323,7 @@ mod tests {
 
     fn agent(dir: &std::path::Path) -> (Agent, Arc<Fake>, Layout) {
         let layout = Layout::new(dir);
+        crate::store::load(&layout).unwrap();
         let shared = Arc::new(Shared::new(
             Memory::default(),
             layout.clone(),
@@ -386,11 +387,7 @@ mod tests {
         assert_eq!(fake.started.lock().unwrap().len(), 1);
         assert!(fake.stopped.lock().unwrap().is_empty());
         // Recorded on disk: a restarted agent keeps refusing the deposed leader.
-        let disk = String::from_utf8(std::fs::read(layout.state_file()).unwrap()).unwrap();
-        assert!(
-            disk.contains("\"term\":6") || disk.contains("\"term\": 6"),
-            "{disk}"
-        );
+        assert_eq!(crate::store::load(&layout).unwrap().fence, Fence::new(6, 2));
         let e = agent.put_set(web(), desired(5, 1, vec![])).await.unwrap_err();
         assert!(e.to_string().starts_with("fenced: "), "{e}");
         assert_eq!(agent.inventory(None).instances.len(), 1);
@@ -410,7 +407,10 @@ mod tests {
             .put_set(web(), desired(5, 1, vec![spec("a", &["x"])]))
             .await
             .unwrap();
-        let disk = std::fs::read(layout.state_file()).unwrap();
+        let disk = (
+            std::fs::read(layout.fence_file()).unwrap(),
+            std::fs::read(layout.set_file(&web())).unwrap(),
+        );
         let before = agent.inventory(None);
         for (term, leader) in [(4, 1), (5, 2)] {
             let e = agent
@@ -426,7 +426,11 @@ mod tests {
             assert!(e.to_string().starts_with("fenced: "), "{e}");
         }
         assert_eq!(agent.inventory(None), before);
-        assert_eq!(std::fs::read(layout.state_file()).unwrap(), disk);
+        let after = (
+            std::fs::read(layout.fence_file()).unwrap(),
+            std::fs::read(layout.set_file(&web())).unwrap(),
+        );
+        assert_eq!(after, disk);
         assert_eq!(fake.started.lock().unwrap().len(), 1);
         assert_eq!(agent.shared.metrics.fenced.get(), 4);
 
@@ -436,8 +440,9 @@ mod tests {
             .await
             .unwrap();
         assert_eq!(inventory.fence, Fence::new(6, 2));
-        let doc = crate::store::load(&layout.state_file()).unwrap().unwrap();
+        let doc = crate::store::load(&layout).unwrap();
         assert_eq!(doc.fence, Fence::new(6, 2));
+        assert_eq!(doc.sets[&web()].len(), 1);
     }
 
     #[tokio::test]
@@ -449,6 +454,7 @@ mod tests {
         assert_eq!(e.status(), 422);
         assert!(agent.inventory(None).instances.is_empty());
         assert!(fake.started.lock().unwrap().is_empty());
-        assert!(!layout.state_file().try_exists().unwrap());
+        assert!(!layout.set_file(&web()).try_exists().unwrap());
+        assert!(!layout.fence_file().try_exists().unwrap());
     }
 }

@@ -2,7 +2,10 @@
 //!
 //! ```text
 //! <data-dir>/            mode 0700
-//!   agent.json           the state file (fence, desired sets, run records)
+//!   state/fence.json     the highest fence accepted
+//!   state/sets/<set>     one desired set: its instances' specs and run records
+//!   state/tmp/           where a state file is written before it is renamed into place
+//!   agent.json           the whole state in one file (format 1, earlier agents): migrated once
 //!   agent.lock           held (flock) while an agent runs on this directory
 //!   instances/<id>/work  an instance's working directory
 //!   instances/<id>/output.log, output.log.1   its stdout and stderr
@@ -11,7 +14,7 @@
 use std::fs::File;
 use std::path::{Path, PathBuf};
 
-use drover_model::cluster::agent_api::InstanceId;
+use drover_model::cluster::agent_api::{InstanceId, SetName};
 
 use crate::error::AgentError;
 
@@ -32,9 +35,36 @@ impl Layout {
         &self.root
     }
 
-    /// The state file.
-    pub fn state_file(&self) -> PathBuf {
+    /// The whole-state file of earlier agents (format 1), migrated at start-up.
+    pub fn legacy_state_file(&self) -> PathBuf {
         self.root.join("agent.json")
+    }
+
+    /// The directory of the state files.
+    pub fn state(&self) -> PathBuf {
+        self.root.join("state")
+    }
+
+    /// The file of the highest fence accepted.
+    pub fn fence_file(&self) -> PathBuf {
+        self.state().join("fence.json")
+    }
+
+    /// The directory of the set files.
+    pub fn sets(&self) -> PathBuf {
+        self.state().join("sets")
+    }
+
+    /// The file of one desired set.
+    pub fn set_file(&self, set: &SetName) -> PathBuf {
+        // Set names never hold '/' and never are "." or "..", and are at most 253 bytes, so
+        // the name alone is a file name (a suffix could pass the 255-byte limit).
+        self.sets().join(set.as_str())
+    }
+
+    /// Where state files are written before they are renamed into place.
+    pub fn state_tmp(&self) -> PathBuf {
+        self.state().join("tmp")
     }
 
     /// The directory of every instance.

@@ -62,15 +62,12 @@ impl std::fmt::Debug for Opened {
     }
 }
 
-/// Opens the data directory, loads the state file and starts (or adopts) every instance it
-/// names. Must run inside a tokio runtime.
+/// Opens the data directory, loads the state files and starts (or adopts) every instance they
+/// name. Must run inside a tokio runtime.
 pub fn open(config: &AgentConfig) -> Result<Opened, AgentError> {
     let layout = Layout::new(&config.data_dir);
     let lock = layout.open()?;
-    let memory = match store::load(&layout.state_file())? {
-        Some(doc) => Memory::from_doc(doc),
-        None => Memory::default(),
-    };
+    let memory = Memory::from_doc(store::load(&layout)?);
     let loaded = memory.instances.len();
     let metrics = metrics::Metrics::new()?;
     let shared = Arc::new(Shared::new(memory, layout.clone(), metrics));

@@ -1,6 +1,7 @@
 //! What the agent holds in memory: the highest fence, the desired sets with their specs, and a
-//! run record per instance. [`Memory::doc`] is exactly what the state file stores; a [`Plan`]
-//! is one desired-set change, applied first to a copy that is written to disk, then to memory.
+//! run record per instance. [`Memory::doc`] is everything the state files store; a [`Plan`] is
+//! one desired-set change, applied first to a copy of its set that is written to disk, then to
+//! memory.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -81,7 +82,8 @@ impl Entry {
     }
 }
 
-/// The state file's contents.
+/// Everything the state files store: the contents of the one state file of earlier agents
+/// (format 1), and the state as read at start-up.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Doc {
@@ -114,7 +116,7 @@ pub struct Memory {
 }
 
 impl Memory {
-    /// Memory as loaded from a state file. The caller checked that no id is in two sets.
+    /// Memory as loaded from the state files. The caller checked that no id is in two sets.
     pub fn from_doc(doc: Doc) -> Self {
         let mut memory = Memory {
             fence: doc.fence,
@@ -139,7 +141,7 @@ impl Memory {
         memory
     }
 
-    /// What the state file stores.
+    /// What the state files store.
     pub fn doc(&self) -> Doc {
         let sets = self
             .sets
@@ -163,6 +165,37 @@ impl Memory {
             sets,
             runs,
         }
+    }
+
+    /// A copy holding only `set` (and the fence and epoch counter): enough to apply a plan for
+    /// that set to and write the set's file from, without copying every other set.
+    pub fn only(&self, set: &SetName) -> Memory {
+        let members = self.sets.get(set).cloned().unwrap_or_default();
+        let instances = members
+            .iter()
+            .filter_map(|id| self.instances.get(id).map(|e| (id.clone(), e.clone())))
+            .collect();
+        let mut sets = BTreeMap::new();
+        if !members.is_empty() {
+            sets.insert(set.clone(), members);
+        }
+        Memory {
+            fence: self.fence,
+            sets,
+            instances,
+            next_epoch: self.next_epoch,
+        }
+    }
+
+    /// The instances of `set` with their run records, ordered by id: what its file stores.
+    pub fn set_instances(&self, set: &SetName) -> Vec<(InstanceSpec, Run)> {
+        self.sets
+            .get(set)
+            .into_iter()
+            .flatten()
+            .filter_map(|id| self.instances.get(id))
+            .map(|e| (e.spec.clone(), e.run.clone()))
+            .collect()
     }
 
     /// The run record of `id` if it still belongs to `epoch`.
@@ -309,5 +342,34 @@ mod tests {
         memory.apply(&memory.plan(&set, Fence::new(3, 2), vec![spec("a", &["x"])]));
         let doc = memory.doc();
         assert_eq!(Memory::from_doc(doc.clone()).doc(), doc);
+    }
+
+    #[test]
+    fn a_plan_applied_to_its_set_alone_gives_the_same_set_as_applied_to_everything() {
+        let web = SetName::parse("web").unwrap();
+        let api = SetName::parse("api").unwrap();
+        let fence = Fence::new(2, 1);
+        let mut memory = Memory::default();
+        memory.apply(&memory.plan(&web, fence, vec![spec("w1", &["x"]), spec("w2", &["x"])]));
+        memory.apply(&memory.plan(&api, fence, vec![spec("a1", &["x"])]));
+        let plan = memory.plan(
+            &web,
+            Fence::new(3, 2),
+            vec![spec("w1", &["y"]), spec("w3", &["x"])],
+        );
+        let mut alone = memory.only(&web);
+        assert_eq!(alone.instances.len(), 2, "api is not copied");
+        alone.apply(&plan);
+        memory.apply(&plan);
+        assert_eq!(alone.set_instances(&web), memory.set_instances(&web));
+        assert_eq!(alone.next_epoch, memory.next_epoch);
+        let ids: Vec<String> = memory
+            .set_instances(&web)
+            .iter()
+            .map(|(spec, _)| spec.id.to_string())
+            .collect();
+        assert_eq!(ids, ["w1", "w3"]);
+        assert_eq!(memory.set_instances(&api).len(), 1);
+        assert!(memory.set_instances(&SetName::parse("none").unwrap()).is_empty());
     }
 }

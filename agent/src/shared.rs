@@ -1,6 +1,7 @@
 //! The state the API and the executors share: [`Memory`] behind one lock, the metrics, and the
-//! state file's writer. Writes are ordered by one async lock, so an older snapshot never
-//! overwrites a newer one; a desired-set change is written to disk before memory holds it.
+//! state files' writer. Writes are ordered by one async lock, so an older snapshot of a set
+//! never overwrites a newer one; a desired-set change is written to disk before memory holds it,
+//! and only the set it changes is written.
 
 use std::sync::{Mutex, MutexGuard};
 
@@ -53,31 +54,60 @@ impl Shared {
         }
     }
 
-    /// Writes memory to the state file.
-    pub async fn persist(&self) -> Result<(), AgentError> {
+    /// Writes the set that `id` belongs to (with its run records) to its file; nothing when
+    /// `id` is no longer desired (its set's file was written without it).
+    pub async fn persist(&self, id: &InstanceId) -> Result<(), AgentError> {
         let _writer = self.writer.lock().await;
-        let doc = self.lock().doc();
-        let path = self.layout.state_file();
-        tokio::task::spawn_blocking(move || store::save(&path, &doc))
-            .await
-            .map_err(|e| AgentError::Internal(format!("state writer: {e}")))?
+        let written = {
+            let memory = self.lock();
+            let set = memory.instances.get(id).map(|e| e.set.clone());
+            set.map(|set| {
+                let instances = memory.set_instances(&set);
+                (set, instances)
+            })
+        };
+        let Some((set, instances)) = written else {
+            return Ok(());
+        };
+        let layout = self.layout.clone();
+        blocking(move || store::save_set(&layout, &set, instances)).await
     }
 
-    /// Writes memory with `plan` applied to the state file, then applies `plan` to memory. When
-    /// the write fails, memory is unchanged.
+    /// Writes what `plan` changes to the state files — a newer fence first, then the plan's
+    /// set — and applies `plan` to memory. When a write fails, memory keeps what is on disk: a
+    /// written fence, never a set that was not written.
     pub async fn commit(&self, plan: &Plan) -> Result<(), AgentError> {
         let _writer = self.writer.lock().await;
-        let doc = {
-            let mut next = self.lock().clone();
-            next.apply(plan);
-            next.doc()
+        let (newer_fence, set) = {
+            let memory = self.lock();
+            let set = match &plan.set {
+                Some(set) if !plan.changes_nothing() => {
+                    let mut next = memory.only(set);
+                    next.apply(plan);
+                    Some((set.clone(), next.set_instances(set)))
+                }
+                _ => None,
+            };
+            (plan.fence != memory.fence, set)
         };
-        let path = self.layout.state_file();
-        tokio::task::spawn_blocking(move || store::save(&path, &doc))
-            .await
-            .map_err(|e| AgentError::Internal(format!("state writer: {e}")))??;
+        if newer_fence {
+            let (layout, fence) = (self.layout.clone(), plan.fence);
+            blocking(move || store::save_fence(&layout, fence)).await?;
+            self.lock().fence = fence;
+            self.metrics.set_fence_term(fence.term);
+        }
+        if let Some((set, instances)) = set {
+            let layout = self.layout.clone();
+            blocking(move || store::save_set(&layout, &set, instances)).await?;
+        }
         self.lock().apply(plan);
-        self.metrics.set_fence_term(plan.fence.term);
         Ok(())
     }
+}
+
+/// Runs a file write off the async threads.
+async fn blocking(write: impl FnOnce() -> Result<(), AgentError> + Send + 'static) -> Result<(), AgentError> {
+    tokio::task::spawn_blocking(write)
+        .await
+        .map_err(|e| AgentError::Internal(format!("state writer: {e}")))?
 }

@@ -111,7 +111,7 @@ impl Supervisor {
     }
 
     async fn persist(&self) {
-        if let Err(e) = self.ctx.shared.persist().await {
+        if let Err(e) = self.ctx.shared.persist(&self.spec.id).await {
             tracing::error!(instance = %self.spec.id, "cannot record the instance's run: {e}");
         }
     }
