@@ -5,8 +5,8 @@
 #   stale-read     (feature `planted-stale-read`): a leader answers linearizable reads from its
 #                  own state without a quorum round; leader partitions and pauses.
 #   stale-service  (feature `planted-stale-service`): service actors act on their service as
-#                  they first read it; the services workload on a sim agent, leader kills and
-#                  pauses; the agent's inventory is the ground truth.
+#                  they first read it; the services workload on its two agents, leader kills and
+#                  pauses; the agents' inventories are the ground truth.
 # Usage: scripts/chaos-planted.sh [seeds] [seconds] [stale-read|stale-service]
 set -euo pipefail
 cd "$(dirname "$0")/.."

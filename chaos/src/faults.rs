@@ -32,11 +32,14 @@ pub enum FaultKind {
     ClockSkew,
     /// Remove a random follower from the membership, then add it back.
     MemberChange,
-    /// SIGKILL the `sim` agent of the services workload, restart it after a while (its
-    /// instances keep running).
+    /// SIGKILL one agent of the services workload, restart it after a while (its instances
+    /// keep running).
     KillAgent,
-    /// SIGSTOP the agent, then SIGCONT.
+    /// SIGSTOP one agent, then SIGCONT.
     PauseAgent,
+    /// Make the `sim` agent answer `503` to the control plane past `--cluster-offline-after`,
+    /// so its cluster goes `OFFLINE` and its services move, then reachable again.
+    FlapCluster,
 }
 
 impl FaultKind {
@@ -86,6 +89,7 @@ impl fmt::Display for FaultKind {
             Self::MemberChange => "member-change",
             Self::KillAgent => "kill-agent",
             Self::PauseAgent => "pause-agent",
+            Self::FlapCluster => "flap-cluster",
         })
     }
 }

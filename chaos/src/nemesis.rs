@@ -117,7 +117,7 @@ pub async fn apply(cluster: &mut ProcessCluster, rng: &mut Rng, kind: FaultKind)
             )?;
             Ok(vec![target])
         }
-        FaultKind::KillAgent | FaultKind::PauseAgent => {
+        FaultKind::KillAgent | FaultKind::PauseAgent | FaultKind::FlapCluster => {
             bail!("{kind} is the agent's, injected beside the control plane's faults")
         }
         FaultKind::MemberChange => {
@@ -163,7 +163,7 @@ pub async fn heal(cluster: &mut ProcessCluster, kind: FaultKind, nodes: &[u64]) 
             cluster.kill(*id)?;
             cluster.restart(*id)
         }),
-        FaultKind::KillAgent | FaultKind::PauseAgent => Ok(()),
+        FaultKind::KillAgent | FaultKind::PauseAgent | FaultKind::FlapCluster => Ok(()),
         FaultKind::MemberChange => {
             for id in nodes {
                 add_member(cluster, *id).await?;

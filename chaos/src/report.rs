@@ -16,6 +16,9 @@ pub struct FaultRecord {
     pub kind: FaultKind,
     /// The nodes it hit.
     pub nodes: Vec<u64>,
+    /// The agent it hit, by its cluster's name.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub agent: Option<String>,
     /// When it began (µs from the start).
     pub start: u64,
     /// When it was healed.
@@ -28,9 +31,16 @@ impl FaultRecord {
         Self {
             kind,
             nodes,
+            agent: None,
             start,
             end,
         }
+    }
+
+    /// The same fault, on the agent of `cluster`.
+    pub fn on_agent(mut self, cluster: &str) -> Self {
+        self.agent = Some(cluster.to_string());
+        self
     }
 }
 
@@ -64,10 +74,12 @@ pub struct Report {
     pub service_changes: usize,
     /// Service changes whose outcome was unknown (read back before the next).
     pub service_changes_unknown: usize,
-    /// Instances the agent ran as the services' accepted revisions ask, after healing.
+    /// Instances the agents ran as the services' accepted revisions ask, after healing.
     pub service_instances_checked: usize,
-    /// Fences read from the agent during the run (for the monotonicity check).
+    /// Fences read from the agents during the run (for the monotonicity check).
     pub agent_fences_sampled: usize,
+    /// Instance ids seen on both agents during the run (moved between clusters).
+    pub service_instances_moved: usize,
     /// Successful writes.
     pub writes_ok: usize,
     /// Operations that certainly failed.
@@ -151,6 +163,7 @@ impl Report {
             service_changes_unknown: 0,
             service_instances_checked: 0,
             agent_fences_sampled: 0,
+            service_instances_moved: 0,
             writes_ok: history.write_successes.len(),
             failed: history.failed,
             unknown: history.unknown,
@@ -168,7 +181,7 @@ impl Report {
         println!(
             "seed {}: {} register ops, {} ok writes, {} failed, {} unknown, {} acknowledged creates, \
              {} pool grants, {} token uses, {} service changes ({} unknown, {} instances checked \
-             on the agent, {} fences sampled)",
+             on the agents, {} moved between agents, {} fences sampled)",
             self.seed,
             self.register_ops,
             self.writes_ok,
@@ -180,6 +193,7 @@ impl Report {
             self.service_changes,
             self.service_changes_unknown,
             self.service_instances_checked,
+            self.service_instances_moved,
             self.agent_fences_sampled
         );
         print_fault_table(&self.faults);
@@ -228,7 +242,7 @@ pub fn print_totals(reports: &[Report]) {
     println!(
         "totals over {} seeds: {} register ops, {} ok writes, {} failed, {} unknown, {} acknowledged \
          creates, {} pool grants, {} token uses, {} service changes ({} unknown), {} instances \
-         checked on the agent, {} fences sampled",
+         checked on the agents, {} moved between agents, {} fences sampled",
         reports.len(),
         sum(|r| r.register_ops as u64),
         sum(|r| r.writes_ok as u64),
@@ -240,6 +254,7 @@ pub fn print_totals(reports: &[Report]) {
         sum(|r| r.service_changes as u64),
         sum(|r| r.service_changes_unknown as u64),
         sum(|r| r.service_instances_checked as u64),
+        sum(|r| r.service_instances_moved as u64),
         sum(|r| r.agent_fences_sampled as u64),
     );
     let mut faults: BTreeMap<String, FaultSummary> = BTreeMap::new();

@@ -7,6 +7,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
+use drover_model::cluster::agent_api::SimFaults;
 use drover_tests::agent::AgentProcess;
 use drover_tests::platform::{token, PlatformClient, OPERATOR_SUBJECT};
 use drover_tests::process::ProcessCluster;
@@ -20,7 +21,7 @@ use crate::faults::{self, FaultKind};
 use crate::history::{History, Recorder};
 use crate::report::{FaultRecord, Report};
 use crate::rng::Rng;
-use crate::service_workload::{self, Known, ServiceHistory};
+use crate::service_workload::{self, Known, Observed, ServiceHistory};
 use crate::workload::{self, DURABLE_NAMESPACE, REGISTER_NAMESPACE};
 use crate::{nemesis, pool_workload};
 
@@ -47,42 +48,86 @@ pub struct RunConfig {
 
 /// The longest time the history allows for the cluster to converge after healing.
 const CONVERGENCE: Duration = Duration::from_secs(30);
-/// The longest time the agent may take, after healing, to run what the services' accepted
+/// The longest time the agents may take, after healing, to run what the services' accepted
 /// revisions ask for.
 const SERVICE_CONVERGENCE: Duration = Duration::from_secs(60);
 
-/// Until `until`: rests 2–4 s, then kills or pauses the agent (alternately, from a seeded
-/// start) for 1.5–4 s and heals it. Returns the healed agent and what it did.
+/// One agent of the services workload and the cluster it is registered as.
+struct ChaosAgent {
+    cluster: &'static str,
+    process: AgentProcess,
+    sim: bool,
+}
+
+impl ChaosAgent {
+    fn observed(&self) -> Observed {
+        Observed {
+            cluster: self.cluster.to_string(),
+            client: self.process.client(),
+            instances_dir: (!self.sim).then(|| self.process.instances_dir()),
+        }
+    }
+}
+
+/// The agent faults, in the order they take turns (from a seeded start).
+const AGENT_FAULTS: [FaultKind; 3] = [
+    FaultKind::KillAgent,
+    FaultKind::PauseAgent,
+    FaultKind::FlapCluster,
+];
+
+/// Until `until`: rests 2–4 s, then, taking turns, kills or pauses a random agent for 1.5–4 s or
+/// makes the `sim` agent unreachable for 4–7 s (past `--cluster-offline-after`, so its services
+/// move), and heals it. Returns the healed agents and what it did.
 async fn agent_nemesis(
-    mut agent: AgentProcess,
+    mut agents: Vec<ChaosAgent>,
     mut rng: Rng,
     recorder: Recorder,
     until: Instant,
-) -> Result<(AgentProcess, Vec<FaultRecord>)> {
+) -> Result<(Vec<ChaosAgent>, Vec<FaultRecord>)> {
     let mut faults = Vec::new();
-    let mut kill = rng.below(2) == 0;
+    let mut turn = rng.below(AGENT_FAULTS.len() as u64) as usize;
     loop {
         tokio::time::sleep(Duration::from_millis(2_000 + rng.below(2_000))).await;
-        let hold = Duration::from_millis(1_500 + rng.below(2_500));
-        if Instant::now() + hold >= until {
-            return Ok((agent, faults));
-        }
-        let start = recorder.now();
-        let kind = if kill {
-            tokio::task::block_in_place(|| agent.kill())?;
-            tokio::time::sleep(hold).await;
-            // Waits for the agent's health: off the runtime's workers.
-            tokio::task::block_in_place(|| agent.restart())?;
-            FaultKind::KillAgent
+        let kind = AGENT_FAULTS[turn % AGENT_FAULTS.len()];
+        turn += 1;
+        let (hold, target) = if kind == FaultKind::FlapCluster {
+            let sim = agents.iter().position(|a| a.sim).context("no sim agent")?;
+            (4_000 + rng.below(3_000), sim)
         } else {
-            let pid = agent.pid().context("the agent is not running")?;
-            signal(pid, "-STOP")?;
-            tokio::time::sleep(hold).await;
-            signal(pid, "-CONT")?;
-            FaultKind::PauseAgent
+            (1_500 + rng.below(2_500), rng.below(agents.len() as u64) as usize)
         };
-        faults.push(FaultRecord::new(kind, Vec::new(), start, recorder.now()));
-        kill = !kill;
+        let hold = Duration::from_millis(hold);
+        if Instant::now() + hold >= until {
+            return Ok((agents, faults));
+        }
+        let agent = &mut agents[target];
+        let start = recorder.now();
+        match kind {
+            FaultKind::KillAgent => {
+                tokio::task::block_in_place(|| agent.process.kill())?;
+                tokio::time::sleep(hold).await;
+                // Waits for the agent's health: off the runtime's workers.
+                tokio::task::block_in_place(|| agent.process.restart())?;
+            }
+            FaultKind::PauseAgent => {
+                let pid = agent.process.pid().context("the agent is not running")?;
+                signal(pid, "-STOP")?;
+                tokio::time::sleep(hold).await;
+                signal(pid, "-CONT")?;
+            }
+            _ => {
+                let client = agent.process.client();
+                let unreachable = |on: bool| SimFaults {
+                    unreachable: on,
+                    ..SimFaults::default()
+                };
+                client.faults(&unreachable(true)).await?.ok::<Value>()?;
+                tokio::time::sleep(hold).await;
+                client.faults(&unreachable(false)).await?.ok::<Value>()?;
+            }
+        }
+        faults.push(FaultRecord::new(kind, Vec::new(), start, recorder.now()).on_agent(agent.cluster));
     }
 }
 
@@ -117,6 +162,10 @@ pub async fn run(config: &RunConfig) -> Result<Report> {
     ];
     if config.service_clients > 0 {
         args.extend(drover_tests::platform::process_platform_args(keys.path())?);
+        // A cluster flapped for 4–7 s goes OFFLINE, and its services may move again 5 s after
+        // their last placement, so a 60 s run sees moves (the defaults are 10 s and 60 s).
+        args.push("--cluster-offline-after=3s".to_string());
+        args.push("--service-migration-interval=5s".to_string());
     }
     let mut cluster = ProcessCluster::start_on(config.nodes, &args, nemesis::HOSTS)?;
     let leader = cluster
@@ -127,24 +176,34 @@ pub async fn run(config: &RunConfig) -> Result<Report> {
     let recorder = Recorder::new();
     let stop = Arc::new(AtomicBool::new(false));
     let service_history: Arc<std::sync::Mutex<ServiceHistory>> = Arc::default();
-    let mut agent = if config.service_clients > 0 {
-        let agent = AgentProcess::sim(&[])?;
+    let mut agents = if config.service_clients > 0 {
+        let sim = ChaosAgent {
+            cluster: "sim",
+            process: AgentProcess::sim(&[])?,
+            sim: true,
+        };
+        let exec = ChaosAgent {
+            cluster: "exec",
+            process: AgentProcess::exec(&[])?,
+            sim: false,
+        };
         let as_user =
             |subject: &str| PlatformClient::new(&nodes[(leader - 1) as usize], Some(token(subject)));
         tenant_with_clusters(
             &as_user(OPERATOR_SUBJECT),
             &as_user("alice"),
-            &[(&agent, "sim")],
+            &[(&sim.process, sim.cluster), (&exec.process, exec.cluster)],
             100_000,
         )
         .await
         .context("setting up the services workload")?;
         // The registered operator may use every dialect: the other workloads speak as it.
         crate::credentials::require(token(OPERATOR_SUBJECT));
-        Some(agent)
+        vec![sim, exec]
     } else {
-        None
+        Vec::new()
     };
+    let observed: Vec<Observed> = agents.iter().map(ChaosAgent::observed).collect();
     let service_clients: Vec<_> = (0..config.service_clients)
         .map(|id| {
             tokio::spawn(service_workload::client(
@@ -157,18 +216,19 @@ pub async fn run(config: &RunConfig) -> Result<Report> {
             ))
         })
         .collect();
-    let sampler = agent.as_ref().map(|agent| {
-        tokio::spawn(service_workload::sample_fences(
-            agent.client(),
+    let sampler = (!agents.is_empty()).then(|| {
+        tokio::spawn(service_workload::sample_agents(
+            observed.clone(),
             service_history.clone(),
             stop.clone(),
         ))
     });
-    // The agent is hit on its own schedule, beside the control plane's faults (a fault-free
-    // run leaves it alone too).
-    let agent_faults = agent.take_if(|_| !config.faults.is_empty()).map(|agent| {
+    // The agents are hit on their own schedule, beside the control plane's faults (a
+    // fault-free run leaves them alone too).
+    let agent_faults = (!agents.is_empty() && !config.faults.is_empty()).then(|| {
         let until = Instant::now() + config.duration.saturating_sub(Duration::from_secs(4));
-        tokio::spawn(agent_nemesis(agent, rng.fork(), recorder.clone(), until))
+        let hit = std::mem::take(&mut agents);
+        tokio::spawn(agent_nemesis(hit, rng.fork(), recorder.clone(), until))
     });
     let mut clients: Vec<_> = (0..config.clients)
         .map(|id| {
@@ -222,7 +282,7 @@ pub async fn run(config: &RunConfig) -> Result<Report> {
     }
     if let Some(task) = agent_faults {
         let (healed, faults) = task.await??;
-        agent = Some(healed);
+        agents = healed;
         fault_log.extend(faults);
         fault_log.sort_by_key(|fault| fault.start);
     }
@@ -255,21 +315,24 @@ pub async fn run(config: &RunConfig) -> Result<Report> {
             "no convergence within {CONVERGENCE:?} after healing: {e}"
         )),
     }
-    if let Some(agent) = &agent {
+    if !observed.is_empty() {
         let services = service_history.lock().unwrap_or_else(|p| p.into_inner()).clone();
         report.service_changes = services.acknowledged;
         report.service_changes_unknown = services.unknown;
         let (violations, checked) =
-            service_workload::check(&nodes, &agent.client(), &told, &services, SERVICE_CONVERGENCE).await;
+            service_workload::check(&nodes, &observed, &told, &services, SERVICE_CONVERGENCE).await;
         report.violations.extend(violations);
         report.service_instances_checked = checked;
-        report.agent_fences_sampled = services.fences.len();
+        report.agent_fences_sampled = services.fences.values().map(Vec::len).sum();
+        report.service_instances_moved = services.moved();
     }
     check_linearizability(&history, &mut report);
     report
         .violations
         .extend(mutex::check(&history.grants, &history.accepted));
     drop(cluster);
+    // Stops the `exec` agent's instances too.
+    drop(agents);
     Ok(report)
 }
 

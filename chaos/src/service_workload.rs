@@ -1,24 +1,28 @@
 //! The seeded services workload: clients create, scale, update and delete services of one
-//! tenant, placed on a `sim` agent, through random nodes while the nemesis kills, pauses and
-//! partitions the control plane and kills and pauses the agent. Each client owns its services,
-//! so it knows what it asked for: after every acknowledged change the service's accepted
-//! revision, its instance count and the revision that last changed what the role runs; after a
-//! change whose outcome is unknown it reads the service back.
+//! tenant, placed on two clusters — a `sim` agent and an `exec` agent running real processes —
+//! through random nodes while the nemesis kills, pauses and partitions the control plane, kills
+//! and pauses the agents and flaps the `sim` cluster (so services move between the two). Each
+//! client owns its services, so it knows what it asked for: after every acknowledged change the
+//! service's accepted revision, its instance count and the revision that last changed what the
+//! role runs; after a change whose outcome is unknown it reads the service back.
 //!
-//! The checker's ground truth is the agent's own inventory: after healing, every service runs
-//! exactly the instances its accepted revision asks for (the deterministic ids of that role
-//! revision, each running), no instance of a deleted service survives, every revision a client
-//! saw acknowledged is in the service's history once, and the fence the agent reported never
-//! went back while the run went on.
+//! The checker's ground truth is the agents' own inventories and, for the `exec` agent, `/proc`:
+//! after healing, every instance its service's accepted revision asks for (the deterministic
+//! ids of that role revision) runs on exactly one of the two agents, nothing else of the
+//! tenant's services runs anywhere (no copy left behind by a move, no instance of a deleted
+//! service), the `exec` agent's running instances are exactly its live processes (one each),
+//! every revision a client saw acknowledged is in the service's history once, and the fence
+//! each agent reported never went back while the run went on.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
 use drover_model::cluster::agent_api::{Fence, InstanceState, Inventory};
-use drover_tests::agent::AgentClient;
+use drover_tests::agent::{processes_under, AgentClient};
 use drover_tests::platform::token;
 use reqwest::{Client, Method, StatusCode};
 use serde_json::{json, Value};
@@ -66,16 +70,38 @@ pub struct ServiceHistory {
     pub unknown: usize,
     /// Every revision acknowledged, per service, since it was last created.
     pub revisions: BTreeMap<String, Vec<u64>>,
-    /// The fences the agent reported, in the order sampled.
-    pub fences: Vec<Fence>,
+    /// The fences each agent (by its cluster's name) reported, in the order sampled.
+    pub fences: BTreeMap<String, Vec<Fence>>,
+    /// The agents each instance id was seen on during the run: more than one means it moved.
+    pub seen_on: BTreeMap<String, BTreeSet<String>>,
+}
+
+impl ServiceHistory {
+    /// Instance ids that were seen on more than one agent during the run.
+    pub fn moved(&self) -> usize {
+        self.seen_on.values().filter(|agents| agents.len() > 1).count()
+    }
+}
+
+/// One agent the checker reads: its cluster's name, a client, and for an `exec` agent the
+/// directory its instances work under (where `/proc` shows their processes).
+#[derive(Clone)]
+pub struct Observed {
+    /// The name it is registered under.
+    pub cluster: String,
+    /// Its API.
+    pub client: AgentClient,
+    /// `exec` only: its instances' directory.
+    pub instances_dir: Option<PathBuf>,
 }
 
 /// The deployment of a service whose one role runs `instances` copies of program version
-/// `version` (a new version is a new role revision).
+/// `version` (a new version is a new role revision). The program sleeps; the version is its
+/// `$0`, so the `exec` agent runs a real process and `sim` pretends.
 fn deployment(instances: u64, version: u64) -> Value {
     json!({"deployment": {"roles": {"web": {
         "instances": instances,
-        "exec": {"argv": ["web", format!("v{version}")]},
+        "exec": {"argv": ["sh", "-c", "exec sleep 86400", format!("v{version}")]},
         "resources": {"cpu_millis": 10, "memory_mib": 4},
     }}}})
 }
@@ -165,7 +191,7 @@ fn known_of(view: &Value) -> Option<Known> {
         return Some(Known::Absent);
     }
     let role = &data["deployment"]["roles"]["web"];
-    let version = role["exec"]["argv"][1]
+    let version = role["exec"]["argv"][3]
         .as_str()?
         .strip_prefix('v')?
         .parse()
@@ -302,55 +328,101 @@ pub async fn client(
     known
 }
 
-/// Samples the agent's fence until `stop`, for the monotonicity check.
-pub async fn sample_fences(
-    agent: AgentClient,
+/// Samples every agent's inventory until `stop`: its fence, for the monotonicity check, and
+/// where each instance runs, to count moves.
+pub async fn sample_agents(
+    agents: Vec<Observed>,
     history: Arc<std::sync::Mutex<ServiceHistory>>,
     stop: Arc<AtomicBool>,
 ) {
     while !stop.load(Ordering::Relaxed) {
-        if let Ok(inventory) = agent.inventory().await {
-            history
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .fences
-                .push(inventory.fence);
+        for agent in &agents {
+            if let Ok(inventory) = agent.client.inventory().await {
+                let mut history = history.lock().unwrap_or_else(|p| p.into_inner());
+                history
+                    .fences
+                    .entry(agent.cluster.clone())
+                    .or_default()
+                    .push(inventory.fence);
+                for instance in &inventory.instances {
+                    history
+                        .seen_on
+                        .entry(instance.id.as_str().to_string())
+                        .or_default()
+                        .insert(agent.cluster.clone());
+                }
+            }
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
 }
 
-/// The instances the agent runs for `service`: id → running.
-fn instances_of(inventory: &Inventory, service: &str) -> BTreeMap<String, bool> {
+/// Where each instance of the agents' inventories runs: id → `cluster:state` for every agent
+/// that holds it.
+type Placed = BTreeMap<String, Vec<String>>;
+
+/// The instances the agents hold for `service`.
+fn instances_of(inventories: &[(String, Inventory)], service: &str) -> Placed {
     let set = format!("{TENANT}.{service}");
-    inventory
-        .instances
-        .iter()
-        .filter(|i| i.set.as_str() == set)
-        .map(|i| (i.id.as_str().to_string(), i.state == InstanceState::Running))
-        .collect()
+    let mut placed = Placed::new();
+    for (cluster, inventory) in inventories {
+        for instance in inventory.instances.iter().filter(|i| i.set.as_str() == set) {
+            placed
+                .entry(instance.id.as_str().to_string())
+                .or_default()
+                .push(format!("{cluster}:{:?}", instance.state));
+        }
+    }
+    placed
 }
 
-/// The ids the agent must run for a service the control plane holds as `known`.
-fn expected_ids(service: &str, known: &Known) -> BTreeMap<String, bool> {
+/// Whether `placed` is exactly `wanted`, each running once on one agent.
+fn runs_exactly(placed: &Placed, wanted: &BTreeSet<String>) -> bool {
+    placed.len() == wanted.len()
+        && placed
+            .iter()
+            .all(|(id, copies)| wanted.contains(id) && copies.len() == 1 && copies[0].ends_with(":Running"))
+}
+
+/// For an `exec` agent: where its inventory's running instances and `/proc` disagree (each
+/// running instance is one live process, and no other instance has one); `None` when they
+/// agree.
+fn proc_difference(inventory: &Inventory, instances_dir: &std::path::Path) -> Option<String> {
+    let running: BTreeSet<String> = inventory
+        .instances
+        .iter()
+        .filter(|i| i.state == InstanceState::Running)
+        .map(|i| i.id.as_str().to_string())
+        .collect();
+    let live = processes_under(instances_dir);
+    let agree = live.len() == running.len()
+        && live
+            .iter()
+            .all(|(id, pids)| running.contains(id) && pids.len() == 1);
+    (!agree).then(|| format!("/proc shows {live:?}, the exec agent reports running {running:?}"))
+}
+
+/// The ids the agents must run for a service the control plane holds as `known`.
+fn expected_ids(service: &str, known: &Known) -> BTreeSet<String> {
     match known {
         Known::Present {
             instances,
             role_revision,
             ..
         } => (0..*instances)
-            .map(|i| (format!("{TENANT}.{service}.web.r{role_revision}.{i}"), true))
+            .map(|i| format!("{TENANT}.{service}.web.r{role_revision}.{i}"))
             .collect(),
-        _ => BTreeMap::new(),
+        _ => BTreeSet::new(),
     }
 }
 
-/// After healing: waits until the agent runs exactly what the control plane holds for every
-/// service, then checks that against what the clients were told. Returns the violations and
-/// how many instances the agent was found to run as it should.
+/// After healing: waits until the agents run exactly what the control plane holds for every
+/// service, each instance on one agent, and the `exec` agent's processes match its inventory;
+/// then checks that against what the clients were told. Returns the violations and how many
+/// instances were found to run as they should.
 pub async fn check(
     nodes: &[String],
-    agent: &AgentClient,
+    agents: &[Observed],
     clients: &BTreeMap<String, Known>,
     history: &ServiceHistory,
     within: Duration,
@@ -379,29 +451,35 @@ pub async fn check(
             }
         }
         if complete {
-            match agent.inventory().await {
-                Ok(inventory) => {
-                    let differences: Vec<String> = held
+            match inventories(agents).await {
+                Ok(inventories) => {
+                    let mut differences: Vec<String> = held
                         .iter()
                         .filter_map(|(name, known)| {
-                            let runs = instances_of(&inventory, name);
+                            let placed = instances_of(&inventories, name);
                             let wanted = expected_ids(name, known);
-                            (runs != wanted).then(|| format!("{name}: runs {runs:?}, wants {wanted:?}"))
+                            (!runs_exactly(&placed, &wanted))
+                                .then(|| format!("{name}: runs {placed:?}, wants {wanted:?} once each"))
                         })
                         .collect();
+                    for (agent, (_, inventory)) in agents.iter().zip(&inventories) {
+                        if let Some(dir) = &agent.instances_dir {
+                            differences.extend(proc_difference(inventory, dir));
+                        }
+                    }
                     if differences.is_empty() {
                         break held;
                     }
                     last_difference = differences.join("; ");
                 }
-                Err(e) => last_difference = format!("the agent does not answer: {e}"),
+                Err(e) => last_difference = e.to_string(),
             }
         } else {
             last_difference = "no node answered a read".to_string();
         }
         if tokio::time::Instant::now() >= deadline {
             violations.push(format!(
-                "the agent did not converge on the accepted revisions within {within:?}: {last_difference}"
+                "the agents did not converge on the accepted revisions within {within:?}: {last_difference}"
             ));
             break held;
         }
@@ -441,15 +519,31 @@ pub async fn check(
             Err(e) => violations.push(format!("{name}: history unreadable: {e}")),
         }
     }
-    for pair in history.fences.windows(2) {
-        if pair[1] < pair[0] {
-            violations.push(format!(
-                "the agent's fence went back from {} to {}",
-                pair[0], pair[1]
-            ));
+    for (cluster, fences) in &history.fences {
+        for pair in fences.windows(2) {
+            if pair[1] < pair[0] {
+                violations.push(format!(
+                    "agent {cluster}: its fence went back from {} to {}",
+                    pair[0], pair[1]
+                ));
+            }
         }
     }
     (violations, checked)
+}
+
+/// Every agent's inventory, by cluster name.
+async fn inventories(agents: &[Observed]) -> Result<Vec<(String, Inventory)>> {
+    let mut all = Vec::new();
+    for agent in agents {
+        let inventory = agent
+            .client
+            .inventory()
+            .await
+            .with_context(|| format!("agent {} does not answer", agent.cluster))?;
+        all.push((agent.cluster.clone(), inventory));
+    }
+    Ok(all)
 }
 
 /// The revision numbers of a service's history.
@@ -476,7 +570,7 @@ mod tests {
     #[test]
     fn a_full_view_reads_as_what_a_client_knows() {
         let view = json!({"data": {"revision": 4, "configuration": {"scale": {"web": 3}},
-            "deployment": {"roles": {"web": {"exec": {"argv": ["web", "v2"]}}}}}});
+            "deployment": {"roles": {"web": {"exec": {"argv": ["sh", "-c", "exec sleep 86400", "v2"]}}}}}});
         assert_eq!(
             known_of(&view),
             Some(Known::Present {
@@ -496,9 +590,44 @@ mod tests {
                     role_revision: 2
                 }
             )
-            .into_keys()
+            .into_iter()
             .collect::<Vec<_>>(),
             ["acme.s.web.r2.0", "acme.s.web.r2.1"]
         );
+    }
+
+    #[test]
+    fn each_wanted_instance_must_run_once_on_one_agent() {
+        let wanted: BTreeSet<String> = ["a".to_string(), "b".to_string()].into();
+        let placed = |entries: &[(&str, &[&str])]| -> Placed {
+            entries
+                .iter()
+                .map(|(id, copies)| (id.to_string(), copies.iter().map(|c| c.to_string()).collect()))
+                .collect()
+        };
+        assert!(runs_exactly(
+            &placed(&[("a", &["sim:Running"]), ("b", &["exec:Running"])]),
+            &wanted
+        ));
+        // A copy left on the old cluster by a move.
+        assert!(!runs_exactly(
+            &placed(&[("a", &["sim:Running", "exec:Running"]), ("b", &["exec:Running"])]),
+            &wanted
+        ));
+        // One missing, one not running, one extra.
+        assert!(!runs_exactly(&placed(&[("a", &["sim:Running"])]), &wanted));
+        assert!(!runs_exactly(
+            &placed(&[("a", &["sim:Running"]), ("b", &["sim:Starting"])]),
+            &wanted
+        ));
+        assert!(!runs_exactly(
+            &placed(&[
+                ("a", &["sim:Running"]),
+                ("b", &["sim:Running"]),
+                ("c", &["sim:Running"])
+            ]),
+            &wanted
+        ));
+        assert!(runs_exactly(&Placed::new(), &BTreeSet::new()));
     }
 }

@@ -1,7 +1,7 @@
 //! The short chaos run of the test command: the `drover-chaos` binary (which makes its own
 //! network namespace for partitions) over three seeds that inject every one of the nine
-//! control-plane fault kinds and kill and pause the services workload's agent, none skipped,
-//! with zero violations, on three nodes and then on five.
+//! control-plane fault kinds and kill, pause and flap the services workload's two agents, none
+//! skipped, with zero violations, on three nodes and then on five.
 
 use std::process::Command;
 
@@ -21,6 +21,7 @@ fn short_runs_with_every_fault_kind_keep_every_promise() -> anyhow::Result<()> {
     anyhow::ensure!(reports.len() == 3, "one report per seed");
     let mut kinds = std::collections::BTreeSet::new();
     let mut grants = 0;
+    let mut moved = 0;
     for report in &reports {
         let seed = &report["seed"];
         let violations = report["violations"].as_array().map(Vec::len);
@@ -43,6 +44,7 @@ fn short_runs_with_every_fault_kind_keep_every_promise() -> anyhow::Result<()> {
         // Faults can hold the small pool up for a while in one seed (a grant whose answer was
         // lost stays busy until the reaper), so the pool's progress is counted over all seeds.
         grants += report["grants"].as_u64().unwrap_or(0);
+        moved += report["service_instances_moved"].as_u64().unwrap_or(0);
         anyhow::ensure!(
             report["converged_ms"].is_u64(),
             "seed {seed}: the cluster converged"
@@ -52,9 +54,12 @@ fn short_runs_with_every_fault_kind_keep_every_promise() -> anyhow::Result<()> {
         }
     }
     anyhow::ensure!(grants >= 20, "the pool was used: {grants} grants in all");
+    // Flapping `sim` moves services to `exec`, so the check after healing (each instance on one
+    // agent only) has seen moves to check.
+    anyhow::ensure!(moved > 0, "no instance moved between the agents in three seeds");
     // Three seeds start three kinds apart and fit at least three faults each: all nine kinds,
-    // and the agent is killed and paused beside them.
-    anyhow::ensure!(kinds.len() == 11, "every fault kind was injected: {kinds:?}");
+    // and the agents are killed, paused and flapped beside them.
+    anyhow::ensure!(kinds.len() == 12, "every fault kind was injected: {kinds:?}");
 
     // Five nodes: minorities of two and a two-against-two bridge, one seed.
     let out = dir.path().join("report-5.json");

@@ -6,6 +6,7 @@
 //! agent and every process group working under its `instances/` directory, so a test leaves
 //! no instance behind.
 
+use std::collections::BTreeMap;
 use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -242,6 +243,12 @@ impl AgentProcess {
         self.wait_healthy()
     }
 
+    /// The directory of its instances' directories (an `exec` instance works in
+    /// `<instances>/<id>/work`).
+    pub fn instances_dir(&self) -> PathBuf {
+        self.data_dir().join("instances")
+    }
+
     /// Process groups of every live process working under the agent's `instances/`.
     pub fn instance_groups(&self) -> Vec<u32> {
         let root = self.data_dir().join("instances");
@@ -330,6 +337,26 @@ pub fn proc_strings(pid: u32, file: &str) -> Vec<String> {
                 .collect()
         })
         .unwrap_or_default()
+}
+
+/// Live (not zombie) processes working under `instances` (an `exec` agent's
+/// [`AgentProcess::instances_dir`]), by the instance id their working directory names.
+pub fn processes_under(instances: &Path) -> BTreeMap<String, Vec<u32>> {
+    let mut found: BTreeMap<String, Vec<u32>> = BTreeMap::new();
+    for process in processes() {
+        if process.state == 'Z' || process.state == 'X' {
+            continue;
+        }
+        let Some(cwd) = &process.cwd else { continue };
+        let Ok(rest) = cwd.strip_prefix(instances) else {
+            continue;
+        };
+        if let Some(id) = rest.components().next() {
+            let id = id.as_os_str().to_string_lossy().into_owned();
+            found.entry(id).or_default().push(process.pid);
+        }
+    }
+    found
 }
 
 /// Live processes whose environment holds `DROVER_INSTANCE_ID=<id>`.
