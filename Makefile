@@ -71,10 +71,10 @@ bench-services: setup
 	$(CARGO_TARGET_DIR)/release/drover-bench services --services 2000 --roles 1 --placement-burst
 
 ## bench-services-scale: 10,000 services of ten instances (100,000 on sim agents): memory per
-## service, Raft entries and driver calls per second while nothing changes, a leader failover
+## service, Raft entries and driver calls per second while nothing changes, five leader failovers
 bench-services-scale: setup
 	cargo build --release -p drover-node -p drover-bench
-	$(CARGO_TARGET_DIR)/release/drover-bench services --services 10000 --roles 1 --instances 10 --steady 30
+	$(CARGO_TARGET_DIR)/release/drover-bench services --services 10000 --roles 1 --instances 10 --steady 30 --failovers 5
 
 ## bench-scheduling: decisions per second of the pure scheduler, 10,000 services over 100
 ## clusters (release build)

@@ -115,8 +115,13 @@ pub fn save_fence(layout: &Layout, fence: Fence) -> Result<(), AgentError> {
         fence,
     };
     let bytes = serde_json::to_vec(&file).map_err(|e| AgentError::Internal(e.to_string()))?;
-    let tmp = layout.state().join("fence.json.tmp");
-    write_atomically(&layout.fence_file(), &tmp, &bytes)
+    // Writes are one at a time (the caller's writer lock, or start-up), so the temporary name
+    // never meets a set's of the same name.
+    write_atomically(
+        &layout.fence_file(),
+        &layout.state_tmp().join("fence.json"),
+        &bytes,
+    )
 }
 
 /// Records `set` as holding `instances`; an empty set's file is removed.

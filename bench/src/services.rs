@@ -11,9 +11,10 @@
 //!
 //! With `--steady SECONDS` (after every service runs), the scale figures: the nodes' resident
 //! memory per service, the Raft entries and driver calls per second while nothing changes, and
-//! a leader SIGKILL: how long until the new leader's service actors are all up and every
-//! service reports converged again, and how many driver calls the new leader made meanwhile
-//! (unchanged sets are not sent again).
+//! `--failovers N` leader SIGKILLs (default 1), each followed by a restart of the killed node
+//! and a wait until all three agree again: how long until the new leader's service actors are
+//! all up and every service reports converged again, and how many driver calls the new leader
+//! made meanwhile (unchanged sets are not sent again); with several, the median and the worst.
 
 use std::time::{Duration, Instant};
 
@@ -24,6 +25,8 @@ use drover_tests::platform::{process_platform_args, token, PlatformClient, OPERA
 use drover_tests::process::ProcessCluster;
 use reqwest::StatusCode;
 use serde_json::{json, Value};
+
+use crate::histogram::Samples;
 
 /// `drover-bench services` flags.
 #[derive(Debug, Args)]
@@ -38,9 +41,12 @@ pub struct ServicesArgs {
     /// fit on the three simulated clusters; 10m and 16 MiB otherwise).
     #[arg(long, default_value_t = 1)]
     instances: u32,
-    /// After every service runs: measure this many seconds of steady state, then a failover.
+    /// After every service runs: measure this many seconds of steady state, then failovers.
     #[arg(long)]
     steady: Option<u64>,
+    /// Leader SIGKILLs after the steady state (each killed node is restarted before the next).
+    #[arg(long, default_value_t = 1)]
+    failovers: usize,
     /// Clients creating services at once.
     #[arg(long, default_value_t = 8)]
     clients: usize,
@@ -421,6 +427,69 @@ async fn steady_and_failover(
         (calls1 - calls0) / seconds as f64
     );
 
+    let mut leader = leader;
+    let mut failovers = Vec::new();
+    for round in 1..=args.failovers {
+        let failover = failover(nodes, leader, args.services, &calls).await?;
+        println!(
+            "scale: failover {round}: leader SIGKILL -> new leader after {:.2} s, all {} service actors up after {:.2} s, all converged again after {:.2} s; the new leader's service driver calls meanwhile: {:.0}",
+            failover.elected.as_secs_f64(),
+            args.services,
+            failover.actors_up.as_secs_f64(),
+            failover.converged.as_secs_f64(),
+            failover.driver_calls
+        );
+        nodes.restart(leader)?;
+        leader = failover.next;
+        failovers.push(failover);
+        if round < args.failovers {
+            all_caught_up(nodes).await?;
+        }
+    }
+    if failovers.len() > 1 {
+        let figure = |f: fn(&Failover) -> Duration| {
+            let mut samples = Samples::default();
+            for failover in &failovers {
+                samples.record(f(failover));
+            }
+            format!(
+                "median {:.2} s, worst {:.2} s",
+                samples.quantile_ms(0.5) / 1000.0,
+                samples.quantile_ms(1.0) / 1000.0
+            )
+        };
+        println!(
+            "scale: over {} failovers: new leader {}; all service actors up {}; all converged again {}; driver calls by the new leaders {:.0} in all",
+            failovers.len(),
+            figure(|f| f.elected),
+            figure(|f| f.actors_up),
+            figure(|f| f.converged),
+            failovers.iter().map(|f| f.driver_calls).sum::<f64>()
+        );
+    }
+    Ok(())
+}
+
+/// What one leader SIGKILL cost, counted from the kill.
+struct Failover {
+    next: u64,
+    elected: Duration,
+    actors_up: Duration,
+    converged: Duration,
+    driver_calls: f64,
+}
+
+/// Kills `leader` and measures until every service reports converged on the next one.
+async fn failover<F, Fut>(
+    nodes: &mut ProcessCluster,
+    leader: u64,
+    services: usize,
+    calls: &F,
+) -> Result<Failover>
+where
+    F: Fn(String) -> Fut,
+    Fut: std::future::Future<Output = Result<f64>>,
+{
     nodes.kill(leader)?;
     let killed = Instant::now();
     let next = nodes.leader(Duration::from_secs(30)).await?;
@@ -431,35 +500,54 @@ async fn steady_and_failover(
     let deadline = killed + Duration::from_secs(120);
     let actors_up = loop {
         let actors = drover_tests::process::scraped(&next_addr, "drover_service_actors").await?;
-        if actors as usize >= args.services {
+        if actors as usize >= services {
             break killed.elapsed();
         }
         if Instant::now() > deadline {
-            bail!("{actors} of {} service actors after 120 s", args.services);
+            bail!("{actors} of {} service actors after 120 s", services);
         }
         tokio::time::sleep(Duration::from_millis(20)).await;
     };
     let all_converged = loop {
-        let (_, converged) = progress(&through_next, args.services).await?;
-        if converged == args.services {
+        let (_, converged) = progress(&through_next, services).await?;
+        if converged == services {
             break killed.elapsed();
         }
         if Instant::now() > deadline {
             bail!(
                 "{converged} of {} services converged 120 s after the failover",
-                args.services
+                services
             );
         }
         tokio::time::sleep(Duration::from_millis(200)).await;
     };
-    let calls_after = calls(next_addr.clone()).await? - calls_at_election;
-    println!(
-        "scale: leader SIGKILL -> new leader after {:.2} s, all {} service actors up after {:.2} s, all converged again after {:.2} s; the new leader's service driver calls meanwhile: {:.0}",
-        elected.as_secs_f64(),
-        args.services,
-        actors_up.as_secs_f64(),
-        all_converged.as_secs_f64(),
-        calls_after
-    );
-    Ok(())
+    let driver_calls = calls(next_addr.clone()).await? - calls_at_election;
+    Ok(Failover {
+        next,
+        elected,
+        actors_up,
+        converged: all_converged,
+        driver_calls,
+    })
+}
+
+/// Waits until the three nodes report the same applied index (the restarted one caught up).
+async fn all_caught_up(nodes: &ProcessCluster) -> Result<()> {
+    let http = reqwest::Client::builder()
+        .timeout(Duration::from_secs(3))
+        .build()?;
+    let deadline = Instant::now() + Duration::from_secs(120);
+    loop {
+        let mut applied = std::collections::BTreeSet::new();
+        for id in 1..=3 {
+            applied.insert(drover_tests::status::applied_index(&http, &nodes.api_addr(id)).await);
+        }
+        if applied.len() == 1 && !applied.contains(&None) {
+            return Ok(());
+        }
+        if Instant::now() > deadline {
+            bail!("the nodes did not agree on an applied index within 120 s: {applied:?}");
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
 }

@@ -72,6 +72,8 @@ pub struct Report {
     pub token_uses: usize,
     /// Service changes acknowledged (creates, scales, program changes, deletions).
     pub service_changes: usize,
+    /// Of those, rollbacks.
+    pub service_rollbacks: usize,
     /// Service changes whose outcome was unknown (read back before the next).
     pub service_changes_unknown: usize,
     /// Instances the agents ran as the services' accepted revisions ask, after healing.
@@ -164,6 +166,7 @@ impl Report {
             service_instances_checked: 0,
             agent_fences_sampled: 0,
             service_instances_moved: 0,
+            service_rollbacks: 0,
             writes_ok: history.write_successes.len(),
             failed: history.failed,
             unknown: history.unknown,
@@ -180,7 +183,7 @@ impl Report {
     pub fn print(&self) {
         println!(
             "seed {}: {} register ops, {} ok writes, {} failed, {} unknown, {} acknowledged creates, \
-             {} pool grants, {} token uses, {} service changes ({} unknown, {} instances checked \
+             {} pool grants, {} token uses, {} service changes ({} rollbacks, {} unknown, {} instances checked \
              on the agents, {} moved between agents, {} fences sampled)",
             self.seed,
             self.register_ops,
@@ -191,6 +194,7 @@ impl Report {
             self.grants,
             self.token_uses,
             self.service_changes,
+            self.service_rollbacks,
             self.service_changes_unknown,
             self.service_instances_checked,
             self.service_instances_moved,
@@ -241,7 +245,7 @@ pub fn print_totals(reports: &[Report]) {
     let sum = |field: fn(&Report) -> u64| reports.iter().map(field).sum::<u64>();
     println!(
         "totals over {} seeds: {} register ops, {} ok writes, {} failed, {} unknown, {} acknowledged \
-         creates, {} pool grants, {} token uses, {} service changes ({} unknown), {} instances \
+         creates, {} pool grants, {} token uses, {} service changes ({} rollbacks, {} unknown), {} instances \
          checked on the agents, {} moved between agents, {} fences sampled",
         reports.len(),
         sum(|r| r.register_ops as u64),
@@ -252,6 +256,7 @@ pub fn print_totals(reports: &[Report]) {
         sum(|r| r.grants as u64),
         sum(|r| r.token_uses as u64),
         sum(|r| r.service_changes as u64),
+        sum(|r| r.service_rollbacks as u64),
         sum(|r| r.service_changes_unknown as u64),
         sum(|r| r.service_instances_checked as u64),
         sum(|r| r.service_instances_moved as u64),

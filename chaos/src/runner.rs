@@ -318,6 +318,7 @@ pub async fn run(config: &RunConfig) -> Result<Report> {
     if !observed.is_empty() {
         let services = service_history.lock().unwrap_or_else(|p| p.into_inner()).clone();
         report.service_changes = services.acknowledged;
+        report.service_rollbacks = services.rollbacks;
         report.service_changes_unknown = services.unknown;
         let (violations, checked) =
             service_workload::check(&nodes, &observed, &told, &services, SERVICE_CONVERGENCE).await;

@@ -1,5 +1,5 @@
-//! The seeded services workload: clients create, scale, update and delete services of one
-//! tenant, placed on two clusters — a `sim` agent and an `exec` agent running real processes —
+//! The seeded services workload: clients create, scale, update, roll back and delete services
+//! of one tenant, placed on two clusters — a `sim` agent and an `exec` agent running real processes —
 //! through random nodes while the nemesis kills, pauses and partitions the control plane, kills
 //! and pauses the agents and flaps the `sim` cluster (so services move between the two). Each
 //! client owns its services, so it knows what it asked for: after every acknowledged change the
@@ -46,12 +46,15 @@ const REQUEST_TIMEOUT: Duration = Duration::from_secs(5);
 pub enum Known {
     /// It does not exist (never created, or its deletion was acknowledged).
     Absent,
-    /// Its accepted revision, instance count and the revision that last changed its program.
+    /// Its accepted revision, instance count, program and the revision that last changed what
+    /// its role runs.
     Present {
         /// The accepted revision.
         revision: u64,
         /// Instances of its one role.
         instances: u64,
+        /// Its program's version: the revision whose full update introduced it.
+        program: u64,
         /// The revision that last changed what the role runs (instance ids carry it).
         role_revision: u64,
     },
@@ -64,6 +67,8 @@ pub enum Known {
 pub struct ServiceHistory {
     /// Changes acknowledged.
     pub acknowledged: usize,
+    /// Of those, rollbacks.
+    pub rollbacks: usize,
     /// Changes certainly refused or not delivered.
     pub refused: usize,
     /// Changes with an unknown outcome.
@@ -97,7 +102,8 @@ pub struct Observed {
 
 /// The deployment of a service whose one role runs `instances` copies of program version
 /// `version` (a new version is a new role revision). The program sleeps; the version is its
-/// `$0`, so the `exec` agent runs a real process and `sim` pretends.
+/// `$0`, so the `exec` agent runs a real process and `sim` pretends. A full update made as
+/// revision `n` always runs version `n`.
 fn deployment(instances: u64, version: u64) -> Value {
     json!({"deployment": {"roles": {"web": {
         "instances": instances,
@@ -169,42 +175,92 @@ impl Api {
             .await
     }
 
-    /// What the control plane holds for `service` now, read linearizably; `None` when no node
-    /// answered.
+    /// What the control plane holds for `service` now, read linearizably (its full view, then
+    /// its history); `None` when no node answered.
     async fn read(&self, node: &str, service: &str) -> Option<Known> {
-        let response = self
-            .get(node, &format!("/tenant/{TENANT}/service/{service}"))
-            .await
-            .ok()?;
-        match response.status() {
-            StatusCode::NOT_FOUND => Some(Known::Absent),
-            status if status.is_success() => known_of(&response.json().await.ok()?),
-            _ => None,
+        let base = format!("/tenant/{TENANT}/service/{service}");
+        let response = self.get(node, &base).await.ok()?;
+        let view: Value = match response.status() {
+            StatusCode::NOT_FOUND => return Some(Known::Absent),
+            status if status.is_success() => response.json().await.ok()?,
+            _ => return None,
+        };
+        if !view["data"]["deletionTimestamp"].is_null() {
+            return Some(Known::Absent);
         }
+        let response = self.get(node, &format!("{base}/history")).await.ok()?;
+        if !response.status().is_success() {
+            return None;
+        }
+        known_of(&view, &response.json().await.ok()?)
     }
 }
 
-/// What a service's full view says: absent while it is being deleted.
-fn known_of(view: &Value) -> Option<Known> {
+/// One history entry: (previous, type, reinstates).
+type Made = (Option<u64>, String, Option<u64>);
+
+/// What a service's full view and history say (the view of a service not being deleted).
+fn known_of(view: &Value, history: &Value) -> Option<Known> {
     let data = &view["data"];
-    if !data["deletionTimestamp"].is_null() {
-        return Some(Known::Absent);
-    }
     let role = &data["deployment"]["roles"]["web"];
-    let version = role["exec"]["argv"][3]
+    let program = role["exec"]["argv"][3]
         .as_str()?
         .strip_prefix('v')?
         .parse()
         .ok()?;
+    let revision = data["revision"].as_u64()?;
+    let made: BTreeMap<u64, Made> = history["data"]
+        .as_array()?
+        .iter()
+        .filter_map(|entry| {
+            let made = (
+                entry["previous"].as_u64(),
+                entry["type"].as_str()?.to_string(),
+                entry["reinstates"].as_u64(),
+            );
+            Some((entry["revision"].as_u64()?, made))
+        })
+        .collect();
     Some(Known::Present {
-        revision: data["revision"].as_u64()?,
+        revision,
         instances: data["configuration"]["scale"]["web"].as_u64()?,
-        role_revision: version,
+        program,
+        role_revision: role_revision(&made, revision, program)?,
     })
 }
 
+/// The program revision `revision` runs, from the history: a full update's own, a scale's
+/// previous one's, a rollback's target's.
+fn program_of(made: &BTreeMap<u64, Made>, revision: u64) -> Option<u64> {
+    let mut at = revision;
+    // Each step goes to an earlier revision, so this ends.
+    for _ in 0..=made.len() {
+        match made.get(&at)? {
+            (_, kind, _) if kind == "PUT" => return Some(at),
+            (Some(previous), kind, _) if kind == "SCALE" => at = *previous,
+            (_, kind, Some(target)) if kind == "ROLLBACK" => at = *target,
+            _ => return None,
+        }
+    }
+    None
+}
+
+/// The revision that last changed what the role of `revision` (running `program`) runs: the
+/// earliest of the unbroken run of revisions before it that ran the same program (the
+/// control plane keeps a role's instance ids while its program stays the same).
+fn role_revision(made: &BTreeMap<u64, Made>, revision: u64, program: u64) -> Option<u64> {
+    let mut first = revision;
+    while let Some(previous) = made.get(&first)?.0 {
+        if program_of(made, previous)? != program {
+            break;
+        }
+        first = previous;
+    }
+    Some(first)
+}
+
 /// One client's loop until `stop`: for a random one of its services, create it, scale it,
-/// change its program or delete it.
+/// change its program, roll it back to an earlier revision it knows of, or delete it.
 pub async fn client(
     id: usize,
     nodes: Vec<String>,
@@ -218,6 +274,9 @@ pub async fn client(
         .map(|k| (format!("c{id}-s{k}"), Known::Absent))
         .collect();
     let names: Vec<String> = known.keys().cloned().collect();
+    // For each service, the (instances, program) of every revision this client knows of since
+    // the service was last created: the targets of its rollbacks.
+    let mut revisions: BTreeMap<String, BTreeMap<u64, (u64, u64)>> = BTreeMap::new();
     let record = |f: &dyn Fn(&mut ServiceHistory)| {
         let mut h = history.lock().unwrap_or_else(|p| p.into_inner());
         f(&mut h);
@@ -232,6 +291,7 @@ pub async fn client(
         let (method, path, body, next) = match state {
             Known::Uncertain => {
                 if let Some(read) = api.read(&node, &name).await {
+                    remember(&mut revisions, &name, &read);
                     if read == Known::Absent {
                         // A service created again starts its history again.
                         record(&|h| {
@@ -247,6 +307,7 @@ pub async fn client(
                 let next = Known::Present {
                     revision: 1,
                     instances,
+                    program: 1,
                     role_revision: 1,
                 };
                 (
@@ -259,13 +320,44 @@ pub async fn client(
             Known::Present {
                 revision,
                 instances,
+                program,
                 role_revision,
             } => match rng.below(10) {
-                0..=4 => {
+                // A rollback to an earlier revision this client knows of (a scale when none).
+                6..=7
+                    if revisions
+                        .get(&name)
+                        .is_some_and(|known| known.range(..revision).next().is_some()) =>
+                {
+                    let earlier: Vec<(u64, (u64, u64))> = revisions
+                        .get(&name)
+                        .map(|known| known.range(..revision).map(|(r, v)| (*r, *v)).collect())
+                        .unwrap_or_default();
+                    let (target, (to, target_program)) = earlier[rng.below(earlier.len() as u64) as usize];
+                    let next = Known::Present {
+                        revision: revision + 1,
+                        instances: to,
+                        program: target_program,
+                        // The old program under new ids, unless it is the one running.
+                        role_revision: if target_program == program {
+                            role_revision
+                        } else {
+                            revision + 1
+                        },
+                    };
+                    (
+                        Method::PUT,
+                        format!("{base}/revision/{revision}/rollback/{target}?accept=true"),
+                        None,
+                        next,
+                    )
+                }
+                0..=3 | 6..=7 => {
                     let to = rng.below(MAX_INSTANCES + 1);
                     let next = Known::Present {
                         revision: revision + 1,
                         instances: to,
+                        program,
                         role_revision,
                     };
                     let body = json!({"scale": {"web": to}});
@@ -276,10 +368,11 @@ pub async fn client(
                         next,
                     )
                 }
-                5..=7 => {
+                4..=5 => {
                     let next = Known::Present {
                         revision: revision + 1,
                         instances,
+                        program: revision + 1,
                         role_revision: revision + 1,
                     };
                     let body = deployment(instances, revision + 1);
@@ -302,6 +395,7 @@ pub async fn client(
                     continue;
                 }
                 recorder.write_succeeded(invoked);
+                remember(&mut revisions, &name, &next);
                 match &next {
                     Known::Present { revision, .. } => {
                         let revision = *revision;
@@ -311,7 +405,11 @@ pub async fn client(
                         h.revisions.remove(&name);
                     }),
                 }
-                record(&|h| h.acknowledged += 1);
+                let rollback = path.contains("/rollback/");
+                record(&|h| {
+                    h.acknowledged += 1;
+                    h.rollbacks += usize::from(rollback);
+                });
                 known.insert(name, next);
             }
             Sent::Refused => {
@@ -326,6 +424,27 @@ pub async fn client(
         }
     }
     known
+}
+
+/// Records what a client now knows of `service` among the revisions it may roll back to.
+fn remember(revisions: &mut BTreeMap<String, BTreeMap<u64, (u64, u64)>>, service: &str, known: &Known) {
+    match known {
+        Known::Present {
+            revision,
+            instances,
+            program,
+            ..
+        } => {
+            revisions
+                .entry(service.to_string())
+                .or_default()
+                .insert(*revision, (*instances, *program));
+        }
+        Known::Absent => {
+            revisions.remove(service);
+        }
+        Known::Uncertain => {}
+    }
 }
 
 /// Samples every agent's inventory until `stop`: its fence, for the monotonicity check, and
@@ -569,31 +688,64 @@ mod tests {
 
     #[test]
     fn a_full_view_reads_as_what_a_client_knows() {
-        let view = json!({"data": {"revision": 4, "configuration": {"scale": {"web": 3}},
-            "deployment": {"roles": {"web": {"exec": {"argv": ["sh", "-c", "exec sleep 86400", "v2"]}}}}}});
+        // 1 create (v1), 2 full update (v2), 3 scale, 4 rollback to 1 (v1 under new ids).
+        let history = json!({"data": [
+            {"revision": 1, "type": "PUT"},
+            {"revision": 2, "previous": 1, "type": "PUT"},
+            {"revision": 3, "previous": 2, "type": "SCALE"},
+            {"revision": 4, "previous": 3, "type": "ROLLBACK", "reinstates": 1},
+        ]});
+        let view = |revision: u64, program: u64| {
+            json!({"data": {"revision": revision, "configuration": {"scale": {"web": 3}},
+                "deployment": {"roles": {"web": {"exec": {"argv": ["sh", "-c", "exec sleep 86400", format!("v{program}")]}}}}}})
+        };
+        let present = |revision, program, role_revision| Known::Present {
+            revision,
+            instances: 3,
+            program,
+            role_revision,
+        };
+        assert_eq!(known_of(&view(3, 2), &history), Some(present(3, 2, 2)));
+        assert_eq!(known_of(&view(4, 1), &history), Some(present(4, 1, 4)));
         assert_eq!(
-            known_of(&view),
-            Some(Known::Present {
-                revision: 4,
-                instances: 3,
-                role_revision: 2
-            })
+            expected_ids("s", &present(4, 1, 2))
+                .into_iter()
+                .collect::<Vec<_>>(),
+            ["acme.s.web.r2.0", "acme.s.web.r2.1", "acme.s.web.r2.2"]
         );
-        let deleting = json!({"data": {"deletionTimestamp": 12, "revision": 4}});
-        assert_eq!(known_of(&deleting), Some(Known::Absent));
-        assert_eq!(
-            expected_ids(
-                "s",
-                &Known::Present {
-                    revision: 4,
-                    instances: 2,
-                    role_revision: 2
-                }
-            )
-            .into_iter()
-            .collect::<Vec<_>>(),
-            ["acme.s.web.r2.0", "acme.s.web.r2.1"]
-        );
+    }
+
+    #[test]
+    fn role_revisions_follow_the_program_through_scales_and_rollbacks() {
+        let made: BTreeMap<u64, Made> = [
+            (1, (None, "PUT", None)),
+            (2, (Some(1), "SCALE", None)),
+            (3, (Some(2), "PUT", None)),
+            (4, (Some(3), "ROLLBACK", Some(2))),
+            (5, (Some(4), "SCALE", None)),
+            (6, (Some(5), "ROLLBACK", Some(1))),
+            (7, (Some(6), "PATCH", None)),
+        ]
+        .into_iter()
+        .map(|(r, (previous, kind, target))| (r, (previous, kind.to_string(), target)))
+        .collect();
+        // revision -> (program, role revision)
+        let table = [(1, 1, 1), (2, 1, 1), (3, 3, 3), (4, 1, 4), (5, 1, 4), (6, 1, 4)];
+        for (revision, program, role) in table {
+            assert_eq!(
+                program_of(&made, revision),
+                Some(program),
+                "program of {revision}"
+            );
+            assert_eq!(
+                role_revision(&made, revision, program),
+                Some(role),
+                "role revision of {revision}"
+            );
+        }
+        // A kind the workload never makes, or a revision the history lacks, is no answer.
+        assert_eq!(program_of(&made, 7), None);
+        assert_eq!(program_of(&made, 9), None);
     }
 
     #[test]
