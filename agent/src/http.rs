@@ -115,6 +115,18 @@ async fn unreachable(State(state): State<AppState>, request: Request, next: Next
     next.run(request).await
 }
 
+/// Runs a mutation to its end even when the caller hangs up (the server drops a handler whose
+/// connection closed): dropped halfway, a change could be on disk and in memory but never
+/// carried out — a set recorded but its instances never started, which the same set sent again
+/// would find unchanged — or a newer fence on disk that memory does not hold yet.
+async fn to_completion<T: Send + 'static>(
+    mutation: impl std::future::Future<Output = Result<T, AgentError>> + Send + 'static,
+) -> Result<T, AgentError> {
+    tokio::spawn(mutation)
+        .await
+        .map_err(|e| AgentError::Internal(format!("the change's task failed: {e}")))?
+}
+
 /// Parses a JSON body, naming what is wrong.
 fn json_body<T: DeserializeOwned>(body: Result<Bytes, BytesRejection>) -> Result<T, AgentError> {
     let bytes = body.map_err(|e| {
@@ -148,7 +160,10 @@ async fn put_set(
 ) -> Result<Json<Inventory>, AgentError> {
     let set = SetName::parse(&set).map_err(|e| AgentError::BadRequest(format!("set: {e}")))?;
     let desired: DesiredSet = json_body(body)?;
-    Ok(Json(state.agent.put_set(set, desired).await?))
+    let agent = state.agent.clone();
+    Ok(Json(
+        to_completion(async move { agent.put_set(set, desired).await }).await?,
+    ))
 }
 
 async fn raise_fence(
@@ -156,7 +171,10 @@ async fn raise_fence(
     body: Result<Bytes, BytesRejection>,
 ) -> Result<Json<Inventory>, AgentError> {
     let fenced: Fenced = json_body(body)?;
-    Ok(Json(state.agent.raise_fence(fenced.fence).await?))
+    let agent = state.agent.clone();
+    Ok(Json(
+        to_completion(async move { agent.raise_fence(fenced.fence).await }).await?,
+    ))
 }
 
 fn instance_id(text: &str) -> Result<InstanceId, AgentError> {
@@ -170,7 +188,10 @@ async fn restart(
 ) -> Result<Json<agent_api::InstanceStatus>, AgentError> {
     let id = instance_id(&id)?;
     let fenced: Fenced = json_body(body)?;
-    Ok(Json(state.agent.restart(id, fenced.fence).await?))
+    let agent = state.agent.clone();
+    Ok(Json(
+        to_completion(async move { agent.restart(id, fenced.fence).await }).await?,
+    ))
 }
 
 async fn instance_logs(

@@ -2,7 +2,7 @@
 //! them, stops them with their process group, refuses calls from older leaders, adopts its
 //! instances after it was killed with SIGKILL, requires the join token (and never shows it);
 //! the `sim` executor reports simulated capacity, obeys fault switches and refuses sets that
-//! do not fit.
+//! do not fit; a set whose caller hangs up halfway is carried out all the same.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -571,5 +571,52 @@ async fn sim_reports_capacity_obeys_faults_and_refuses_what_does_not_fit() -> Re
         reply.status == 404 && reply.error().starts_with("crash:"),
         "{reply:?}"
     );
+    Ok(())
+}
+
+/// A control plane whose call times out cannot tell whether it was applied, and sends it
+/// again; the agent carries a change through even when its caller hangs up halfway, so that
+/// what it records is also what it runs.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_set_whose_caller_hangs_up_is_carried_out() -> Result<()> {
+    let agent = AgentProcess::sim(&[])?;
+    let client = agent.client();
+    let slow = SimFaults {
+        slow_apply_ms: 400,
+        ..SimFaults::default()
+    };
+    client.faults(&slow).await?.ok::<serde_json::Value>()?;
+    let impatient = reqwest::Client::builder()
+        .timeout(Duration::from_millis(100))
+        .build()?;
+    let set = desired(3, 1, vec![sleeper("web.main.r1.0"), sleeper("web.main.r1.1")]);
+    let hung_up = impatient
+        .put(format!("http://{}/v1/sets/web", agent.addr()))
+        .bearer_auth(AGENT_TOKEN)
+        .json(&set)
+        .send()
+        .await;
+    ensure!(
+        hung_up.as_ref().is_err_and(|e| e.is_timeout()),
+        "the caller gave up first: {hung_up:?}"
+    );
+    let inventory = eventually(WAIT, "the set to run although its caller hung up", || async {
+        let inventory = client.inventory().await.ok()?;
+        (inventory.instances.len() == 2
+            && inventory
+                .instances
+                .iter()
+                .all(|i| i.state == InstanceState::Running))
+        .then_some(inventory)
+    })
+    .await?;
+    ensure!(inventory.fence == Fence::new(3, 1), "{inventory:?}");
+    // Sent again, as a control plane does after a timeout: nothing changes.
+    client
+        .faults(&SimFaults::default())
+        .await?
+        .ok::<serde_json::Value>()?;
+    let again: Inventory = client.put_set("web", &set).await?.ok()?;
+    ensure!(again.instances == inventory.instances, "{again:?}");
     Ok(())
 }
