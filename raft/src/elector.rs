@@ -20,8 +20,8 @@ use openraft::ServerState;
 use prometheus::IntCounterVec;
 use tokio::time::Instant;
 
-use crate::network::client::PeerClient;
 use crate::network::protocol::{PreVoteRequest, PreVoteResponse};
+use crate::network::transport::Transport;
 use crate::store::LogStore;
 use crate::typ::{LogId, NodeId, Raft};
 use crate::RaftConfig;
@@ -90,7 +90,7 @@ pub(crate) struct Elector {
     raft: Raft,
     /// The log, to compare with candidates'; taken away at shutdown so the database closes.
     log: Mutex<Option<LogStore>>,
-    peers: PeerClient,
+    peers: Arc<dyn Transport>,
     config: RaftConfig,
     openraft_config: Arc<openraft::Config>,
     /// When this node last heard from a leader it accepted (or granted a vote).
@@ -104,7 +104,7 @@ impl Elector {
         id: NodeId,
         raft: Raft,
         log: LogStore,
-        peers: PeerClient,
+        peers: Arc<dyn Transport>,
         config: RaftConfig,
         openraft_config: Arc<openraft::Config>,
         rounds: IntCounterVec,

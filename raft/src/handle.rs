@@ -20,6 +20,7 @@ use crate::error::{HistoryGone, MembershipError, ReadError, StoreError, WriteErr
 use crate::metrics::RaftMetricsExporter;
 use crate::network::client::{Network, PeerClient, PeerError};
 use crate::network::protocol::{LeaderRequest, LeaderResponse, NodeStatus, PreVoteRequest, PreVoteResponse};
+use crate::network::transport::Transport;
 use crate::store::{self, SharedState};
 use crate::typ::{ClientWriteError, NodeId, PeerNode, Raft, RaftError, RaftMetrics};
 use crate::RaftConfig;
@@ -119,7 +120,7 @@ struct Core {
     raft: Raft,
     shared: Arc<SharedState>,
     committed: Arc<AtomicU64>,
-    peers: PeerClient,
+    peers: Arc<dyn Transport>,
     config: RaftConfig,
     leadership: watch::Receiver<Leadership>,
     /// Group commit for the writes this node serves as leader.
@@ -185,7 +186,25 @@ enum Routed {
 impl RaftHandle {
     /// Opens storage, starts Raft and, on a pristine node listed in `initial_members`,
     /// initialises the cluster. Safe to call again after any restart with the same options.
+    /// Peers are reached over HTTP (HTTPS with `peer_tls`), authenticated with the cluster
+    /// secret.
     pub async fn start(options: StartOptions, registry: &prometheus::Registry) -> Result<Self, StoreError> {
+        let peers = PeerClient::new(
+            &options.cluster_secret,
+            options.peer_source_ip,
+            options.peer_tls.clone(),
+        );
+        Self::start_with(options, Arc::new(peers), registry).await
+    }
+
+    /// [`RaftHandle::start`] with peers reached through `transport` instead of HTTP (an
+    /// in-process [`crate::network::loopback::Switchboard`] in tests and the simulation);
+    /// `cluster_secret`, `peer_source_ip` and `peer_tls` are then the transport's business.
+    pub async fn start_with(
+        options: StartOptions,
+        transport: Arc<dyn Transport>,
+        registry: &prometheus::Registry,
+    ) -> Result<Self, StoreError> {
         options.config.validate()?;
         let openraft_config = Arc::new(options.config.to_openraft()?);
         std::fs::create_dir_all(&options.data_dir).map_err(|e| {
@@ -216,11 +235,7 @@ impl RaftHandle {
             }
         };
         let log_for_elector = log_store.clone();
-        let peers = PeerClient::new(
-            &options.cluster_secret,
-            options.peer_source_ip,
-            options.peer_tls.clone(),
-        );
+        let peers = transport;
         let raft = Raft::new(
             options.id,
             openraft_config.clone(),

@@ -10,7 +10,8 @@
 //! ```
 //!
 //! No openraft or RocksDB type appears in the public API of this crate except through the
-//! peer router, which only `node` mounts.
+//! peer router, which only `node` mounts, and the transport seam ([`network::transport`]),
+//! which tests and the simulation plug an in-process [`network::loopback::Switchboard`] into.
 
 mod batcher;
 mod commit;

@@ -1,13 +1,13 @@
-//! Outbound peer traffic: openraft's network over HTTP, and the client that forwards requests
-//! to the leader and asks peers for their status. One `reqwest` client per node keeps
-//! connections alive across requests.
+//! Outbound peer traffic: openraft's network over a [`Transport`], and [`PeerClient`], the HTTP
+//! transport that forwards requests to the leader and asks peers for their status. One
+//! `reqwest` client per node keeps connections alive across requests.
 
 use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
 use openraft::error::{
-    Fatal, NetworkError, RPCError, RaftError, RemoteError, ReplicationClosed, StreamingError, Unreachable,
+    Fatal, NetworkError, RPCError, RemoteError, ReplicationClosed, StreamingError, Unreachable,
 };
 use openraft::network::{RPCOption, RaftNetwork, RaftNetworkFactory};
 use openraft::raft::{
@@ -15,7 +15,7 @@ use openraft::raft::{
 };
 use openraft::OptionalSend;
 use reqwest::header::HeaderValue;
-use reqwest::{IntoUrl, Url};
+use reqwest::IntoUrl;
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 use thiserror::Error;
@@ -24,8 +24,9 @@ use super::protocol::{
     frame_snapshot, LeaderRequest, LeaderResponse, NodeStatus, PreVoteRequest, PreVoteResponse,
     SnapshotHeader,
 };
+use super::transport::{RaftAnswer, Transport};
 use super::{bearer, SECRET_HEADER};
-use crate::typ::{NodeId, PeerNode, Snapshot, TypeConfig, Vote};
+use crate::typ::{NodeId, PeerNode, RaftError, Snapshot, SnapshotMeta, TypeConfig, Vote};
 
 /// Why a peer request failed.
 #[derive(Debug, Clone, Error)]
@@ -198,6 +199,40 @@ impl PeerClient {
         let bytes = self.send(addr, request, timeout).await?;
         decode(addr, &bytes)
     }
+
+    /// Sends one of openraft's RPCs to the member at `addr` (`path` is its route).
+    pub(crate) async fn post_raft<Req: Serialize, Resp: DeserializeOwned>(
+        &self,
+        addr: &str,
+        path: &str,
+        request: &Req,
+        timeout: Duration,
+    ) -> Result<RaftAnswer<Resp>, PeerError> {
+        self.post_json(addr, format!("{}://{addr}{path}", self.scheme), request, timeout)
+            .await
+    }
+
+    /// Sends a whole snapshot, framed, to the member at `addr`.
+    pub(crate) async fn send_snapshot(
+        &self,
+        addr: &str,
+        vote: Vote,
+        meta: SnapshotMeta,
+        data: &[u8],
+        timeout: Duration,
+    ) -> Result<Result<SnapshotResponse<NodeId>, Fatal<NodeId>>, PeerError> {
+        let body =
+            frame_snapshot(&SnapshotHeader { vote, meta }, data).map_err(|e| PeerError::Transport {
+                addr: addr.to_string(),
+                message: format!("cannot frame the snapshot: {e}"),
+            })?;
+        let request = self
+            .http
+            .post(format!("{}://{addr}/raft/snapshot", self.scheme))
+            .body(body);
+        let bytes = self.send(addr, request, timeout).await?;
+        decode(addr, &bytes)
+    }
 }
 
 fn decode<T: DeserializeOwned>(addr: &str, bytes: &[u8]) -> Result<T, PeerError> {
@@ -229,13 +264,13 @@ fn classify(addr: &str, timeout: Duration, error: &reqwest::Error) -> PeerError 
 /// Creates one [`PeerConnection`] per target for openraft.
 #[derive(Clone)]
 pub struct Network {
-    client: PeerClient,
+    transport: Arc<dyn Transport>,
 }
 
 impl Network {
-    /// A network that sends through `client`.
-    pub fn new(client: PeerClient) -> Self {
-        Self { client }
+    /// A network that sends through `transport`.
+    pub fn new(transport: Arc<dyn Transport>) -> Self {
+        Self { transport }
     }
 }
 
@@ -243,27 +278,19 @@ impl RaftNetworkFactory<TypeConfig> for Network {
     type Network = PeerConnection;
 
     async fn new_client(&mut self, target: NodeId, node: &PeerNode) -> PeerConnection {
-        let scheme = self.client.scheme;
-        let url = |path: &str| format!("{scheme}://{}{path}", node.peer_addr);
         PeerConnection {
-            client: self.client.clone(),
+            transport: self.transport.clone(),
             target,
             addr: node.peer_addr.clone(),
-            // Parsed once rather than for each of the hundreds of AppendEntries a second; an
-            // address that does not parse fails each request as unreachable instead.
-            append_url: Url::parse(&url("/raft/append")).ok(),
-            vote_url: url("/raft/vote"),
         }
     }
 }
 
 /// openraft's view of one peer.
 pub struct PeerConnection {
-    client: PeerClient,
+    transport: Arc<dyn Transport>,
     target: NodeId,
     addr: String,
-    append_url: Option<Url>,
-    vote_url: String,
 }
 
 fn rpc_error<E: std::error::Error>(error: PeerError) -> RPCError<NodeId, PeerNode, E> {
@@ -274,22 +301,16 @@ fn rpc_error<E: std::error::Error>(error: PeerError) -> RPCError<NodeId, PeerNod
 }
 
 impl PeerConnection {
-    async fn call<Req, Resp>(
+    /// openraft's error for an answer that did not come, or a refusal that did.
+    // The error type is the one openraft's `RaftNetwork` methods return.
+    #[allow(clippy::result_large_err)]
+    fn remote<T>(
         &self,
-        url: impl IntoUrl,
-        request: &Req,
-        option: &RPCOption,
-    ) -> Result<Resp, RPCError<NodeId, PeerNode, RaftError<NodeId>>>
-    where
-        Req: Serialize,
-        Resp: DeserializeOwned,
-    {
-        let answer: Result<Resp, RaftError<NodeId>> = self
-            .client
-            .post_json(&self.addr, url, request, option.hard_ttl())
-            .await
-            .map_err(rpc_error)?;
-        answer.map_err(|e| RPCError::RemoteError(RemoteError::new(self.target, e)))
+        answer: Result<RaftAnswer<T>, PeerError>,
+    ) -> Result<T, RPCError<NodeId, PeerNode, RaftError>> {
+        answer
+            .map_err(rpc_error)?
+            .map_err(|e| RPCError::RemoteError(RemoteError::new(self.target, e)))
     }
 }
 
@@ -298,22 +319,18 @@ impl RaftNetwork<TypeConfig> for PeerConnection {
         &mut self,
         rpc: AppendEntriesRequest<TypeConfig>,
         option: RPCOption,
-    ) -> Result<AppendEntriesResponse<NodeId>, RPCError<NodeId, PeerNode, RaftError<NodeId>>> {
-        match &self.append_url {
-            Some(url) => self.call(url.clone(), &rpc, &option).await,
-            None => Err(rpc_error(PeerError::Connect {
-                addr: self.addr.clone(),
-                message: "not a valid peer address".into(),
-            })),
-        }
+    ) -> Result<AppendEntriesResponse<NodeId>, RPCError<NodeId, PeerNode, RaftError>> {
+        let answer = self.transport.append(&self.addr, rpc, option.hard_ttl()).await;
+        self.remote(answer)
     }
 
     async fn vote(
         &mut self,
         rpc: VoteRequest<NodeId>,
         option: RPCOption,
-    ) -> Result<VoteResponse<NodeId>, RPCError<NodeId, PeerNode, RaftError<NodeId>>> {
-        self.call(self.vote_url.as_str(), &rpc, &option).await
+    ) -> Result<VoteResponse<NodeId>, RPCError<NodeId, PeerNode, RaftError>> {
+        let answer = self.transport.vote(&self.addr, rpc, option.hard_ttl()).await;
+        self.remote(answer)
     }
 
     async fn full_snapshot(
@@ -323,28 +340,17 @@ impl RaftNetwork<TypeConfig> for PeerConnection {
         cancel: impl Future<Output = ReplicationClosed> + OptionalSend + 'static,
         option: RPCOption,
     ) -> Result<SnapshotResponse<NodeId>, StreamingError<TypeConfig, Fatal<NodeId>>> {
-        let header = SnapshotHeader {
-            vote,
-            meta: snapshot.meta.clone(),
-        };
         let data = snapshot.snapshot.into_inner();
-        let body =
-            frame_snapshot(&header, &data).map_err(|e| StreamingError::Network(NetworkError::new(&e)))?;
-        let request = self
-            .client
-            .http
-            .post(format!("{}://{}/raft/snapshot", self.client.scheme, self.addr))
-            .body(body);
-        let send = self.client.send(&self.addr, request, option.hard_ttl());
-        let bytes = tokio::select! {
+        let send = self
+            .transport
+            .snapshot(&self.addr, vote, snapshot.meta, data, option.hard_ttl());
+        let answer = tokio::select! {
             closed = cancel => return Err(StreamingError::Closed(closed)),
             sent = send => sent.map_err(|e| match e {
                 PeerError::Connect { .. } => StreamingError::Unreachable(Unreachable::new(&e)),
                 other => StreamingError::Network(NetworkError::new(&other)),
             })?,
         };
-        let answer: Result<SnapshotResponse<NodeId>, Fatal<NodeId>> =
-            decode(&self.addr, &bytes).map_err(|e| StreamingError::Network(NetworkError::new(&e)))?;
         answer.map_err(|e| StreamingError::RemoteError(RemoteError::new(self.target, e)))
     }
 }

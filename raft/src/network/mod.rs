@@ -1,5 +1,7 @@
 //! Peer traffic between Drover nodes: Raft RPCs and requests forwarded to the leader, as HTTP
-//! on the peer listener, authenticated with the cluster secret.
+//! on the peer listener, authenticated with the cluster secret. Both directions go through a
+//! seam — [`transport::Transport`] out, [`service::PeerService`] in — so that tests and the
+//! simulation run the same node over the in-process [`loopback::Switchboard`].
 //!
 //! | path | body | answered by |
 //! |---|---|---|
@@ -11,9 +13,12 @@
 //! | `GET /raft/status` | — | every member: its own view, for `/cluster` |
 
 pub mod client;
+pub mod loopback;
 pub mod plausible;
 pub mod protocol;
 pub mod server;
+pub mod service;
+pub mod transport;
 
 /// The header that carries the cluster secret on every peer request.
 pub const SECRET_HEADER: &str = "authorization";

@@ -1,6 +1,5 @@
-//! Inbound peer traffic: the axum router that `node` serves on the peer listener.
-
-use std::io::Cursor;
+//! Inbound peer traffic over HTTP: the axum router that `node` serves on the peer listener, in
+//! front of the member's [`PeerService`].
 
 use axum::body::Bytes;
 use axum::extract::{DefaultBodyLimit, Request, State};
@@ -9,23 +8,25 @@ use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
-use openraft::raft::{AppendEntriesRequest, AppendEntriesResponse, VoteRequest};
+use openraft::raft::{AppendEntriesRequest, VoteRequest};
+use serde::Serialize;
 
 use super::protocol::{unframe_snapshot, LeaderRequest, PreVoteRequest};
+use super::service::{PeerService, Refusal};
 use super::{bearer, SECRET_HEADER};
 use crate::handle::RaftHandle;
-use crate::typ::{Snapshot, TypeConfig};
+use crate::typ::TypeConfig;
 
 #[derive(Clone)]
 struct PeerState {
-    handle: RaftHandle,
+    service: PeerService,
     expected_auth: std::sync::Arc<str>,
 }
 
 /// The peer router: Raft RPCs, leader requests and status, behind the cluster secret.
 pub fn peer_router(handle: RaftHandle, cluster_secret: &str) -> Router {
     let state = PeerState {
-        handle,
+        service: PeerService::new(handle),
         expected_auth: std::sync::Arc::from(bearer(cluster_secret)),
     };
     Router::new()
@@ -62,91 +63,51 @@ async fn authenticate(State(state): State<PeerState>, request: Request, next: Ne
 /// `serde_json` directly rather than axum's `Json`, whose error-path tracking cost a few percent
 /// of a follower's CPU under write load.
 fn malformed(error: &serde_json::Error) -> Response {
-    (StatusCode::BAD_REQUEST, format!("malformed body: {error}")).into_response()
+    refused(&Refusal::Malformed(error.to_string()))
 }
 
-/// The answer to a vote or log id no member could have sent ([`super::plausible`]).
-fn implausible(message: String) -> Response {
-    tracing::warn!(%message, "refused an implausible peer request");
-    (StatusCode::UNPROCESSABLE_ENTITY, message).into_response()
+fn refused(refusal: &Refusal) -> Response {
+    let status = StatusCode::from_u16(refusal.status()).unwrap_or(StatusCode::BAD_REQUEST);
+    (status, refusal.to_string()).into_response()
+}
+
+/// The JSON answer to a request the service took, or the refusal of one it did not.
+fn answered<T: Serialize>(answer: Result<T, Refusal>) -> Response {
+    match answer {
+        Ok(answer) => Json(answer).into_response(),
+        Err(refusal) => refused(&refusal),
+    }
 }
 
 async fn append(State(state): State<PeerState>, body: Bytes) -> Response {
-    let request: AppendEntriesRequest<TypeConfig> = match serde_json::from_slice(&body) {
-        Ok(request) => request,
-        Err(e) => return malformed(&e),
-    };
-    let log_ids = [request.prev_log_id, request.leader_commit];
-    if let Err(message) = state
-        .handle
-        .known_to_peers()
-        .check(&request.vote, &log_ids, &request.entries)
-    {
-        return implausible(message);
+    match serde_json::from_slice::<AppendEntriesRequest<TypeConfig>>(&body) {
+        Ok(request) => answered(state.service.append(request).await),
+        Err(e) => malformed(&e),
     }
-    let answer = state.handle.raw().append_entries(request).await;
-    // Anything but a refusal for a stale term means the sender is this node's leader.
-    if matches!(&answer, Ok(response) if !matches!(response, AppendEntriesResponse::HigherVote(_))) {
-        state.handle.heard_from_leader();
-    }
-    Json(answer).into_response()
 }
 
 async fn vote(State(state): State<PeerState>, Json(request): Json<VoteRequest<u64>>) -> Response {
-    if let Err(message) = state
-        .handle
-        .known_to_peers()
-        .check(&request.vote, &[request.last_log_id], &[])
-    {
-        return implausible(message);
-    }
-    let answer = state.handle.raw().vote(request).await;
-    // Having voted, give the candidate a full timeout to win before campaigning here.
-    if matches!(&answer, Ok(response) if response.vote_granted) {
-        state.handle.heard_from_leader();
-    }
-    Json(answer).into_response()
+    answered(state.service.vote(request).await)
 }
 
 async fn pre_vote(State(state): State<PeerState>, Json(request): Json<PreVoteRequest>) -> Response {
-    Json(state.handle.answer_pre_vote(&request)).into_response()
+    Json(state.service.pre_vote(&request)).into_response()
 }
 
 async fn snapshot(State(state): State<PeerState>, body: Bytes) -> Response {
-    let (header, data) = match unframe_snapshot(&body) {
-        Ok(parts) => parts,
-        Err(message) => return (StatusCode::BAD_REQUEST, message).into_response(),
-    };
-    let checked = state
-        .handle
-        .known_to_peers()
-        .check(&header.vote, &[header.meta.last_log_id], &[]);
-    if let Err(message) = checked {
-        return implausible(message);
+    match unframe_snapshot(&body) {
+        Ok((header, data)) => answered(state.service.snapshot(header.vote, header.meta, data).await),
+        Err(message) => refused(&Refusal::Malformed(message)),
     }
-    let snapshot = Snapshot {
-        meta: header.meta,
-        snapshot: Box::new(Cursor::new(data)),
-    };
-    let answer = state
-        .handle
-        .raw()
-        .install_full_snapshot(header.vote, snapshot)
-        .await;
-    if matches!(&answer, Ok(response) if response.vote == header.vote) {
-        state.handle.heard_from_leader();
-    }
-    Json(answer).into_response()
 }
 
 async fn leader(State(state): State<PeerState>, body: Bytes) -> Response {
-    let request: LeaderRequest = match serde_json::from_slice(&body) {
-        Ok(request) => request,
-        Err(e) => return malformed(&e),
-    };
-    Json(state.handle.serve_leader_request(request).await).into_response()
+    match serde_json::from_slice::<LeaderRequest>(&body) {
+        Ok(request) => Json(state.service.leader(request).await).into_response(),
+        Err(e) => malformed(&e),
+    }
 }
 
 async fn status(State(state): State<PeerState>) -> Response {
-    Json(state.handle.status()).into_response()
+    Json(state.service.status()).into_response()
 }
