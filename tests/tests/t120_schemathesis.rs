@@ -43,10 +43,18 @@ async fn generated_requests_find_no_server_error_and_no_answer_off_the_spec() ->
         .is_success());
 
     let url = format!("http://{}/api/1.0-beta/openapi.json", cluster.api_addr(2));
+    // A watch (`?watch=true`) streams until its client leaves or its `timeoutSeconds` ends, as
+    // a Kubernetes watch does; schemathesis reads a quiet stream as a read timeout. Generated
+    // calls therefore ask for answers, not streams (service watches have their own tests in t190 and t210).
+    let config_dir = tempfile::tempdir()?;
+    let config = config_dir.path().join("schemathesis.toml");
+    std::fs::write(&config, "[parameters]\n\"query.watch\" = false\n")?;
     // Through python3, so a fresh pip install is found without a shell rehash.
     let mut command = Command::new("python3");
     command
-        .args(["-c", LAUNCH, "run"])
+        .args(["-c", LAUNCH, "--config-file"])
+        .arg(&config)
+        .arg("run")
         .arg(&url)
         .args(["--header", &format!("Authorization: Bearer {}", token("fuzzer"))])
         .args([
