@@ -129,7 +129,7 @@ impl Elector {
     fn random_timeout(&self) -> Duration {
         Duration::from_millis(
             self.openraft_config
-                .new_rand_election_timeout::<openraft::TokioRuntime>(),
+                .new_rand_election_timeout::<crate::runtime::DroverRuntime>(),
         )
     }
 

@@ -21,6 +21,7 @@ pub mod error;
 mod handle;
 mod metrics;
 pub mod network;
+pub mod runtime;
 mod store;
 mod typ;
 

@@ -27,7 +27,8 @@ impl fmt::Display for PeerNode {
 }
 
 openraft::declare_raft_types!(
-    /// Drover's Raft types: proposals in, command results out, snapshots as bytes.
+    /// Drover's Raft types: proposals in, command results out, snapshots as bytes, tokio with
+    /// replaceable randomness.
     pub TypeConfig:
         D = Proposal,
         R = CommandResult,
@@ -35,7 +36,7 @@ openraft::declare_raft_types!(
         Node = PeerNode,
         Entry = openraft::Entry<TypeConfig>,
         SnapshotData = Cursor<Vec<u8>>,
-        AsyncRuntime = openraft::TokioRuntime,
+        AsyncRuntime = crate::runtime::DroverRuntime,
 );
 
 /// The Raft instance.

@@ -11,7 +11,6 @@
 
 mod clients;
 mod node;
-mod runtime;
 mod store;
 mod wire;
 
@@ -184,7 +183,9 @@ type Registry = Arc<Mutex<BTreeMap<u64, node::SimRaft>>>;
 /// Runs one seed.
 pub fn simulate(options: &SimOptions) -> SimOutcome {
     let started = Instant::now();
-    runtime::seed(options.seed);
+    // openraft's election timeouts, drawn from the seed on this thread (every host runs here).
+    let mut timeouts = Rng::new(options.seed);
+    drover_raft::runtime::draw_from(move || timeouts.next_u64());
     let mut rng = Rng::new(options.seed);
     let mut outcome = SimOutcome {
         seed: options.seed,

@@ -13,7 +13,7 @@ use drover_model::{CommandResult, Proposal, State};
 use openraft::storage::{LogFlushed, LogState, RaftLogStorage, RaftStateMachine};
 use openraft::{AnyError, EntryPayload, OptionalSend, RaftLogReader, RaftSnapshotBuilder, StorageIOError};
 
-use super::runtime::SimRuntime;
+use drover_raft::runtime::DroverRuntime;
 
 openraft::declare_raft_types!(
     /// The simulation's Raft types: Drover's proposals and results, seeded randomness.
@@ -24,7 +24,7 @@ openraft::declare_raft_types!(
         Node = openraft::BasicNode,
         Entry = openraft::Entry<SimTypes>,
         SnapshotData = Cursor<Vec<u8>>,
-        AsyncRuntime = SimRuntime,
+        AsyncRuntime = DroverRuntime,
 );
 
 /// A log id.
