@@ -197,12 +197,12 @@ impl RaftHandle {
         Self::start_with(options, Arc::new(peers), registry).await
     }
 
-    /// [`RaftHandle::start`] with peers reached through `transport` instead of HTTP (an
-    /// in-process [`crate::network::loopback::Switchboard`] in tests and the simulation);
+    /// [`RaftHandle::start`] with peers reached through the transport `peers` instead of HTTP
+    /// (an in-process [`crate::network::loopback::Switchboard`] in tests and the simulation);
     /// `cluster_secret`, `peer_source_ip` and `peer_tls` are then the transport's business.
     pub async fn start_with(
         options: StartOptions,
-        transport: Arc<dyn Transport>,
+        peers: Arc<dyn Transport>,
         registry: &prometheus::Registry,
     ) -> Result<Self, StoreError> {
         options.config.validate()?;
@@ -235,7 +235,6 @@ impl RaftHandle {
             }
         };
         let log_for_elector = log_store.clone();
-        let peers = transport;
         let raft = Raft::new(
             options.id,
             openraft_config.clone(),
