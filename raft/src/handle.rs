@@ -21,7 +21,7 @@ use crate::metrics::RaftMetricsExporter;
 use crate::network::client::{Network, PeerClient, PeerError};
 use crate::network::protocol::{LeaderRequest, LeaderResponse, NodeStatus, PreVoteRequest, PreVoteResponse};
 use crate::network::transport::Transport;
-use crate::store::{self, SharedState};
+use crate::store::{self, Disk, RocksDisk, SharedState};
 use crate::typ::{ClientWriteError, NodeId, PeerNode, Raft, RaftError, RaftMetrics};
 use crate::RaftConfig;
 
@@ -44,7 +44,8 @@ pub struct StartOptions {
     pub id: NodeId,
     /// This node's addresses.
     pub node: PeerNode,
-    /// Where RocksDB keeps the log and snapshots.
+    /// Where RocksDB keeps the log and snapshots ([`RaftHandle::start`]; a node started with
+    /// [`RaftHandle::start_with`] keeps them on the disk it is given).
     pub data_dir: PathBuf,
     /// Timings and retention.
     pub config: RaftConfig,
@@ -56,6 +57,30 @@ pub struct StartOptions {
     pub peer_source_ip: Option<std::net::IpAddr>,
     /// Mutual TLS towards peers (the cluster's CA and this node's certificate), if configured.
     pub peer_tls: Option<Arc<tokio_rustls::rustls::ClientConfig>>,
+}
+
+/// What a node's Raft runs on besides its options: how it reaches its peers, where it keeps
+/// its state and the clock the leader stamps on proposals. A node gets HTTP, RocksDB and the
+/// system clock ([`RaftHandle::start`]); a test or the simulation plugs in its own.
+#[derive(Clone)]
+pub struct Seams {
+    /// How requests reach the other members.
+    pub peers: Arc<dyn Transport>,
+    /// Where the log, the vote and snapshots are kept.
+    pub disk: Arc<dyn Disk>,
+    /// Milliseconds since the Unix epoch, as the leader stamps them on what it commits.
+    pub wall_clock: fn() -> u64,
+}
+
+impl Seams {
+    /// `peers` and `disk` with the system clock.
+    pub fn new(peers: Arc<dyn Transport>, disk: Arc<dyn Disk>) -> Self {
+        Self {
+            peers,
+            disk,
+            wall_clock: wall_clock_ms,
+        }
+    }
 }
 
 /// Who leads, as this node sees it.
@@ -137,6 +162,8 @@ struct Core {
     exporter: Arc<RaftMetricsExporter>,
     /// The term and last log index this node started with (see [`RestartFloor`]).
     restart_floor: RestartFloor,
+    /// The clock stamped on proposals this node commits as leader.
+    wall_clock: fn() -> u64,
 }
 
 /// What a node restarted as the leader of its old term must not answer reads below.
@@ -194,27 +221,35 @@ impl RaftHandle {
             options.peer_source_ip,
             options.peer_tls.clone(),
         );
-        Self::start_with(options, Arc::new(peers), registry).await
-    }
-
-    /// [`RaftHandle::start`] with peers reached through the transport `peers` instead of HTTP
-    /// (an in-process [`crate::network::loopback::Switchboard`] in tests and the simulation);
-    /// `cluster_secret`, `peer_source_ip` and `peer_tls` are then the transport's business.
-    pub async fn start_with(
-        options: StartOptions,
-        peers: Arc<dyn Transport>,
-        registry: &prometheus::Registry,
-    ) -> Result<Self, StoreError> {
         options.config.validate()?;
-        let openraft_config = Arc::new(options.config.to_openraft()?);
         std::fs::create_dir_all(&options.data_dir).map_err(|e| {
             StoreError::Config(format!(
                 "cannot create data dir {}: {e}",
                 options.data_dir.display()
             ))
         })?;
+        let disk = RocksDisk::open(&options.data_dir)?;
+        Self::start_with(options, Seams::new(Arc::new(peers), disk), registry).await
+    }
+
+    /// [`RaftHandle::start`] on other [`Seams`]: peers reached through another transport than
+    /// HTTP (an in-process [`crate::network::loopback::Switchboard`] in tests, simulated TCP in
+    /// the simulation), state kept on another disk, another clock. `data_dir`,
+    /// `cluster_secret`, `peer_source_ip` and `peer_tls` are then the seams' business.
+    pub async fn start_with(
+        options: StartOptions,
+        seams: Seams,
+        registry: &prometheus::Registry,
+    ) -> Result<Self, StoreError> {
+        let Seams {
+            peers,
+            disk,
+            wall_clock,
+        } = seams;
+        options.config.validate()?;
+        let openraft_config = Arc::new(options.config.to_openraft()?);
         let (log_store, state_machine) = store::open(
-            &options.data_dir,
+            disk,
             options.config.watch_history,
             crate::metrics::log_append_histogram(registry)?,
         )?;
@@ -346,6 +381,7 @@ impl RaftHandle {
                 elector,
                 exporter,
                 restart_floor,
+                wall_clock,
             }
         });
         Ok(Self { core })
@@ -681,7 +717,7 @@ impl RaftHandle {
     /// Commits one proposal with the leader's group commit.
     async fn commit(&self, mut proposal: Proposal) -> LeaderResponse {
         // The leader's clock is the cluster's clock: every replica applies this value.
-        proposal.now_ms = wall_clock_ms();
+        proposal.now_ms = (self.core.wall_clock)();
         self.core
             .group_commit
             .submit(proposal)

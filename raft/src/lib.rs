@@ -10,8 +10,9 @@
 //! ```
 //!
 //! No openraft or RocksDB type appears in the public API of this crate except through the
-//! peer router, which only `node` mounts, and the transport seam ([`network::transport`]),
-//! which tests and the simulation plug an in-process [`network::loopback::Switchboard`] into.
+//! peer router, which only `node` mounts, and the seams ([`Seams`]: the transport of
+//! [`network::transport`], the [`Disk`] and the clock), which tests and the simulation plug an
+//! in-process [`network::loopback::Switchboard`], a [`MemDisk`] and simulated time into.
 
 mod batcher;
 mod commit;
@@ -28,9 +29,10 @@ mod typ;
 pub use config::RaftConfig;
 pub use error::{HistoryGone, MembershipError, ReadError, StoreError, WriteError};
 pub use handle::{
-    wall_clock_ms, ClusterView, Consistency, Leadership, MemberView, RaftHandle, StartOptions, Written,
+    wall_clock_ms, ClusterView, Consistency, Leadership, MemberView, RaftHandle, Seams, StartOptions, Written,
 };
 pub use network::protocol::NodeStatus;
 pub use network::server::{constant_time_eq, peer_router};
+pub use store::disk::{Column, Disk, DiskOp, MemDisk, Pairs, RocksDisk};
 pub use store::recover::{recover, Recovered, Through};
 pub use typ::{NodeId, PeerNode};

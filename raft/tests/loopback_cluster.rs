@@ -10,7 +10,7 @@ use drover_model::{
     Command, CommandResult, CoordinationLeaseSpec, LeaseSpec, ObjectKey, ObjectKind, Proposal,
 };
 use drover_raft::network::loopback::Switchboard;
-use drover_raft::{Consistency, NodeId, PeerNode, RaftConfig, RaftHandle, StartOptions};
+use drover_raft::{Consistency, NodeId, PeerNode, RaftConfig, RaftHandle, RocksDisk, Seams, StartOptions};
 use tempfile::TempDir;
 use tokio::time::Instant;
 
@@ -55,12 +55,12 @@ impl Cluster {
             peer_source_ip: None,
             peer_tls: None,
         };
-        let handle = RaftHandle::start_with(
-            options,
+        std::fs::create_dir_all(&options.data_dir)?;
+        let seams = Seams::new(
             self.board.transport(&addr(id)),
-            &prometheus::Registry::new(),
-        )
-        .await?;
+            RocksDisk::open(&options.data_dir)?,
+        );
+        let handle = RaftHandle::start_with(options, seams, &prometheus::Registry::new()).await?;
         self.board.attach(&addr(id), &handle);
         self.nodes.insert(id, handle);
         Ok(())

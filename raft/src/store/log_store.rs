@@ -1,20 +1,19 @@
-//! The Raft log and Raft metadata (vote, committed, purged) in RocksDB.
+//! The Raft log and Raft metadata (vote, committed, purged) on the member's [`Disk`].
 
 use std::fmt::Debug;
 use std::ops::{Bound, RangeBounds};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use openraft::storage::{LogFlushed, LogState, RaftLogStorage};
 use openraft::{AnyError, OptionalSend, RaftLogReader, StorageIOError};
 use prometheus::Histogram;
-use rocksdb::{Direction, IteratorMode, WriteBatch, WriteOptions, DB};
+use tokio::time::Instant;
 
 use super::codec::{decode, encode, log_index, log_key};
+use super::disk::{Column, Disk, DiskOp};
 use super::tail::LogTail;
-use super::{CF_LOG, CF_META};
-use crate::error::StoreError;
 use crate::typ::{Entry, LogId, StorageError, TypeConfig, Vote};
 
 const KEY_VOTE: &[u8] = b"vote";
@@ -31,7 +30,7 @@ const SAVE_COMMITTED_EVERY: Duration = Duration::from_millis(200);
 /// The Raft log store. Cheap to clone: clones share the database.
 #[derive(Clone)]
 pub struct LogStore {
-    db: Arc<DB>,
+    disk: Arc<dyn Disk>,
     /// Index of the last committed entry this node has heard of, for metrics and readiness.
     committed_index: Arc<AtomicU64>,
     /// The newest entries, served from memory to replication and apply.
@@ -52,16 +51,10 @@ fn io_write(e: impl std::error::Error + 'static) -> StorageError {
     StorageIOError::write_logs(AnyError::new(&e)).into()
 }
 
-fn synced() -> WriteOptions {
-    let mut options = WriteOptions::default();
-    options.set_sync(true);
-    options
-}
-
 impl LogStore {
-    pub(crate) fn new(db: Arc<DB>, append_seconds: Histogram) -> Self {
+    pub(crate) fn new(disk: Arc<dyn Disk>, append_seconds: Histogram) -> Self {
         Self {
-            db,
+            disk,
             committed_index: Arc::new(AtomicU64::new(0)),
             tail: Arc::default(),
             append_seconds,
@@ -80,33 +73,25 @@ impl LogStore {
         self.committed_index.clone()
     }
 
-    fn cf(&self, name: &str) -> Result<&rocksdb::ColumnFamily, StorageError> {
-        self.db
-            .cf_handle(name)
-            .ok_or_else(|| io_read(StoreError::Corrupt(format!("missing column family {name}"))))
-    }
-
     fn get_meta<T: serde::de::DeserializeOwned>(&self, key: &[u8]) -> Result<Option<T>, StorageError> {
-        let cf = self.cf(CF_META)?;
-        match self.db.get_cf(cf, key).map_err(io_read)? {
+        match self.disk.get(Column::Meta, key).map_err(io_read)? {
             Some(bytes) => decode(&bytes).map(Some).map_err(io_read),
             None => Ok(None),
         }
     }
 
     fn put_meta<T: serde::Serialize>(&self, key: &[u8], value: &T, sync: bool) -> Result<(), StorageError> {
-        let cf = self.cf(CF_META)?;
-        let bytes = encode(value).map_err(io_write)?;
-        let options = if sync { synced() } else { WriteOptions::default() };
-        self.db.put_cf_opt(cf, key, bytes, &options).map_err(io_write)
+        let change = DiskOp::Put {
+            column: Column::Meta,
+            key: key.to_vec(),
+            value: encode(value).map_err(io_write)?,
+        };
+        self.disk.write(vec![change], sync).map_err(io_write)
     }
 
     fn last_log_id(&self) -> Result<Option<LogId>, StorageError> {
-        let cf = self.cf(CF_LOG)?;
-        let mut iter = self.db.iterator_cf(cf, IteratorMode::End);
-        match iter.next() {
-            Some(item) => {
-                let (_, value) = item.map_err(io_read)?;
+        match self.disk.last(Column::Log).map_err(io_read)? {
+            Some((_, value)) => {
                 let entry: Entry = decode(&value).map_err(io_read)?;
                 Ok(Some(entry.log_id))
             }
@@ -121,11 +106,12 @@ impl LogStore {
     }
 
     fn delete_range(&self, from: u64, to: u64, sync: bool) -> Result<(), StorageError> {
-        let cf = self.cf(CF_LOG)?;
-        let mut batch = WriteBatch::default();
-        batch.delete_range_cf(cf, log_key(from), log_key(to));
-        let options = if sync { synced() } else { WriteOptions::default() };
-        self.db.write_opt(batch, &options).map_err(io_write)
+        let change = DiskOp::DeleteRange {
+            column: Column::Log,
+            from: log_key(from).to_vec(),
+            to: log_key(to).to_vec(),
+        };
+        self.disk.write(vec![change], sync).map_err(io_write)
     }
 }
 
@@ -147,13 +133,13 @@ impl RaftLogReader<TypeConfig> for LogStore {
         if let Some(entries) = self.tail().get(start, end) {
             return Ok(entries);
         }
-        let cf = self.cf(CF_LOG)?;
         let mut entries = Vec::new();
-        let iter = self
-            .db
-            .iterator_cf(cf, IteratorMode::From(&log_key(start), Direction::Forward));
-        for item in iter {
-            let (key, value) = item.map_err(io_read)?;
+        let to = (end != u64::MAX).then(|| log_key(end));
+        let stored = self
+            .disk
+            .range(Column::Log, &log_key(start), to.as_ref().map(|key| &key[..]))
+            .map_err(io_read)?;
+        for (key, value) in stored {
             let index = log_index(&key).map_err(io_read)?;
             if !range.contains(&index) {
                 break;
@@ -223,23 +209,28 @@ impl RaftLogStorage<TypeConfig> for LogStore {
         I: IntoIterator<Item = Entry> + OptionalSend,
         I::IntoIter: OptionalSend,
     {
-        let cf = self.cf(CF_LOG)?;
         let entries: Vec<Entry> = entries.into_iter().collect();
-        let mut batch = WriteBatch::default();
+        let mut changes = Vec::with_capacity(entries.len());
         for entry in &entries {
-            let bytes = encode(entry).map_err(io_write)?;
-            batch.put_cf(cf, log_key(entry.log_id.index), bytes);
+            changes.push(DiskOp::Put {
+                column: Column::Log,
+                key: log_key(entry.log_id.index).to_vec(),
+                value: encode(entry).map_err(io_write)?,
+            });
         }
         // The append is durable once the WAL is synced; only then is it reported done.
-        let db = self.db.clone();
+        let disk = self.disk.clone();
         let timer = self.append_seconds.start_timer();
-        let written = tokio::task::spawn_blocking(move || {
-            let written = db.write_opt(batch, &synced());
+        let write = move || {
+            let written = disk.write(changes, true);
             timer.observe_duration();
             written
-        })
-        .await
-        .map_err(io_write)?;
+        };
+        let written = if self.disk.blocks() {
+            tokio::task::spawn_blocking(write).await.map_err(io_write)?
+        } else {
+            write()
+        };
         match written {
             Ok(()) => {
                 self.tail().appended(entries);
@@ -272,7 +263,7 @@ mod tests {
     use openraft::{CommittedLeaderId, LogId};
 
     use super::*;
-    use crate::store::open_db;
+    use crate::store::RocksDisk;
 
     fn committed(index: u64) -> Option<LogId<u64>> {
         Some(LogId::new(CommittedLeaderId::new(1, 1), index))
@@ -282,7 +273,10 @@ mod tests {
     async fn the_committed_index_is_written_every_64_entries_and_known_at_once(
     ) -> Result<(), Box<dyn std::error::Error>> {
         let dir = tempfile::TempDir::new()?;
-        let mut store = LogStore::new(open_db(dir.path())?, crate::metrics::unregistered_histogram()?);
+        let mut store = LogStore::new(
+            RocksDisk::open(dir.path())?,
+            crate::metrics::unregistered_histogram()?,
+        );
         store.save_committed_every = Duration::from_secs(3600);
         let known = store.committed_index();
         store.save_committed(committed(1)).await?;

@@ -1,6 +1,7 @@
-//! RocksDB-backed Raft storage: one database per node with three column families.
+//! Raft storage: the log store and the state machine over a [`Disk`] of three keyspaces —
+//! RocksDB on a node (a column family each), memory in the simulation.
 //!
-//! | column family | holds |
+//! | keyspace | holds |
 //! |---|---|
 //! | `log` | log entries keyed by big-endian index |
 //! | `meta` | vote, committed log id, last purged log id |
@@ -16,61 +17,32 @@
 #![allow(clippy::result_large_err)]
 
 mod codec;
+pub mod disk;
 mod history;
 mod log_store;
 pub(crate) mod recover;
 mod state_machine;
 mod tail;
 
-use std::path::Path;
 use std::sync::Arc;
 
 use prometheus::Histogram;
-use rocksdb::{ColumnFamilyDescriptor, Options, DB};
 
+pub use disk::{Disk, RocksDisk};
 pub use log_store::LogStore;
 pub use state_machine::{SharedState, StateMachineStore};
 
 use crate::error::StoreError;
 
-pub(crate) const CF_LOG: &str = "log";
-pub(crate) const CF_META: &str = "meta";
-pub(crate) const CF_STATE: &str = "state";
-
-/// Opens (or creates) the node's database under `dir`.
-pub fn open_db(dir: &Path) -> Result<Arc<DB>, StoreError> {
-    let mut options = Options::default();
-    options.create_if_missing(true);
-    options.create_missing_column_families(true);
-    options.set_compression_type(rocksdb::DBCompressionType::Lz4);
-    let column_families = [CF_LOG, CF_META, CF_STATE]
-        .into_iter()
-        .map(|name| ColumnFamilyDescriptor::new(name, Options::default()));
-    let db = DB::open_cf_descriptors(&options, dir, column_families).map_err(|e| {
-        // RocksDB reports a newer table format only in its message.
-        let detail = e.to_string();
-        if detail.contains("unsupported format_version") {
-            StoreError::NewerFormat {
-                dir: dir.display().to_string(),
-                detail,
-            }
-        } else {
-            StoreError::Storage(e)
-        }
-    })?;
-    Ok(Arc::new(db))
-}
-
-/// Opens the log store and state machine over one database; `append_seconds` observes every
+/// Opens the log store and state machine over one disk; `append_seconds` observes every
 /// durable append to the log.
 pub fn open(
-    dir: &Path,
+    disk: Arc<dyn Disk>,
     watch_history: usize,
     append_seconds: Histogram,
 ) -> Result<(LogStore, StateMachineStore), StoreError> {
-    let db = open_db(dir)?;
-    let log_store = LogStore::new(db.clone(), append_seconds);
-    let state_machine = StateMachineStore::open(db, watch_history)?;
+    let log_store = LogStore::new(disk.clone(), append_seconds);
+    let state_machine = StateMachineStore::open(disk, watch_history)?;
     Ok((log_store, state_machine))
 }
 
@@ -83,7 +55,7 @@ mod tests {
 
     use tempfile::TempDir;
 
-    use super::open_db;
+    use super::RocksDisk;
     use crate::error::StoreError;
 
     #[test]
@@ -97,7 +69,7 @@ mod tests {
                 std::fs::copy(file.path(), dir.path().join(file.file_name()))?;
             }
         }
-        match open_db(dir.path()) {
+        match RocksDisk::open(dir.path()) {
             Err(error @ StoreError::NewerFormat { .. }) => {
                 let message = error.to_string();
                 assert!(message.contains(&dir.path().display().to_string()), "{message}");

@@ -8,12 +8,11 @@ use std::path::Path;
 
 use drover_model::State;
 use openraft::EntryPayload;
-use rocksdb::{Direction, IteratorMode, Options, DB};
 
 use super::codec::{decode, log_index, log_key};
+use super::disk::{Column, Disk, RocksDisk};
 use super::log_store::KEY_COMMITTED;
 use super::state_machine::StateMachineStore;
-use super::{CF_LOG, CF_META, CF_STATE};
 use crate::error::StoreError;
 use crate::typ::{Entry, LogId};
 
@@ -51,31 +50,23 @@ pub fn recover(dir: &Path, through: Through) -> Result<Recovered, StoreError> {
             dir.display()
         )));
     }
-    let db = DB::open_cf_for_read_only(&Options::default(), dir, [CF_LOG, CF_META, CF_STATE], false)?;
-    let db = std::sync::Arc::new(db);
-    let machine = StateMachineStore::open(db.clone(), 1)?;
+    let disk = RocksDisk::open_read_only(dir)?;
+    let machine = StateMachineStore::open(disk.clone(), 1)?;
     let shared = machine.shared();
     let (mut state, snapshot_index) = {
         let mut applied = shared.applied.write().unwrap_or_else(|p| p.into_inner());
         let index = applied.last_applied.as_ref().map_or(0, |id| id.index);
         (std::mem::take(&mut applied.state), index)
     };
-    let meta = db
-        .cf_handle(CF_META)
-        .ok_or_else(|| StoreError::Corrupt("missing column family meta".into()))?;
-    let committed: Option<Option<LogId>> = match db.get_cf(meta, KEY_COMMITTED)? {
+    let committed: Option<Option<LogId>> = match disk.get(Column::Meta, KEY_COMMITTED)? {
         Some(bytes) => Some(decode(&bytes)?),
         None => None,
     };
     let committed_index = committed.flatten().map_or(0, |id| id.index);
-    let log = db
-        .cf_handle(CF_LOG)
-        .ok_or_else(|| StoreError::Corrupt("missing column family log".into()))?;
     let start = log_key(snapshot_index.saturating_add(1));
     let mut applied_index = snapshot_index;
     let mut last_index = snapshot_index;
-    for item in db.iterator_cf(log, IteratorMode::From(&start, Direction::Forward)) {
-        let (key, value) = item?;
+    for (key, value) in disk.range(Column::Log, &start, None)? {
         let index = log_index(&key)?;
         last_index = index;
         if through == Through::Committed && index > committed_index {

@@ -1,5 +1,5 @@
 //! The state machine: an in-memory [`State`] fed by committed entries, with its snapshot
-//! persisted in RocksDB. Applied changes are published to watchers after each batch.
+//! persisted on the member's [`Disk`]. Applied changes are published to watchers after each batch.
 
 use std::collections::BTreeMap;
 use std::io::Cursor;
@@ -9,13 +9,12 @@ use std::sync::{Arc, Mutex, RwLock};
 use drover_model::{Change, CommandResult, State};
 use openraft::storage::RaftStateMachine;
 use openraft::{AnyError, EntryPayload, OptionalSend, RaftSnapshotBuilder, StorageIOError};
-use rocksdb::{WriteBatch, WriteOptions, DB};
 use serde::{Deserialize, Serialize};
 use tokio::sync::{broadcast, oneshot};
 
 use super::codec::{decode, encode};
+use super::disk::{Column, Disk, DiskOp};
 use super::history::ChangeHistory;
-use super::CF_STATE;
 use crate::error::StoreError;
 use crate::typ::{Entry, LogId, Snapshot, SnapshotMeta, StorageError, StoredMembership, TypeConfig};
 
@@ -107,7 +106,7 @@ impl SharedState {
 /// The openraft state machine over [`SharedState`].
 #[derive(Clone)]
 pub struct StateMachineStore {
-    db: Arc<DB>,
+    disk: Arc<dyn Disk>,
     shared: Arc<SharedState>,
 }
 
@@ -121,15 +120,12 @@ fn snapshot_write(e: impl std::error::Error + 'static) -> StorageError {
 
 impl StateMachineStore {
     /// Loads the state machine from the persisted snapshot, if there is one.
-    pub(crate) fn open(db: Arc<DB>, watch_history: usize) -> Result<Self, StoreError> {
-        let cf = db
-            .cf_handle(CF_STATE)
-            .ok_or_else(|| StoreError::Corrupt("missing column family state".into()))?;
-        let meta: Option<SnapshotMeta> = match db.get_cf(cf, KEY_SNAPSHOT_META)? {
+    pub(crate) fn open(disk: Arc<dyn Disk>, watch_history: usize) -> Result<Self, StoreError> {
+        let meta: Option<SnapshotMeta> = match disk.get(Column::State, KEY_SNAPSHOT_META)? {
             Some(bytes) => Some(decode(&bytes)?),
             None => None,
         };
-        let applied = match (&meta, db.get_cf(cf, KEY_SNAPSHOT_DATA)?) {
+        let applied = match (&meta, disk.get(Column::State, KEY_SNAPSHOT_DATA)?) {
             (Some(meta), Some(bytes)) => {
                 let data: SnapshotData = decode(&bytes)?;
                 Applied {
@@ -156,7 +152,7 @@ impl StateMachineStore {
             snapshots_built: AtomicU64::new(0),
             snapshots_installed: AtomicU64::new(0),
         });
-        Ok(Self { db, shared })
+        Ok(Self { disk, shared })
     }
 
     /// The state shared with readers and watchers.
@@ -165,17 +161,20 @@ impl StateMachineStore {
     }
 
     fn persist_snapshot(&self, meta: &SnapshotMeta, data: &[u8]) -> Result<(), StorageError> {
-        let cf = self
-            .db
-            .cf_handle(CF_STATE)
-            .ok_or_else(|| snapshot_write(StoreError::Corrupt("missing column family state".into())))?;
-        let mut batch = WriteBatch::default();
-        batch.put_cf(cf, KEY_SNAPSHOT_META, encode(meta).map_err(snapshot_write)?);
-        batch.put_cf(cf, KEY_SNAPSHOT_DATA, data);
-        let mut options = WriteOptions::default();
+        let changes = vec![
+            DiskOp::Put {
+                column: Column::State,
+                key: KEY_SNAPSHOT_META.to_vec(),
+                value: encode(meta).map_err(snapshot_write)?,
+            },
+            DiskOp::Put {
+                column: Column::State,
+                key: KEY_SNAPSHOT_DATA.to_vec(),
+                value: data.to_vec(),
+            },
+        ];
         // The log behind this snapshot may be purged next, so it must be on disk first.
-        options.set_sync(true);
-        self.db.write_opt(batch, &options).map_err(snapshot_write)
+        self.disk.write(changes, true).map_err(snapshot_write)
     }
 
     fn publish(&self, changes: Vec<Change>, applied_index: u64) {
@@ -299,12 +298,8 @@ impl RaftStateMachine<TypeConfig> for StateMachineStore {
     }
 
     async fn get_current_snapshot(&mut self) -> Result<Option<Snapshot>, StorageError> {
-        let cf = self
-            .db
-            .cf_handle(CF_STATE)
-            .ok_or_else(|| sm_read(StoreError::Corrupt("missing column family state".into())))?;
-        let meta = self.db.get_cf(cf, KEY_SNAPSHOT_META).map_err(sm_read)?;
-        let data = self.db.get_cf(cf, KEY_SNAPSHOT_DATA).map_err(sm_read)?;
+        let meta = self.disk.get(Column::State, KEY_SNAPSHOT_META).map_err(sm_read)?;
+        let data = self.disk.get(Column::State, KEY_SNAPSHOT_DATA).map_err(sm_read)?;
         match (meta, data) {
             (Some(meta), Some(data)) => {
                 let meta: SnapshotMeta = decode(&meta).map_err(sm_read)?;
@@ -323,12 +318,11 @@ mod tests {
     use tokio::sync::oneshot::error::TryRecvError;
 
     use super::*;
-    use crate::store::open_db;
+    use crate::store::disk::MemDisk;
 
     #[test]
     fn a_waiter_wakes_when_its_index_is_applied_and_not_before() -> Result<(), Box<dyn std::error::Error>> {
-        let dir = tempfile::TempDir::new()?;
-        let store = StateMachineStore::open(open_db(dir.path())?, 16)?;
+        let store = StateMachineStore::open(Arc::new(MemDisk::new()), 16)?;
         let shared = store.shared();
         let mut five = shared.applied_waiter(5).ok_or("index 5 is not applied yet")?;
         let mut seven = shared.applied_waiter(7).ok_or("index 7 is not applied yet")?;
