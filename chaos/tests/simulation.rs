@@ -1,6 +1,6 @@
-//! Deterministic simulation in CI: a hundred seeds of the register workload against an
-//! in-process cluster whose network, clock and disk are simulated (`drover_chaos::sim`), and
-//! proof that the same checkers catch the planted stale-read bug there.
+//! Deterministic simulation in CI: a hundred seeds of the register workload against three real
+//! `RaftHandle`s whose network, clock and disks are simulated (`drover_chaos::sim`), and proof
+//! that the same checkers catch the planted stale read and the planted lying fsync there.
 
 use std::time::Duration;
 
@@ -89,11 +89,12 @@ fn the_planted_stale_read_is_found_in_most_simulated_seeds() {
 }
 
 #[test]
-fn a_planted_missing_fsync_is_found() {
+fn a_planted_lying_fsync_is_found() {
     // Killing real processes cannot show a missing fsync (the page cache keeps what they wrote);
-    // the simulated disk drops unsynced appends when a host crashes. Seed 6 crashes hosts while
-    // their acknowledged tail is unsynced; the simulation is deterministic, so this is the same
-    // run every time (replay: `drover-chaos --simulate --planted-no-fsync --seed 6 --duration 12`).
+    // the simulated disk keeps synced and unsynced writes apart and a crashed host comes back
+    // with the synced ones only. With the planted bug an append's sync lies, so a crash loses
+    // acknowledged entries — in the seeds where a crash hits a member while its tail is unsynced.
+    // Proof is a broken history or openraft's own assertion that a follower's log went back.
     // The options `drover-chaos --simulate` runs with by default: six clients, four keys.
     let template = SimOptions {
         duration: Duration::from_secs(12),
@@ -102,28 +103,16 @@ fn a_planted_missing_fsync_is_found() {
         planted_no_fsync: true,
         ..SimOptions::new(0)
     };
-    let outcomes = simulate_seeds(6, 1, &template, 1);
-    let outcome = &outcomes[0];
-    println!("{}", outcome.summary());
-    let proven: Vec<&String> = outcome
-        .violations
+    let outcomes = simulate_seeds(1, 20, &template, THREADS);
+    let found: Vec<u64> = outcomes
         .iter()
-        .filter(|v| !v.contains("no order found"))
+        .filter(|outcome| outcome.violations.iter().any(|v| !v.contains("no order found")))
+        .map(|outcome| outcome.seed)
         .collect();
+    println!("the lying fsync was found in seeds {found:?}");
     assert!(
-        !proven.is_empty(),
-        "the missing fsync went unnoticed: {:?}",
-        outcome.violations
+        found.len() >= 3,
+        "the lying fsync went unnoticed in {} of 20 seeds: {found:?}",
+        20 - found.len()
     );
-    // The honest disk passes the same seed.
-    let honest = simulate_seeds(
-        6,
-        1,
-        &SimOptions {
-            planted_no_fsync: false,
-            ..template
-        },
-        1,
-    );
-    assert!(honest[0].violations.is_empty(), "{:?}", honest[0].violations);
 }

@@ -100,7 +100,10 @@ async fn drain<T: Send + 'static, A: Send + 'static>(
     while let Some(first) = pending.recv().await {
         // Waiting for a slot is what lets the queue fill up.
         let slot = loop {
+            // Biased: a free slot wins a tie, and no draw from the runtime's generator makes a
+            // simulated run differ from its replay.
             tokio::select! {
+                biased;
                 slot = slots.clone().acquire_owned() => match slot {
                     Ok(slot) => break slot,
                     Err(_) => return,

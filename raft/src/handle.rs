@@ -605,9 +605,13 @@ impl RaftHandle {
                 Some(answer) => return Routed::Answer(answer),
                 None => {}
             }
-            // Wait for a leadership change, or look again shortly.
+            // Wait for a leadership change, or look again shortly. Nothing was proposed in this
+            // round; a closed feed means Raft has stopped (waiting on it again would spin until
+            // the deadline — the simulation found this after a Raft core panicked).
             let wake = (Instant::now() + LEADER_POLL).min(deadline);
-            let _ = tokio::time::timeout_at(wake, leadership.changed()).await;
+            if let Ok(Err(_)) = tokio::time::timeout_at(wake, leadership.changed()).await {
+                return Routed::NoLeader("this node's Raft has stopped".into());
+            }
         }
     }
 

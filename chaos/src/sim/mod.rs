@@ -1,17 +1,22 @@
 //! Deterministic simulation: the register workload and the same checkers as the real-process
-//! harness, over an in-process three-node cluster whose network, clock and randomness belong
-//! to a turmoil simulation driven by one seed. What runs is openraft 0.9 with Drover's state
-//! machine ([`drover_model::State::apply`]) on a simulated disk; what is simulated is the edge:
-//! TCP between hosts (latency, partitions, held messages), time, crashes. The node's HTTP
-//! layer, leader forwarding and RocksDB store are not inside — the real-process harness covers
-//! those. A run of 15 simulated seconds takes a fraction of a real second, so CI runs a
-//! hundred seeds. One seed replays one run's choices exactly; the interleaving matches too
-//! except where openraft's core uses `futures::select!`, whose tie-breaking draws from a
-//! process-wide generator (the digest printed per run shows whether a replay matched).
+//! harness, over an in-process three-node cluster whose network, clock, disks and randomness
+//! belong to a turmoil simulation driven by one seed. What runs on each simulated host is the
+//! node's own Raft: [`drover_raft::RaftHandle`] with its elector (pre-vote), group commit,
+//! forwarding of writes and read indexes to the leader, and the log store and state machine
+//! of the RocksDB store, through the seams of [`drover_raft::Seams`] — peers over simulated TCP
+//! ([`transport`]), a [`drover_raft::MemDisk`] that a crash cuts back to what was synced, and
+//! simulated time for the leader's clock. What is simulated is only the edge: TCP between hosts
+//! (latency, partitions, held messages), time, power cuts. The node's HTTP layer and RocksDB
+//! itself are not inside — the real-process harness covers those. A run of 15 simulated
+//! seconds takes about a real second, so CI runs a hundred seeds. One seed replays one run's
+//! choices exactly; the interleaving matches too except where openraft's core uses
+//! `futures::select!`, whose tie-breaking draws from a process-wide generator (the digest
+//! printed per run shows whether a replay matched).
 
 mod clients;
-mod node;
-mod store;
+mod host;
+mod panics;
+mod transport;
 mod wire;
 
 use std::cell::RefCell;
@@ -20,13 +25,13 @@ use std::rc::Rc;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use openraft::BasicNode;
+use drover_raft::{MemDisk, RaftConfig};
 use serde::Serialize;
 
 use crate::checker::linearizable;
 use crate::rng::Rng;
 use clients::{ClientPlan, SharedHistory, SimHistory};
-use node::{host_name, NodeSetup};
+use host::{host_name, HostSetup, Registry};
 use wire::{call, Request, Response};
 
 /// What one simulated run does.
@@ -42,11 +47,12 @@ pub struct SimOptions {
     pub keys: u64,
     /// Simulated time of workload and faults.
     pub duration: Duration,
-    /// Serve reads without the read barrier (the planted bug the checker must find).
+    /// Serve reads from the local replica without a read index (the planted bug the checker
+    /// must find).
     pub planted_stale_read: bool,
-    /// Acknowledge log appends before they are synced, so a crash loses them (the other planted
-    /// bug: a missing fsync, which killing real processes cannot show, since the kernel's page
-    /// cache keeps their unsynced writes).
+    /// Disks whose fsync of a log append lies, so a crash loses acknowledged entries (the other
+    /// planted bug: a missing fsync, which killing real processes cannot show, since the
+    /// kernel's page cache keeps their unsynced writes; see [`MemDisk::planted_lying_fsync`]).
     pub planted_no_fsync: bool,
 }
 
@@ -161,28 +167,23 @@ const FAULTS: [Fault; 5] = [
 /// How long after healing the nodes have to agree.
 const CONVERGE_WITHIN: Duration = Duration::from_secs(20);
 
-fn raft_config() -> Result<Arc<openraft::Config>, String> {
-    let config = openraft::Config {
-        cluster_name: "drover-sim".into(),
-        heartbeat_interval: 50,
-        election_timeout_min: 250,
-        election_timeout_max: 500,
-        // Small, so that snapshots are built, logs purged and snapshots sent to laggards.
-        snapshot_policy: openraft::SnapshotPolicy::LogsSinceLast(300),
-        max_in_snapshot_log_to_keep: 50,
-        max_payload_entries: 64,
-        install_snapshot_timeout: 1000,
-        ..Default::default()
-    };
-    config.validate().map(Arc::new).map_err(|e| e.to_string())
+/// A node's default timings, with snapshots small enough that logs are purged and laggards
+/// get snapshots, and a request timeout shorter than the clients' patience.
+fn raft_config() -> RaftConfig {
+    RaftConfig {
+        rpc_timeout: Duration::from_millis(500),
+        request_timeout: Duration::from_secs(1),
+        snapshot_every_logs: 300,
+        logs_kept_after_snapshot: 50,
+        watch_history: 1_000,
+        ..RaftConfig::default()
+    }
 }
-
-/// The Raft instances of the running hosts, for the driver to find the leader.
-type Registry = Arc<Mutex<BTreeMap<u64, node::SimRaft>>>;
 
 /// Runs one seed.
 pub fn simulate(options: &SimOptions) -> SimOutcome {
     let started = Instant::now();
+    panics::record_on_this_thread();
     // openraft's election timeouts, drawn from the seed on this thread (every host runs here).
     let mut timeouts = Rng::new(options.seed);
     drover_raft::runtime::draw_from(move || timeouts.next_u64());
@@ -199,13 +200,7 @@ pub fn simulate(options: &SimOptions) -> SimOutcome {
         digest: 0,
         wall_ms: 0,
     };
-    let config = match raft_config() {
-        Ok(config) => config,
-        Err(e) => {
-            outcome.violations.push(format!("bad raft config: {e}"));
-            return outcome;
-        }
-    };
+    let config = raft_config();
     let mut sim = turmoil::Builder::new()
         .rng_seed(options.seed)
         .simulation_duration(options.duration + CONVERGE_WITHIN + Duration::from_secs(30))
@@ -217,25 +212,24 @@ pub fn simulate(options: &SimOptions) -> SimOutcome {
         .build();
 
     let ids: Vec<u64> = (1..=options.nodes).collect();
-    let members: BTreeMap<u64, BasicNode> = ids
-        .iter()
-        .map(|id| (*id, BasicNode::new(host_name(*id))))
-        .collect();
     let registry: Registry = Arc::default();
     for id in &ids {
-        let setup = NodeSetup {
+        let disk = MemDisk::new();
+        if options.planted_no_fsync {
+            disk.planted_lying_fsync();
+        }
+        let setup = HostSetup {
             id: *id,
-            disk: Arc::default(),
-            members: members.clone(),
+            disk,
+            members: ids.clone(),
             config: config.clone(),
             planted_stale_read: options.planted_stale_read,
-            planted_no_fsync: options.planted_no_fsync,
         };
         let registry = registry.clone();
         sim.host(host_name(*id), move || {
             let setup = setup.clone();
             let registry = registry.clone();
-            node::run(setup, registry)
+            host::run(setup, registry)
         });
     }
 
@@ -305,7 +299,7 @@ fn leader(registry: &Registry, sim: &mut turmoil::Sim<'_>, ids: &[u64]) -> Optio
     registry
         .iter()
         .filter(|(id, _)| running.contains(id))
-        .find(|(id, raft)| raft.metrics().borrow().current_leader == Some(**id))
+        .find(|(_, handle)| handle.leadership().borrow().is_self)
         .map(|(id, _)| *id)
 }
 
@@ -379,7 +373,15 @@ fn drive(
                 crashed,
             });
         }
-        if sim.step()? {
+        let finished = sim.step()?;
+        if let Some(panic) = panics::take().into_iter().next() {
+            outcome.violations.push(format!(
+                "a node panicked at {} ms: {panic}",
+                sim.elapsed().as_millis()
+            ));
+            return Ok(());
+        }
+        if finished {
             return Ok(());
         }
     }
@@ -404,8 +406,8 @@ async fn verify(
     loop {
         let mut seen = Vec::new();
         for id in &ids {
-            if let Ok(Response::Status { applied, objects }) =
-                call(&host_name(*id), &Request::Status, Duration::from_secs(1)).await
+            if let Ok(Response::Inventory { applied, objects }) =
+                call(&host_name(*id), &Request::Inventory, Duration::from_secs(1)).await
             {
                 seen.push(NodeStatus { applied, objects });
             }

@@ -1,11 +1,17 @@
 //! The simulated network's messages: one JSON request and one JSON answer per turmoil TCP
-//! connection, each framed by a 4-byte big-endian length. Every call has a deadline, because a
-//! held or partitioned link never answers.
+//! connection, each framed by a 4-byte big-endian length. Members send each other what
+//! [`drover_raft::network::transport::Transport`] carries; clients send the calls a user's
+//! request turns into at a node's API. Every call has a deadline, because a held or
+//! partitioned link never answers.
 
 use std::time::Duration;
 
 use drover_model::{Command, CommandResult, ObjectKey, StoredObject};
-use openraft::error::{Fatal, RaftError};
+use drover_raft::network::protocol::{
+    LeaderRequest, LeaderResponse, NodeStatus, PreVoteRequest, PreVoteResponse,
+};
+use drover_raft::network::transport::{NodeId, RaftAnswer, SnapshotMeta, TypeConfig, Vote};
+use openraft::error::Fatal;
 use openraft::raft::{
     AppendEntriesRequest, AppendEntriesResponse, SnapshotResponse, VoteRequest, VoteResponse,
 };
@@ -14,20 +20,18 @@ use serde::{Deserialize, Serialize};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use turmoil::net::TcpStream;
 
-use super::store::{SimTypes, SnapshotMeta, Vote};
-
 /// The port every simulated node listens on.
 pub const PORT: u16 = 7000;
 
-/// What a node is asked.
+/// What a node is asked, by a peer or by a client.
 // One message per connection: boxing would only add an allocation.
 #[allow(clippy::large_enum_variant)]
 #[derive(Debug, Serialize, Deserialize)]
 pub enum Request {
-    /// openraft's AppendEntries.
-    Append(AppendEntriesRequest<SimTypes>),
-    /// openraft's RequestVote.
-    Vote(VoteRequest<u64>),
+    /// Raft's AppendEntries.
+    Append(AppendEntriesRequest<TypeConfig>),
+    /// Raft's RequestVote.
+    Vote(VoteRequest<NodeId>),
     /// A whole snapshot.
     Snapshot {
         /// The sender's vote.
@@ -37,36 +41,54 @@ pub enum Request {
         /// The encoded state.
         data: Vec<u8>,
     },
-    /// A client's write, served by the leader only.
+    /// A request only the leader answers (forwarded writes, read index).
+    Leader(LeaderRequest),
+    /// Would the receiver vote for the sender now?
+    PreVote(PreVoteRequest),
+    /// The receiver's own status.
+    PeerStatus,
+    /// A client's write, to any node (which forwards it to the leader).
     Write(Command),
-    /// A client's linearizable read of one object, served by the leader only.
+    /// A client's linearizable read of one object, to any node.
     Read(ObjectKey),
     /// The node's applied index and the objects it holds (for the checks after healing).
-    Status,
+    Inventory,
 }
 
 /// What a node answers.
 #[derive(Debug, Serialize, Deserialize)]
 pub enum Response {
     /// To [`Request::Append`].
-    Append(Result<AppendEntriesResponse<u64>, RaftError<u64>>),
+    Append(RaftAnswer<AppendEntriesResponse<NodeId>>),
     /// To [`Request::Vote`].
-    Vote(Result<VoteResponse<u64>, RaftError<u64>>),
+    Vote(RaftAnswer<VoteResponse<NodeId>>),
     /// To [`Request::Snapshot`].
-    Snapshot(Result<SnapshotResponse<u64>, Fatal<u64>>),
+    Snapshot(Result<SnapshotResponse<NodeId>, Fatal<NodeId>>),
+    /// To [`Request::Leader`].
+    Leader(LeaderResponse),
+    /// To [`Request::PreVote`].
+    PreVote(PreVoteResponse),
+    /// To [`Request::PeerStatus`].
+    PeerStatus(NodeStatus),
+    /// A peer request refused before Raft saw it, with the HTTP status a node would answer.
+    Refused {
+        /// 400 or 422.
+        status: u16,
+        /// Why.
+        message: String,
+    },
     /// The write committed with this result.
     Written(CommandResult),
-    /// The write was handed to Raft but its fate is unknown.
+    /// The write certainly was not applied (no leader could be reached).
+    NotWritten(String),
+    /// The write was handed to a leader but its fate is unknown.
     WriteUnknown(String),
     /// The object read (absent: `None`).
     Read(Option<StoredObject>),
-    /// This node does not lead; nothing was done. `leader` is who it believes does.
-    NotLeader {
-        /// The leader it knows of.
-        leader: Option<u64>,
-    },
-    /// To [`Request::Status`].
-    Status {
+    /// No leader confirmed the read.
+    NotRead(String),
+    /// To [`Request::Inventory`].
+    Inventory {
         /// Last applied log index.
         applied: u64,
         /// Every object: key, holder, resource version.

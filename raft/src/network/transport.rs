@@ -14,7 +14,8 @@ use openraft::raft::{
 
 use super::client::{PeerClient, PeerError};
 use super::protocol::{LeaderRequest, LeaderResponse, NodeStatus, PreVoteRequest, PreVoteResponse};
-use crate::typ::{NodeId, RaftError, SnapshotMeta, TypeConfig, Vote};
+// The openraft types a transport carries, named for transports outside this crate.
+pub use crate::typ::{NodeId, RaftError, SnapshotMeta, TypeConfig, Vote};
 
 /// A request on its way: the peer's answer, or why there is none.
 pub type PeerFuture<'a, T> = Pin<Box<dyn Future<Output = Result<T, PeerError>> + Send + 'a>>;
