@@ -174,7 +174,10 @@ async fn run(
                     retry_at = Some(Instant::now() + backoff(&mut root_policy, policy));
                 }
             }
-            _ = retry => {}
+            // Due now: the next turn may start the root. Cleared, or a node that lost the
+            // leadership meanwhile would find the same past deadline at every turn and spin
+            // (found by the simulation).
+            _ = retry => retry_at = None,
         }
     }
     if let Some(running) = root.take() {
@@ -185,7 +188,7 @@ async fn run(
 }
 
 fn backoff(root_policy: &mut RestartPolicy, config: RestartPolicyConfig) -> Duration {
-    match root_policy.on_failure(std::time::Instant::now()) {
+    match root_policy.on_failure(Instant::now()) {
         Decision::RestartAfter(delay) => delay,
         Decision::GiveUp => config.max_backoff,
     }

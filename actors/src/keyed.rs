@@ -6,7 +6,9 @@
 
 use std::collections::HashMap;
 use std::hash::Hash;
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+use tokio::time::Instant;
 
 use ractor::{ActorCell, ActorId, ActorRef, Message};
 

@@ -2,7 +2,9 @@
 //! ractor leaves restart decisions to supervisors; this is ours.
 
 use std::collections::VecDeque;
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+use tokio::time::Instant;
 
 /// Settings of a [`RestartPolicy`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -7,7 +7,9 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+use tokio::time::Instant;
 
 use drover_model::cluster::agent_api::{
     Fence, InstanceId, InstanceSpec, InstanceState, Inventory, NodeFacts, SetName,

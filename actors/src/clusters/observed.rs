@@ -6,7 +6,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, RwLock};
-use std::time::Instant;
+use tokio::time::Instant;
 
 use drover_model::cluster::agent_api::{InstanceStatus, Inventory, SetName};
 use drover_model::cluster::ClusterRef;

@@ -5,7 +5,9 @@
 //! `reschedule_after`, jittered) is this leader's memory.
 
 use std::collections::{HashMap, HashSet};
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+use tokio::time::Instant;
 
 use drover_model::service::placement::Placement;
 use drover_model::{Command, CommandResult, Proposal};

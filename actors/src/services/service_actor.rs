@@ -11,7 +11,9 @@
 //! runs the desired set, and instance ids are deterministic, so nothing is started twice.
 
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+use tokio::time::Instant;
 
 use drover_model::cluster::agent_api::{InstanceStatus, SetName};
 use drover_model::cluster::ClusterRef;
