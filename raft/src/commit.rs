@@ -2,11 +2,14 @@
 //! replicating become one log entry (`Command::Batch`), and each caller gets its own result
 //! and its own revision.
 
+use std::time::Duration;
+
 use drover_model::command::{Command, CommandResult, Proposal};
 use prometheus::Histogram;
+use tokio::sync::watch;
 
 use crate::batcher::Batcher;
-use crate::handle::wall_clock_ms;
+use crate::handle::Leadership;
 use crate::network::protocol::LeaderResponse;
 use crate::typ::Raft;
 
@@ -19,15 +22,27 @@ const IN_FLIGHT: usize = 2;
 const MAX_BATCH: usize = 64;
 
 /// The leader's group commit in front of `raft`; `writes_per_entry` observes each entry's size.
-pub(crate) fn group_commit(raft: Raft, writes_per_entry: Histogram) -> Batcher<Proposal, LeaderResponse> {
-    Batcher::start(IN_FLIGHT, MAX_BATCH, None, move |proposals| {
+///
+/// A proposal's slot is free again after `answer_within`, and all slots are when `leadership`
+/// changes: openraft 0.9 never answers an entry proposed by a leader that was cut off and then
+/// caught up by a snapshot (the snapshot replaces the log without answering its waiting
+/// callers), and two such entries held both slots, so that node, leader again in a later term,
+/// committed nothing more — found by the simulation with the actors running.
+pub(crate) fn group_commit(
+    raft: Raft,
+    writes_per_entry: Histogram,
+    leadership: watch::Receiver<Leadership>,
+    answer_within: Duration,
+) -> Batcher<Proposal, LeaderResponse> {
+    Batcher::start(IN_FLIGHT, MAX_BATCH, Some(leadership), move |proposals| {
         writes_per_entry.observe(proposals.len() as f64);
-        Box::pin(commit(raft.clone(), proposals))
+        Box::pin(commit(raft.clone(), proposals, answer_within))
     })
 }
 
-/// Proposes one entry for `proposals` and answers each of them.
-async fn commit(raft: Raft, proposals: Vec<Proposal>) -> Vec<LeaderResponse> {
+/// Proposes one entry for `proposals` and answers each of them, or says it may still commit
+/// after `answer_within`.
+async fn commit(raft: Raft, proposals: Vec<Proposal>, answer_within: Duration) -> Vec<LeaderResponse> {
     let count = proposals.len();
     let single = count == 1;
     let entry = if single {
@@ -39,12 +54,17 @@ async fn commit(raft: Raft, proposals: Vec<Proposal>) -> Vec<LeaderResponse> {
         Proposal {
             idempotency_key: None,
             idempotency_request: None,
-            now_ms: wall_clock_ms(),
+            // The leader stamped each with its clock just before; the newest stands for all.
+            now_ms: proposals.iter().map(|p| p.now_ms).max().unwrap_or(0),
             principal: None,
             command: Command::Batch { proposals },
         }
     };
-    match raft.client_write(entry).await {
+    let Ok(written) = tokio::time::timeout(answer_within, raft.client_write(entry)).await else {
+        let message = format!("not answered within {answer_within:?}; it may still commit");
+        return vec![LeaderResponse::Failed { message }; count];
+    };
+    match written {
         Ok(response) => {
             let index = response.log_id.index;
             match response.data {

@@ -335,7 +335,12 @@ impl RaftHandle {
             Core {
                 id: options.id,
                 node: options.node,
-                group_commit: group_commit(raft.clone(), group_commit_writes),
+                group_commit: group_commit(
+                    raft.clone(),
+                    group_commit_writes,
+                    leadership.clone(),
+                    options.config.request_timeout,
+                ),
                 forwarder: Batcher::start(
                     FORWARDS_IN_FLIGHT,
                     MAX_FORWARD_BATCH,
