@@ -3,7 +3,7 @@
 CARGO_TARGET_DIR ?= $(HOME)/.cache/drover-target
 export CARGO_TARGET_DIR
 
-.PHONY: setup demo test test-rollout-kills lint bench bench-failover bench-scale bench-leasing bench-clusters bench-services bench-services-scale bench-scheduling soak chaos chaos-five chaos-sim chaos-planted
+.PHONY: setup demo test test-rollout-kills lint bench bench-failover bench-scale bench-leasing bench-clusters bench-services bench-services-scale bench-scheduling soak chaos chaos-five chaos-sim chaos-planted chaos-sim-planted
 
 ## setup: install what a fresh machine lacks (clang, libclang, iptables, libfaketime, etcd,
 ## Prometheus, the Kubernetes Python client)
@@ -99,11 +99,17 @@ chaos-five: setup
 	cargo build -p drover-node -p drover-chaos
 	$(CARGO_TARGET_DIR)/debug/drover-chaos --nodes 5 --seed 1 --runs 30 --duration 60 --out chaos-report-5.json
 
-## chaos-sim: the workload and checkers in the deterministic simulation, 1,000 seeds of 15
-## simulated seconds (about 10 minutes on two cores)
+## chaos-sim: the register and services workloads and their checkers in the deterministic
+## simulation (real RaftHandle and actors, simulated agents), 1,000 seeds of 15 simulated
+## seconds (about 25 minutes on two cores)
 chaos-sim:
 	cargo build -p drover-chaos
-	$(CARGO_TARGET_DIR)/debug/drover-chaos --simulate --seed 1 --runs 1000 --duration 15 --out chaos-sim-report.json
+	$(CARGO_TARGET_DIR)/debug/drover-chaos --simulate --seed 1 --runs 1000 --duration 15 --service-clients 2 --out chaos-sim-report.json
+
+## chaos-sim-planted: prove the simulation's services checkers find service actors acting on a
+## stale read in most of 10 simulated seeds (about 2 minutes)
+chaos-sim-planted:
+	scripts/chaos-sim-planted.sh 10 12
 
 ## chaos-planted: prove the harness finds each planted bug in most seeds: a leader's stale read,
 ## then service actors acting on a stale read of their service (about 10 minutes)

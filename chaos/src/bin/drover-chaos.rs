@@ -34,7 +34,8 @@ struct Cli {
     #[arg(long, default_value_t = 3)]
     pool_clients: usize,
     /// Concurrent clients of the services workload, on a `sim` agent the nemesis also kills
-    /// and pauses (0: no services).
+    /// and pauses (0: no services). With `--simulate`: on two simulated agents, whose hosts
+    /// the nemesis crashes and cuts off, with the actor tree on every member.
     #[arg(long, default_value_t = 2)]
     service_clients: usize,
     /// Fault kinds, comma separated (default: all): kill-leader, kill-random, pause-leader,
@@ -45,17 +46,18 @@ struct Cli {
     /// Cluster size: 3 or 5 nodes.
     #[arg(long, default_value_t = 3)]
     nodes: u64,
-    /// Run in the deterministic simulation (in-process nodes, simulated network, clock and disk)
-    /// instead of real processes: `--duration` is then simulated seconds, and `--faults`,
-    /// `--nodes` and `--pool-clients` do not apply.
+    /// Run in the deterministic simulation (the nodes' Raft and actors in-process on simulated
+    /// hosts, with simulated network, clock, disks and agents) instead of real processes:
+    /// `--duration` is then simulated seconds, and `--faults`, `--nodes` and `--pool-clients`
+    /// do not apply.
     #[arg(long)]
     simulate: bool,
     /// With `--simulate`: serve reads without the read barrier (the planted bug the checker
     /// must find).
     #[arg(long, requires = "simulate")]
     planted_stale_read: bool,
-    /// With `--simulate`: acknowledge log appends before syncing them, so a crashed node loses
-    /// them (the planted missing fsync).
+    /// With `--simulate`: disks whose fsync of a log append lies, so a crashed node loses
+    /// acknowledged entries (the planted missing fsync).
     #[arg(long, requires = "simulate")]
     planted_no_fsync: bool,
     /// Where to write the JSON reports (one array).
@@ -92,12 +94,20 @@ fn main() -> Result<ExitCode> {
 }
 
 fn simulate_all(cli: &Cli) -> Result<ExitCode> {
+    // A replay's logs: every member's and actor's, e.g. DROVER_SIM_LOG=drover_actors=info.
+    if let Ok(filter) = std::env::var("DROVER_SIM_LOG") {
+        tracing_subscriber::fmt()
+            .with_env_filter(tracing_subscriber::EnvFilter::new(filter))
+            .with_writer(std::io::stderr)
+            .init();
+    }
     let template = SimOptions {
         clients: cli.clients,
         keys: cli.keys as u64,
         duration: Duration::from_secs(cli.duration),
         planted_stale_read: cli.planted_stale_read,
         planted_no_fsync: cli.planted_no_fsync,
+        service_clients: cli.service_clients,
         ..SimOptions::new(cli.seed)
     };
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get());

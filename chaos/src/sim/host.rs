@@ -6,15 +6,22 @@
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
+use drover_actors::clusters::{ClusterActorsConfig, ClustersChild, Observations};
+use drover_actors::services::{ServiceActorsConfig, ServicesChild};
+use drover_actors::{ActorsError, ChildSpec, LeaderGate, RestartPolicyConfig};
 use drover_model::{ObjectKind, Proposal};
 use drover_raft::network::service::PeerService;
 use drover_raft::{
     Consistency, MemDisk, NodeId, PeerNode, RaftConfig, RaftHandle, Seams, StartOptions, WriteError,
 };
+use tokio_util::sync::CancellationToken;
 use turmoil::net::{TcpListener, TcpStream};
 
+use super::agents::sim_drivers;
 use super::clients::holder_and_version;
+use super::services::held;
 use super::transport::SimTransport;
 use super::wire::{read_frame, write_frame, Request, Response, PORT};
 
@@ -44,6 +51,45 @@ pub struct HostSetup {
     pub config: RaftConfig,
     /// Serve reads from the local replica without a read index (the planted bug).
     pub planted_stale_read: bool,
+    /// Run the leader's actor tree (cluster and service actors) against the simulated agents.
+    pub actors: bool,
+}
+
+/// How long a simulated cluster may stay unreachable before its services move elsewhere (the
+/// faults last 0.5–3.5 s, so some of them do).
+const OFFLINE_AFTER: Duration = Duration::from_secs(3);
+
+/// The leadership gate with the cluster and service actors, as a node starts it, with the
+/// clusters reached through [`sim_drivers`].
+fn start_actors(handle: &RaftHandle) -> Result<LeaderGate, ActorsError> {
+    let registry = prometheus::Registry::new();
+    let observations = Observations::default();
+    let clusters = ClusterActorsConfig {
+        offline_after: OFFLINE_AFTER,
+        ..ClusterActorsConfig::default()
+    };
+    let services = ServiceActorsConfig {
+        interval: clusters.probe_interval,
+        sync_interval: clusters.sync_interval,
+        ..ServiceActorsConfig::default()
+    };
+    let drivers = sim_drivers(clusters.probe_timeout);
+    let children: Vec<Arc<dyn ChildSpec>> = vec![
+        Arc::new(ClustersChild::with_drivers(
+            clusters,
+            &registry,
+            drivers,
+            observations.clone(),
+        )?),
+        Arc::new(ServicesChild::new(services, &registry, observations)?),
+    ];
+    LeaderGate::start(
+        handle.clone(),
+        children,
+        RestartPolicyConfig::default(),
+        &registry,
+        CancellationToken::new(),
+    )
 }
 
 /// Runs the member until the simulation ends or crashes it; `registry` learns its handle.
@@ -73,6 +119,12 @@ pub async fn run(setup: HostSetup, registry: Registry) -> turmoil::Result {
         .lock()
         .unwrap_or_else(|p| p.into_inner())
         .insert(setup.id, handle.clone());
+    // Lives as long as the host: a crash drops it with everything else.
+    let _gate = if setup.actors {
+        Some(start_actors(&handle)?)
+    } else {
+        None
+    };
     let listener = TcpListener::bind(("0.0.0.0", PORT)).await?;
     loop {
         let (stream, _) = listener.accept().await?;
@@ -140,6 +192,10 @@ impl Member {
                     Err(e) => Response::NotRead(e.to_string()),
                 }
             }
+            Request::Services => match self.handle.read(Consistency::Linearizable, held).await {
+                Ok((services, _)) => Response::Services(services),
+                Err(e) => Response::NotRead(e.to_string()),
+            },
             Request::Inventory => {
                 let objects = self.handle.local_read(|state| {
                     state

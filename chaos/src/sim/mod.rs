@@ -13,9 +13,11 @@
 //! `futures::select!`, whose tie-breaking draws from a process-wide generator (the digest
 //! printed per run shows whether a replay matched).
 
+mod agents;
 mod clients;
 mod host;
 mod panics;
+mod services;
 mod transport;
 mod wire;
 
@@ -54,10 +56,12 @@ pub struct SimOptions {
     /// planted bug: a missing fsync, which killing real processes cannot show, since the
     /// kernel's page cache keeps their unsynced writes; see [`MemDisk::planted_lying_fsync`]).
     pub planted_no_fsync: bool,
+    /// Clients of the services workload (0: none, and no agents or actors run).
+    pub service_clients: usize,
 }
 
 impl SimOptions {
-    /// Three nodes, four clients, three keys, 15 simulated seconds.
+    /// Three nodes, four clients, three keys, 15 simulated seconds, no services.
     pub fn new(seed: u64) -> Self {
         Self {
             seed,
@@ -67,6 +71,7 @@ impl SimOptions {
             duration: Duration::from_secs(15),
             planted_stale_read: false,
             planted_no_fsync: false,
+            service_clients: 0,
         }
     }
 }
@@ -86,6 +91,12 @@ pub struct SimOutcome {
     pub acknowledged: usize,
     /// Requests that certainly did nothing.
     pub not_applied: u64,
+    /// Service changes acknowledged.
+    pub service_changes: u64,
+    /// Service changes with an unknown outcome.
+    pub service_unknown: u64,
+    /// Instances found running as the state asks, on the agents, after healing.
+    pub instances_checked: usize,
     /// The faults injected, in order.
     pub faults: Vec<String>,
     /// Every broken promise.
@@ -100,13 +111,16 @@ impl SimOutcome {
     /// One line: what ran, what was found.
     pub fn summary(&self) -> String {
         format!(
-            "sim seed {}: {} register ops ({} unknown, {} writes), {} acknowledged creates, {} faults, \
-             {} violations, digest {:016x}, {} ms",
+            "sim seed {}: {} register ops ({} unknown, {} writes), {} acknowledged creates, {} service \
+             changes ({} unknown), {} instances checked, {} faults, {} violations, digest {:016x}, {} ms",
             self.seed,
             self.register_ops,
             self.unknown,
             self.register_writes,
             self.acknowledged,
+            self.service_changes,
+            self.service_unknown,
+            self.instances_checked,
             self.faults.len(),
             self.violations.len(),
             self.digest,
@@ -154,6 +168,10 @@ enum Fault {
     CrashRandom,
     /// Messages between two nodes held, then delivered late.
     Hold,
+    /// An agent's host crashed, restarted later (its state files survive).
+    CrashAgent,
+    /// An agent cut off from every member: its cluster flaps.
+    IsolateAgent,
 }
 
 const FAULTS: [Fault; 5] = [
@@ -162,6 +180,17 @@ const FAULTS: [Fault; 5] = [
     Fault::CrashLeader,
     Fault::CrashRandom,
     Fault::Hold,
+];
+
+/// The faults of a run with services: the agents' too.
+const FAULTS_WITH_AGENTS: [Fault; 7] = [
+    Fault::IsolateLeader,
+    Fault::IsolateRandom,
+    Fault::CrashLeader,
+    Fault::CrashRandom,
+    Fault::Hold,
+    Fault::CrashAgent,
+    Fault::IsolateAgent,
 ];
 
 /// How long after healing the nodes have to agree.
@@ -195,6 +224,9 @@ pub fn simulate(options: &SimOptions) -> SimOutcome {
         register_writes: 0,
         acknowledged: 0,
         not_applied: 0,
+        service_changes: 0,
+        service_unknown: 0,
+        instances_checked: 0,
         faults: Vec::new(),
         violations: Vec::new(),
         digest: 0,
@@ -224,6 +256,7 @@ pub fn simulate(options: &SimOptions) -> SimOutcome {
             members: ids.clone(),
             config: config.clone(),
             planted_stale_read: options.planted_stale_read,
+            actors: options.service_clients > 0,
         };
         let registry = registry.clone();
         sim.host(host_name(*id), move || {
@@ -250,14 +283,69 @@ pub fn simulate(options: &SimOptions) -> SimOutcome {
         verify(ids.clone(), options.duration, statuses.clone()),
     );
 
-    let schedule = schedule(&mut rng, options.duration);
+    let services_history: services::SharedServices = Rc::default();
+    let found: Rc<RefCell<Option<ServicesFound>>> = Rc::default();
+    // The agents' state directories outlive their hosts, and the run.
+    let mut agent_dirs = Vec::new();
+    if options.service_clients > 0 {
+        for n in 1..=services::AGENTS {
+            let dir = match agent_dir() {
+                Ok(dir) => dir,
+                Err(e) => {
+                    outcome.violations.push(format!("no directory for an agent: {e}"));
+                    return outcome;
+                }
+            };
+            let setup = agents::AgentSetup {
+                name: agents::agent_host(n),
+                data_dir: dir.path().to_path_buf(),
+            };
+            agent_dirs.push(dir);
+            sim.host(agents::agent_host(n), move || agents::run(setup.clone()));
+        }
+        sim.client(
+            "setup",
+            services::set_up(rng.fork(), options.nodes, services_history.clone()),
+        );
+        for id in 0..options.service_clients {
+            let plan = services::ServicePlan {
+                id,
+                rng: rng.fork(),
+                nodes: options.nodes,
+                until: options.duration,
+            };
+            sim.client(
+                format!("service-client-{id}"),
+                services::run_client(plan, services_history.clone()),
+            );
+        }
+        sim.client(
+            "fence-sampler",
+            services::sample_fences(options.duration, services_history.clone()),
+        );
+        sim.client(
+            "services-verifier",
+            verify_services(ids.clone(), options.duration, found.clone()),
+        );
+    }
+
+    let faults: &[Fault] = if options.service_clients > 0 {
+        &FAULTS_WITH_AGENTS
+    } else {
+        &FAULTS
+    };
+    let schedule = schedule(&mut rng, options.duration, faults);
     if let Err(e) = drive(&mut sim, &schedule, &ids, &registry, &mut rng, &mut outcome) {
         outcome.violations.push(format!("the simulation failed: {e}"));
     }
     drop(sim);
+    drop(agent_dirs);
 
     let history = history.borrow();
     check(&history, statuses.borrow().as_deref(), ids.len(), &mut outcome);
+    if options.service_clients > 0 {
+        check_services(&services_history.borrow(), found.borrow().as_ref(), &mut outcome);
+    }
     outcome.wall_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
     outcome
 }
@@ -270,10 +358,10 @@ struct Scheduled {
 }
 
 /// Non-overlapping faults from 1 s to 1 s before the end, every kind in turn from a seeded start.
-fn schedule(rng: &mut Rng, duration: Duration) -> Vec<Scheduled> {
+fn schedule(rng: &mut Rng, duration: Duration, faults: &[Fault]) -> Vec<Scheduled> {
     let mut plan = Vec::new();
     let mut at = Duration::from_secs(1);
-    let mut kind = rng.below(FAULTS.len() as u64) as usize;
+    let mut kind = rng.below(faults.len() as u64) as usize;
     loop {
         let held = Duration::from_millis(500 + rng.below(3000));
         if at + held + Duration::from_secs(1) > duration {
@@ -282,7 +370,7 @@ fn schedule(rng: &mut Rng, duration: Duration) -> Vec<Scheduled> {
         plan.push(Scheduled {
             start: at,
             heal: at + held,
-            fault: FAULTS[kind % FAULTS.len()],
+            fault: faults[kind % faults.len()],
         });
         kind += 1;
         at += held + Duration::from_millis(300 + rng.below(1500));
@@ -306,10 +394,10 @@ fn leader(registry: &Registry, sim: &mut turmoil::Sim<'_>, ids: &[u64]) -> Optio
 /// What the current fault did, to undo at its heal time.
 struct Injected {
     heal: Duration,
-    /// Links partitioned or held.
-    cut: Vec<(u64, u64)>,
+    /// Links partitioned or held, by host name.
+    cut: Vec<(String, String)>,
     /// Hosts crashed.
-    crashed: Vec<u64>,
+    crashed: Vec<String>,
 }
 
 /// Steps the simulation, injecting and healing the scheduled faults, until every client is done.
@@ -327,42 +415,52 @@ fn drive(
         let now = sim.elapsed();
         if let Some(injected) = active.take_if(|injected| now >= injected.heal) {
             for (a, b) in injected.cut {
-                sim.repair(host_name(a), host_name(b));
-                sim.release(host_name(a), host_name(b));
+                sim.repair(a.as_str(), b.as_str());
+                sim.release(a.as_str(), b.as_str());
             }
-            for id in injected.crashed {
-                sim.bounce(host_name(id));
+            for host in injected.crashed {
+                sim.bounce(host);
             }
         }
         if active.is_none() && next < schedule.len() && now >= schedule[next].start {
             let planned = &schedule[next];
             next += 1;
             let random = ids[rng.below(ids.len() as u64) as usize];
-            let target = match planned.fault {
+            let node = match planned.fault {
                 Fault::IsolateLeader | Fault::CrashLeader => leader(registry, sim, ids).unwrap_or(random),
                 _ => random,
             };
-            let others: Vec<u64> = ids.iter().copied().filter(|id| *id != target).collect();
+            let target = match planned.fault {
+                Fault::CrashAgent | Fault::IsolateAgent => {
+                    agents::agent_host(1 + rng.below(services::AGENTS as u64) as usize)
+                }
+                _ => host_name(node),
+            };
+            let others: Vec<String> = ids
+                .iter()
+                .map(|id| host_name(*id))
+                .filter(|host| *host != target)
+                .collect();
             let (mut cut, mut crashed) = (Vec::new(), Vec::new());
             match planned.fault {
-                Fault::IsolateLeader | Fault::IsolateRandom => {
-                    for other in &others {
-                        sim.partition(host_name(target), host_name(*other));
-                        cut.push((target, *other));
+                Fault::IsolateLeader | Fault::IsolateRandom | Fault::IsolateAgent => {
+                    for other in others {
+                        sim.partition(target.as_str(), other.as_str());
+                        cut.push((target.clone(), other));
                     }
                 }
-                Fault::CrashLeader | Fault::CrashRandom => {
-                    sim.crash(host_name(target));
-                    crashed.push(target);
+                Fault::CrashLeader | Fault::CrashRandom | Fault::CrashAgent => {
+                    sim.crash(target.as_str());
+                    crashed.push(target.clone());
                 }
                 Fault::Hold => {
-                    let other = others[rng.below(others.len() as u64) as usize];
-                    sim.hold(host_name(target), host_name(other));
-                    cut.push((target, other));
+                    let other = others[rng.below(others.len() as u64) as usize].clone();
+                    sim.hold(target.as_str(), other.as_str());
+                    cut.push((target.clone(), other));
                 }
             }
             outcome.faults.push(format!(
-                "{:?} node {target} at {} ms for {} ms",
+                "{:?} {target} at {} ms for {} ms",
                 planned.fault,
                 planned.start.as_millis(),
                 (planned.heal - planned.start).as_millis()
@@ -483,6 +581,116 @@ fn check(history: &SimHistory, statuses: Option<&[NodeStatus]>, nodes: usize, ou
             ));
         }
     }
+}
+
+/// What the services verifier saw last: the state's services and every agent's inventory.
+struct ServicesFound {
+    held: Option<BTreeMap<String, services::Held>>,
+    inventories: Vec<(String, Option<drover_model::cluster::agent_api::Inventory>)>,
+}
+
+/// How long after healing the agents have to run what the state holds: a service whose
+/// cluster was cut off moves after [`host`]'s offline limit, and its old copies go once the
+/// cluster answers again.
+const SERVICES_CONVERGE_WITHIN: Duration = Duration::from_secs(30);
+
+/// After the workload: waits until the agents run exactly what the state holds and no
+/// deletion is pending, or until [`SERVICES_CONVERGE_WITHIN`]; records what it saw last.
+async fn verify_services(
+    ids: Vec<u64>,
+    workload: Duration,
+    found: Rc<RefCell<Option<ServicesFound>>>,
+) -> turmoil::Result {
+    tokio::time::sleep(workload + Duration::from_secs(1)).await;
+    let deadline = tokio::time::Instant::now() + SERVICES_CONVERGE_WITHIN;
+    let mut turn = 0usize;
+    loop {
+        turn += 1;
+        let held = services::read_services(ids[turn % ids.len()]).await;
+        let inventories = services::inventories().await;
+        let answered: Vec<(String, drover_model::cluster::agent_api::Inventory)> = inventories
+            .iter()
+            .filter_map(|(agent, inventory)| inventory.clone().map(|i| (agent.clone(), i)))
+            .collect();
+        let agreed = held.as_ref().is_some_and(|held| {
+            answered.len() == inventories.len()
+                && held.values().all(|h| !h.deleting)
+                && services::differences(held, &answered).is_empty()
+        });
+        *found.borrow_mut() = Some(ServicesFound { held, inventories });
+        if agreed || tokio::time::Instant::now() >= deadline {
+            return Ok(());
+        }
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+}
+
+fn check_services(
+    history: &services::ServiceHistory,
+    found: Option<&ServicesFound>,
+    outcome: &mut SimOutcome,
+) {
+    outcome.service_changes = history.acknowledged;
+    outcome.service_unknown = history.unknown;
+    if !history.set_up {
+        outcome
+            .violations
+            .push("the services setup never finished".into());
+        return;
+    }
+    outcome.violations.extend(services::fences_gone_back(history));
+    let Some(found) = found else {
+        outcome.violations.push("the services verifier never ran".into());
+        return;
+    };
+    let Some(held) = &found.held else {
+        outcome
+            .violations
+            .push("no member answered for the services after healing".into());
+        return;
+    };
+    let answered: Vec<(String, drover_model::cluster::agent_api::Inventory)> = found
+        .inventories
+        .iter()
+        .filter_map(|(agent, inventory)| inventory.clone().map(|i| (agent.clone(), i)))
+        .collect();
+    if answered.len() < found.inventories.len() {
+        outcome
+            .violations
+            .push("an agent did not answer after healing".into());
+    }
+    let differences = services::differences(held, &answered);
+    if differences.is_empty() {
+        outcome.instances_checked = answered.iter().map(|(_, i)| i.instances.len()).sum();
+    } else {
+        outcome.violations.push(format!(
+            "the agents did not converge on the accepted revisions within {SERVICES_CONVERGE_WITHIN:?}: {}",
+            differences.join("; ")
+        ));
+    }
+    if let Some(deleting) = held.iter().find(|(_, h)| h.deleting) {
+        outcome.violations.push(format!(
+            "{} is still being deleted after healing ({})",
+            deleting.0, deleting.1.note
+        ));
+    }
+    outcome
+        .violations
+        .extend(services::lost_acknowledgements(history, held));
+}
+
+/// A state directory for a simulated agent: in memory where the machine has `/dev/shm`.
+fn agent_dir() -> std::io::Result<tempfile::TempDir> {
+    let shm = std::path::Path::new("/dev/shm");
+    if shm.is_dir() {
+        if let Ok(dir) = tempfile::Builder::new()
+            .prefix("drover-sim-agent")
+            .tempdir_in(shm)
+        {
+            return Ok(dir);
+        }
+    }
+    tempfile::Builder::new().prefix("drover-sim-agent").tempdir()
 }
 
 /// FNV-1a over the recorded register history.

@@ -4,6 +4,7 @@
 //! request turns into at a node's API. Every call has a deadline, because a held or
 //! partitioned link never answers.
 
+use std::collections::BTreeMap;
 use std::time::Duration;
 
 use drover_model::{Command, CommandResult, ObjectKey, StoredObject};
@@ -19,6 +20,8 @@ use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use turmoil::net::TcpStream;
+
+use super::services::Held;
 
 /// The port every simulated node listens on.
 pub const PORT: u16 = 7000;
@@ -53,6 +56,8 @@ pub enum Request {
     Read(ObjectKey),
     /// The node's applied index and the objects it holds (for the checks after healing).
     Inventory,
+    /// The services workload's tenant's services, read linearizably.
+    Services,
 }
 
 /// What a node answers.
@@ -94,6 +99,8 @@ pub enum Response {
         /// Every object: key, holder, resource version.
         objects: Vec<(String, String, u64)>,
     },
+    /// To [`Request::Services`].
+    Services(BTreeMap<String, Held>),
 }
 
 /// Why a call got no answer.
@@ -105,9 +112,19 @@ pub enum CallError {
     Lost,
 }
 
-/// Sends `request` to `host` and waits at most `timeout` for the answer.
+/// Sends `request` to the member at `host` and waits at most `timeout` for the answer.
 pub async fn call(host: &str, request: &Request, timeout: Duration) -> Result<Response, CallError> {
-    let connect = tokio::time::timeout(timeout, TcpStream::connect((host, PORT))).await;
+    call_at(host, PORT, request, timeout).await
+}
+
+/// Sends `request` to `host:port` and waits at most `timeout` for the answer.
+pub async fn call_at<Q: Serialize, A: DeserializeOwned>(
+    host: &str,
+    port: u16,
+    request: &Q,
+    timeout: Duration,
+) -> Result<A, CallError> {
+    let connect = tokio::time::timeout(timeout, TcpStream::connect((host, port))).await;
     let mut stream = match connect {
         Ok(Ok(stream)) => stream,
         _ => return Err(CallError::NotDelivered),
