@@ -197,7 +197,11 @@ pub enum Known {
 pub struct ServiceHistory {
     /// Per service, what its client knows last.
     pub known: BTreeMap<String, Known>,
-    /// Changes acknowledged, refused and unknown.
+    /// Services a change with an unknown outcome was sent for: that change may still commit
+    /// at any later time (from a queue, a batch on its way or an uncommitted entry), after any
+    /// read, so what their clients know is not checked.
+    pub tainted: BTreeSet<String>,
+    /// Changes acknowledged.
     pub acknowledged: u64,
     /// Changes refused by the state machine or not delivered.
     pub refused: u64,
@@ -400,7 +404,9 @@ pub async fn run_client(mut plan: ServicePlan, history: SharedServices) -> turmo
                 known
             }
             Outcome::Unknown => {
-                history.borrow_mut().unknown += 1;
+                let mut history = history.borrow_mut();
+                history.unknown += 1;
+                history.tainted.insert(name.clone());
                 Known::Unsure
             }
         };
@@ -502,15 +508,19 @@ pub fn differences(held: &BTreeMap<String, Held>, inventories: &[(String, Invent
     found
 }
 
-/// What the clients were told against what the state holds after healing.
+/// What the clients were told against what the state holds after healing, for every service
+/// no change of unknown outcome was sent for.
 pub fn lost_acknowledgements(history: &ServiceHistory, held: &BTreeMap<String, Held>) -> Vec<String> {
     let mut found = Vec::new();
     for (service, known) in &history.known {
+        if history.tainted.contains(service) {
+            continue;
+        }
         let now = held.get(service);
         match known {
             Known::Absent if now.is_some_and(|h| !h.deleting) => {
                 found.push(format!(
-                    "{service}: its deletion was acknowledged, yet the state holds {now:?}"
+                    "{service}: never created or its deletion acknowledged, yet the state holds {now:?}"
                 ));
             }
             Known::Present { revision, .. } if now.is_none_or(|h| h.current != Some(*revision)) => {
