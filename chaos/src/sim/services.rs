@@ -203,8 +203,6 @@ pub struct ServiceHistory {
     pub tainted: BTreeSet<String>,
     /// Changes acknowledged.
     pub acknowledged: u64,
-    /// Changes refused by the state machine or not delivered.
-    pub refused: u64,
     /// Changes with an unknown outcome.
     pub unknown: u64,
     /// Per agent, the fences it reported, in order, with when (µs).
@@ -399,10 +397,7 @@ pub async fn run_client(mut plan: ServicePlan, history: SharedServices) -> turmo
                     }
                 }
             }
-            Outcome::Done(_) | Outcome::NotApplied => {
-                history.borrow_mut().refused += 1;
-                known
-            }
+            Outcome::Done(_) | Outcome::NotApplied => known,
             Outcome::Unknown => {
                 let mut history = history.borrow_mut();
                 history.unknown += 1;

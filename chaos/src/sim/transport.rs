@@ -42,11 +42,18 @@ async fn ask(addr: &str, request: &Request, timeout: Duration) -> Result<Respons
     }
 }
 
-fn unexpected(addr: &str, answer: &Response) -> PeerError {
-    PeerError::Transport {
+/// [`ask`], then the answer `pick` finds in the response; any other response is an error
+/// (`pick` describes it).
+async fn exchange<T>(
+    addr: &str,
+    request: &Request,
+    timeout: Duration,
+    pick: fn(Response) -> Result<T, String>,
+) -> Result<T, PeerError> {
+    pick(ask(addr, request, timeout).await?).map_err(|other| PeerError::Transport {
         addr: addr.to_string(),
-        message: format!("unexpected answer {answer:?}"),
-    }
+        message: format!("unexpected answer {other}"),
+    })
 }
 
 impl Transport for SimTransport {
@@ -57,10 +64,11 @@ impl Transport for SimTransport {
         timeout: Duration,
     ) -> PeerFuture<'a, RaftAnswer<AppendEntriesResponse<NodeId>>> {
         Box::pin(async move {
-            match ask(addr, &Request::Append(request), timeout).await? {
+            exchange(addr, &Request::Append(request), timeout, |r| match r {
                 Response::Append(answer) => Ok(answer),
-                other => Err(unexpected(addr, &other)),
-            }
+                other => Err(format!("{other:?}")),
+            })
+            .await
         })
     }
 
@@ -71,10 +79,11 @@ impl Transport for SimTransport {
         timeout: Duration,
     ) -> PeerFuture<'a, RaftAnswer<VoteResponse<NodeId>>> {
         Box::pin(async move {
-            match ask(addr, &Request::Vote(request), timeout).await? {
+            exchange(addr, &Request::Vote(request), timeout, |r| match r {
                 Response::Vote(answer) => Ok(answer),
-                other => Err(unexpected(addr, &other)),
-            }
+                other => Err(format!("{other:?}")),
+            })
+            .await
         })
     }
 
@@ -87,10 +96,16 @@ impl Transport for SimTransport {
         timeout: Duration,
     ) -> PeerFuture<'a, Result<SnapshotResponse<NodeId>, Fatal<NodeId>>> {
         Box::pin(async move {
-            match ask(addr, &Request::Snapshot { vote, meta, data }, timeout).await? {
-                Response::Snapshot(answer) => Ok(answer),
-                other => Err(unexpected(addr, &other)),
-            }
+            exchange(
+                addr,
+                &Request::Snapshot { vote, meta, data },
+                timeout,
+                |r| match r {
+                    Response::Snapshot(answer) => Ok(answer),
+                    other => Err(format!("{other:?}")),
+                },
+            )
+            .await
         })
     }
 
@@ -101,10 +116,11 @@ impl Transport for SimTransport {
         timeout: Duration,
     ) -> PeerFuture<'a, LeaderResponse> {
         Box::pin(async move {
-            match ask(addr, &Request::Leader(request.clone()), timeout).await? {
+            exchange(addr, &Request::Leader(request.clone()), timeout, |r| match r {
                 Response::Leader(answer) => Ok(answer),
-                other => Err(unexpected(addr, &other)),
-            }
+                other => Err(format!("{other:?}")),
+            })
+            .await
         })
     }
 
@@ -115,19 +131,21 @@ impl Transport for SimTransport {
         timeout: Duration,
     ) -> PeerFuture<'a, PreVoteResponse> {
         Box::pin(async move {
-            match ask(addr, &Request::PreVote(request.clone()), timeout).await? {
+            exchange(addr, &Request::PreVote(request.clone()), timeout, |r| match r {
                 Response::PreVote(answer) => Ok(answer),
-                other => Err(unexpected(addr, &other)),
-            }
+                other => Err(format!("{other:?}")),
+            })
+            .await
         })
     }
 
     fn status<'a>(&'a self, addr: &'a str, timeout: Duration) -> PeerFuture<'a, NodeStatus> {
         Box::pin(async move {
-            match ask(addr, &Request::PeerStatus, timeout).await? {
+            exchange(addr, &Request::PeerStatus, timeout, |r| match r {
                 Response::PeerStatus(answer) => Ok(answer),
-                other => Err(unexpected(addr, &other)),
-            }
+                other => Err(format!("{other:?}")),
+            })
+            .await
         })
     }
 }
