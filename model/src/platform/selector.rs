@@ -3,7 +3,8 @@
 //! A selector is a JSON array read left to right: numbers, booleans, `null` and literal strings
 //! are pushed; references (`$.environment.labels.tier`) are pushed unresolved and resolved by the
 //! first operation that consumes them; operations (`::eq`) pop their arguments and push their
-//! result. The selector holds when the single value left on top is `true`. Programs are
+//! result. The selector holds when the value left on top is `true`; values below it are
+//! ignored, as in the Axebow seed (its own example leaves three). Programs are
 //! straight-line, so one evaluation takes at most one step per item; both the program length
 //! and the steps are capped.
 
@@ -180,7 +181,7 @@ impl Selector {
     }
 
     /// Checks the program: known operations, well-formed references limited to `roots`, no
-    /// stack underflow, exactly one value left at the end.
+    /// stack underflow, at least one value left at the end (the top decides).
     pub fn validate(&self, roots: &[&str]) -> Result<(), SelectorError> {
         let items = self.parse()?;
         let mut depth = 0usize;
@@ -215,10 +216,10 @@ impl Selector {
                 }
             }
         }
-        if depth != 1 {
+        if depth == 0 {
             return Err(SelectorError {
                 item: items.len(),
-                message: format!("the program must leave exactly one value on the stack, leaves {depth}"),
+                message: "the program must leave a value on the stack: its top is the result".to_string(),
             });
         }
         Ok(())
@@ -246,19 +247,12 @@ impl Selector {
                 .step(item)
                 .map_err(|message| EvalError { step, message })?;
         }
+        // The top decides; what lies below it is ignored (the seed: "the value on top of the
+        // stack is the result of the evaluation").
         let end = items.len();
         let top = machine
             .pop()
             .map_err(|message| EvalError { step: end, message })?;
-        if !machine.stack.is_empty() {
-            return Err(EvalError {
-                step: end,
-                message: format!(
-                    "{} values left on the stack, expected one",
-                    machine.stack.len() + 1
-                ),
-            });
-        }
         match machine.resolve(top) {
             Value::Bool(result) => Ok(result),
             other => Err(EvalError {
@@ -515,9 +509,9 @@ mod tests {
             (json!(["$.deployment.x", true, "::eq"]), 0, "not a reference"),
             (json!(["$.environment", true, "::eq"]), 0, "not a reference"),
             (json!([true, "::and"]), 1, "needs 2 values"),
-            (json!([true, true]), 2, "exactly one value"),
             (json!([[1], true, "::eq"]), 0, "items must be"),
-            (json!([]), 0, "exactly one value"),
+            (json!([]), 0, "must leave a value"),
+            (json!([1, "::pop"]), 2, "must leave a value"),
         ];
         for (program, item, message) in cases {
             let error = selector(program.clone())
@@ -533,12 +527,26 @@ mod tests {
     }
 
     #[test]
-    fn a_result_that_is_not_one_boolean_fails() {
-        // The seed's own example leaves three values on the stack.
-        let error = selector(json!([1, 2, "$.this.that.there.where", "::dup", "::getor"]))
-            .evaluate(&context())
-            .expect_err("three values");
-        assert!(error.message.contains("left on the stack"), "{error}");
+    fn the_top_decides_whatever_lies_below_it() {
+        for (program, expected) in [
+            (json!([1, true]), true),
+            (json!([1, false]), false),
+            (json!([true, true]), true),
+            (json!(["x", 2, "$.environment.labels.tier", "prod", "::eq"]), true),
+        ] {
+            let selector = selector(program.clone());
+            selector.validate(&REFERENCE_ROOTS).expect("valid");
+            assert_eq!(selector.evaluate(&context()), Ok(expected), "{program}");
+        }
+    }
+
+    #[test]
+    fn a_top_that_is_not_a_boolean_fails() {
+        // The seed's own example is valid; its top is not a boolean, so it does not hold.
+        let example = selector(json!([1, 2, "$.this.that.there.where", "::dup", "::getor"]));
+        example.validate(&REFERENCE_ROOTS).expect("the seed's example is a valid program");
+        let error = example.evaluate(&context()).expect_err("a number on top");
+        assert!(error.message.contains("boolean"), "{error}");
         let error = selector(json!(["$.environment.labels.tier"]))
             .evaluate(&context())
             .expect_err("a string");
