@@ -512,6 +512,15 @@ impl RaftHandle {
         Ok(self.core.shared.with_state(f))
     }
 
+    /// The leader's time now, in ms since the Unix epoch: this node's clock (the one it stamps
+    /// on what it commits as leader), never behind the committed clock. Decisions that wait on
+    /// time (a migration interval, a rescoring, a claim's expiry) are judged against it, not
+    /// against the committed clock, which stands still while nothing is written.
+    pub fn leader_clock_ms(&self) -> u64 {
+        let committed = self.local_read(State::clock_ms);
+        (self.core.wall_clock)().max(committed)
+    }
+
     /// Reads this node's replica at once, without any consistency guarantee (for metrics).
     pub fn local_read<R>(&self, f: impl FnOnce(&State) -> R) -> R {
         self.core.shared.with_state(f).0

@@ -130,9 +130,10 @@ impl Actor for PoolsSupervisor {
     ) -> Result<PoolsState, ActorProcessingErr> {
         myself.send_interval(args.config.sync_interval, || PoolsMsg::Tick);
         myself.send_message(PoolsMsg::Tick)?;
+        let term_start_ms = args.context.raft.leader_clock_ms();
         Ok(PoolsState {
             args,
-            term_start_ms: drover_raft::wall_clock_ms(),
+            term_start_ms,
             types: HashMap::new(),
             last_file: None,
         })

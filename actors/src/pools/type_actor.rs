@@ -336,7 +336,7 @@ impl Actor for TypeActor {
     ) -> Result<(), ActorProcessingErr> {
         match message {
             TypeMsg::Tick => {
-                let now_ms = drover_raft::wall_clock_ms();
+                let now_ms = state.args.context.raft.leader_clock_ms();
                 let resources = state.resources();
                 state.expire_claims(now_ms, &resources).await;
                 state.reap(now_ms, &resources).await;

@@ -1,8 +1,9 @@
 //! The placement pass: the pure `Platform::placement_pass` (Krake's constraints and scoring,
 //! migration off failed clusters, periodic rescheduling) decides from the committed state which
 //! services to place or move; the decisions of one pass, each with its explanation, are
-//! committed in one log entry. When each placed service is scored again (every
-//! `reschedule_after`, jittered) is this leader's memory.
+//! committed in one log entry. The pass judges time (the migration interval) by the leader's
+//! clock, and when each placed service is scored again (every `reschedule_after`, jittered) is
+//! this leader's memory.
 
 use std::collections::{HashMap, HashSet};
 use std::time::Duration;
@@ -71,10 +72,15 @@ pub(crate) fn decide(
     rescheduler: &mut Rescheduler,
 ) -> Vec<Placement> {
     let now = Instant::now();
+    // The leader's time, not the committed clock: that one moves only when something is
+    // written, so in a quiet cluster a migration interval would never elapse. The decisions
+    // carry this time into the log (`Placement::decided_ms`), and replicas apply them as
+    // committed without deciding again, so a replay gives the same state.
+    let now_ms = context.raft.leader_clock_ms();
     let interval_ms = u64::try_from(migration_interval.as_millis()).unwrap_or(u64::MAX);
     let mut seen = HashSet::new();
     let decisions = context.raft.local_read(|s| {
-        s.platform().placement_pass(s.clock_ms(), interval_ms, |uid| {
+        s.platform().placement_pass(now_ms.max(s.clock_ms()), interval_ms, |uid| {
             seen.insert(uid.to_string());
             rescheduler.is_due(uid, now)
         })

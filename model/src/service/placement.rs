@@ -36,6 +36,11 @@ pub struct Placement {
     /// and switches once it runs there.
     #[serde(default)]
     pub migrate: bool,
+    /// The leader's time the decision was taken at (ms since the epoch): a move's start, from
+    /// which the next migration interval counts. 0 in entries of earlier builds (then the
+    /// entry's own time counts).
+    #[serde(default)]
+    pub decided_ms: u64,
 }
 
 /// What clusters are promised, by cluster: what is committed to run there
@@ -82,8 +87,13 @@ impl Platform {
                 return false;
             }
             if stored.migrating_to.is_none() {
-                // A move starts: the next one may start only a migration interval later.
-                stored.moved_ms = now_ms;
+                // A move starts: the next one may start only a migration interval after the
+                // time it was decided at (committed with it, so every replica agrees).
+                stored.moved_ms = if placement.decided_ms == 0 {
+                    now_ms
+                } else {
+                    placement.decided_ms.min(now_ms)
+                };
             }
             let changed = stored.migrating_to.as_ref() != Some(&placement.cluster);
             stored.migrating_to = Some(placement.cluster.clone());

@@ -26,7 +26,8 @@ fn must_move(state: ClusterState) -> bool {
 }
 
 impl Platform {
-    /// The placements (and moves) to make now. `now_ms` is the committed clock;
+    /// The placements (and moves) to make now. `now_ms` is the leader's time (never behind the
+    /// committed clock; the decisions carry it into the log);
     /// `rescore_due(uid)` says whether a placed service on an `ONLINE` cluster is to be scored
     /// again in this pass. Room committed on each cluster and promised by this pass's own
     /// decisions is taken off before each decision, so that two services placed together do
@@ -97,6 +98,7 @@ impl Platform {
                     migrate: migrate && placed != Some(&chosen.cluster),
                     cluster: chosen.cluster.clone(),
                     decision,
+                    decided_ms: now_ms,
                 });
             }
         }
