@@ -50,6 +50,71 @@ pub enum SnapshotError {
     /// The digest matches but the state does not decode (written by an incompatible build).
     #[error("the state does not decode: {0}")]
     State(String),
+    /// The state leaves a counter without room to grow (a revision, the epoch, a service's or a
+    /// set's revision) or its clock past the year 9999: no honest cluster gets there.
+    #[error("{what} is {value}, above the {limit} a restored state may hold: every later write must get a larger one, so the file was crafted or altered")]
+    NoRoom {
+        /// Which counter.
+        what: String,
+        /// Its value in the file.
+        value: u64,
+        /// The most a restored state may hold.
+        limit: u64,
+    },
+    /// The header names another revision than the state holds.
+    #[error("the header says revision {header}, the state holds {state}: the file was altered")]
+    Revision {
+        /// What the header says.
+        header: u64,
+        /// What the state holds.
+        state: u64,
+    },
+}
+
+/// The largest revision a restored state may hold: 2^53, the largest integer a JavaScript client
+/// reads exactly, and room for a billion writes a second for a century and more.
+pub const MAX_RESTORED_REVISION: u64 = 1 << 53;
+/// The most restores a restored state may have been through (its epoch, the agents' fence's
+/// first part).
+pub const MAX_RESTORED_EPOCH: u64 = 1 << 32;
+/// The latest clock a restored state may hold: 9999-12-31T23:59:59.999Z.
+pub const MAX_RESTORED_CLOCK_MS: u64 = 253_402_300_799_999;
+
+/// Whether `state` leaves every counter room to grow: the revision, the epoch, the clock, each
+/// service's revision numbers and each pinned set's revision.
+pub fn check_room(state: &State) -> Result<(), SnapshotError> {
+    let within = |what: String, value: u64, limit: u64| {
+        if value > limit {
+            Err(SnapshotError::NoRoom { what, value, limit })
+        } else {
+            Ok(())
+        }
+    };
+    within("the revision".into(), state.revision(), MAX_RESTORED_REVISION)?;
+    within("the epoch".into(), state.epoch(), MAX_RESTORED_EPOCH)?;
+    within("the clock (ms)".into(), state.clock_ms(), MAX_RESTORED_CLOCK_MS)?;
+    for (tenant, stored) in state.platform().tenants() {
+        for (name, service) in &stored.services {
+            let last = service.revisions.keys().next_back().copied().unwrap_or(0);
+            within(format!("service {tenant}/{name}'s revision"), last, MAX_RESTORED_REVISION)?;
+        }
+        for (name, cluster) in &stored.clusters {
+            for (set, stored_set) in &cluster.sets {
+                let what = format!("set {set} of cluster {tenant}/{name}'s revision");
+                within(what, stored_set.revision, MAX_RESTORED_REVISION)?;
+            }
+        }
+    }
+    Ok(())
+}
+
+impl From<SnapshotError> for crate::error::DomainError {
+    fn from(error: SnapshotError) -> Self {
+        crate::error::DomainError::Invalid {
+            field: "snapshot".into(),
+            message: error.to_string(),
+        }
+    }
 }
 
 fn hex(bytes: &[u8]) -> String {
@@ -100,17 +165,25 @@ pub fn check(file: &[u8]) -> Result<(SnapshotInfo, &[u8]), SnapshotError> {
     Ok((info, body))
 }
 
-/// The state a file holds, once [`check`]ed.
+/// The state a file holds, once [`check`]ed, and once it is known to leave every counter
+/// room to grow ([`check_room`]).
 pub fn read(file: &[u8]) -> Result<(SnapshotInfo, State), SnapshotError> {
     let (info, body) = check(file)?;
     let state: State = serde_json::from_slice(body).map_err(|e| SnapshotError::State(e.to_string()))?;
+    if info.revision != state.revision() {
+        return Err(SnapshotError::Revision {
+            header: info.revision,
+            state: state.revision(),
+        });
+    }
+    check_room(&state)?;
     Ok((info, state))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::command::{Command, Proposal};
+    use crate::command::{Command, CommandResult, Proposal};
     use crate::object::{CoordinationLeaseSpec, LeaseSpec, ObjectKey, ObjectKind};
 
     fn state_with_a_lease() -> State {
@@ -148,12 +221,67 @@ mod tests {
         assert_eq!(again.epoch(), 2);
         again.apply(9, &restore);
         assert_eq!(again.epoch(), 3);
-        // A crafted epoch at the top stays there instead of overflowing on every replica.
+        // A crafted epoch at the top is refused on every replica instead of overflowing, and
+        // nothing of it is applied.
         let mut top = saved.clone();
         top.set_epoch_for_tests(u64::MAX);
         let mut into = State::default();
-        into.apply(10, &Proposal::new(Command::Restore { state: Box::new(top) }));
-        assert_eq!(into.epoch(), u64::MAX);
+        let (result, _) = into.apply(10, &Proposal::new(Command::Restore { state: Box::new(top) }));
+        assert!(matches!(result, CommandResult::Refused(_)), "{result:?}");
+        assert_eq!(into.epoch(), 0);
+        assert!(!into.holds_anything());
+    }
+
+    #[test]
+    fn a_state_without_room_to_grow_is_refused_by_the_file_and_by_the_apply() {
+        let mut crafted = state_with_a_lease();
+        crafted.set_revision_for_tests(u64::MAX - 1);
+        let file = write(&crafted).unwrap();
+        let refused = read(&file).unwrap_err();
+        assert!(matches!(refused, SnapshotError::NoRoom { .. }), "{refused}");
+        assert!(refused.to_string().contains("the revision is 18446744073709551614"), "{refused}");
+        // Every replica refuses it too, should a proposal carry it past the API.
+        let mut into = state_with_a_lease();
+        let before = into.clone();
+        let (result, _) = into.apply(7, &Proposal::new(Command::Restore { state: Box::new(crafted) }));
+        assert!(matches!(result, CommandResult::Refused(_)), "{result:?}");
+        // Only the revision moved (the refused proposal's own), nothing of the file.
+        assert_eq!(into.list(ObjectKind::CoordinationLease, None), before.list(ObjectKind::CoordinationLease, None));
+        // The largest revision a file may hold is accepted.
+        let mut highest = state_with_a_lease();
+        highest.set_revision_for_tests(MAX_RESTORED_REVISION);
+        assert!(read(&write(&highest).unwrap()).is_ok());
+        // A header that names another revision than the state's is an altered file.
+        let mut altered = write(&state_with_a_lease()).unwrap();
+        let text = String::from_utf8(altered.clone()).unwrap();
+        altered = text.replacen("\"revision\":1", "\"revision\":2", 1).into_bytes();
+        assert!(matches!(read(&altered), Err(SnapshotError::Revision { header: 2, state: 1 })));
+    }
+
+    #[test]
+    fn a_write_at_the_top_of_the_revisions_is_refused_not_given_the_same_revision() {
+        let mut state = state_with_a_lease();
+        state.set_revision_for_tests(u64::MAX - 1);
+        let create = |name: &str| {
+            Proposal::new(Command::Create {
+                key: ObjectKey::new(ObjectKind::CoordinationLease, "ns", name),
+                spec: LeaseSpec::Coordination(CoordinationLeaseSpec::default()),
+                labels: Default::default(),
+                annotations: Default::default(),
+                uid: name.into(),
+                created_at: "2026-11-23T00:00:00Z".into(),
+            })
+        };
+        let (first, _) = state.apply(100, &create("b"));
+        assert!(!matches!(first, CommandResult::Refused(_)), "{first:?}");
+        assert_eq!(state.revision(), u64::MAX);
+        for name in ["c", "d"] {
+            let (result, changes) = state.apply(101, &create(name));
+            assert!(matches!(result, CommandResult::Refused(_)), "{result:?}");
+            assert!(changes.is_empty());
+            assert!(state.get(&ObjectKey::new(ObjectKind::CoordinationLease, "ns", name)).is_none());
+        }
+        assert_eq!(state.revision(), u64::MAX);
     }
 
     #[test]

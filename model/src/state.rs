@@ -107,6 +107,12 @@ impl State {
         self.epoch = epoch;
     }
 
+    /// Sets the revision (tests of restores only).
+    #[cfg(test)]
+    pub(crate) fn set_revision_for_tests(&mut self, revision: u64) {
+        self.revision = revision;
+    }
+
     /// Looks up one object.
     pub fn get(&self, key: &ObjectKey) -> Option<&StoredObject> {
         self.objects.get(key)
@@ -185,8 +191,12 @@ impl State {
                 return (record.result.clone(), Vec::new());
             }
         }
-        self.revision = self.revision.saturating_add(1).max(index);
-        let revision = self.revision;
+        // Resource versions and fencing tokens rest on every write getting a larger revision:
+        // at the top of the range a write is refused rather than given the same one again.
+        let Some(revision) = self.revision.checked_add(1).map(|next| next.max(index)) else {
+            return (CommandResult::Refused(revision_exhausted()), Vec::new());
+        };
+        self.revision = revision;
         // A new leader's clock may be behind the old one's: keep the replicated clock monotonic.
         self.clock_ms = self.clock_ms.max(proposal.now_ms);
         let (result, changes) = match self.apply_command(revision, self.clock_ms, &proposal.command) {
@@ -384,14 +394,23 @@ impl State {
                 Ok((CommandResult::Deleted(object), vec![change]))
             }
             Command::Restore { state } => {
+                // The API refuses such a file first; every replica refuses it again, so that a
+                // restore can never leave revisions, fences or time without room to grow.
+                crate::snapshot::check_room(state)?;
                 // Revisions and the clock never go back, whatever the snapshot's were; the
                 // epoch passes both the snapshot's and this cluster's.
                 let (revision, clock_ms, epoch) = (self.revision, self.clock_ms, self.epoch);
+                let restored_epoch = epoch.max(state.epoch).checked_add(1);
+                let Some(restored_epoch) = restored_epoch else {
+                    return Err(DomainError::Invalid {
+                        field: "epoch".into(),
+                        message: "this cluster has been restored as often as its fence can count; restore into a new cluster".into(),
+                    });
+                };
                 *self = (**state).clone();
                 self.revision = self.revision.max(revision);
                 self.clock_ms = self.clock_ms.max(clock_ms);
-                // A crafted file's epoch of u64::MAX must not overflow on every replica.
-                self.epoch = self.epoch.max(epoch).saturating_add(1);
+                self.epoch = restored_epoch;
                 Ok((CommandResult::Done, Vec::new()))
             }
             Command::AuditRetention { entries } => {
@@ -402,6 +421,17 @@ impl State {
             // Handled by `apply`; a batch inside a batch is applied the same way.
             Command::Batch { .. } => Ok((CommandResult::Done, Vec::new())),
         }
+    }
+}
+
+/// The refusal of a write when the revision cannot grow any more.
+fn revision_exhausted() -> DomainError {
+    DomainError::Invalid {
+        field: "revision".into(),
+        message: format!(
+            "this cluster's revision has reached {}; no write can get a larger one (restore its snapshot into a new cluster)",
+            u64::MAX
+        ),
     }
 }
 

@@ -2,12 +2,14 @@
 //! `restore` into a new three-node cluster: every write acknowledged before the save started is
 //! there, and the new cluster accepts writes. A file with one byte altered is refused by
 //! `status` and `restore` (checksum); a cluster that holds something refuses a restore (exit 4)
-//! unless `--force`.
+//! unless `--force`. A well-formed file whose revision leaves no room to grow is refused with a
+//! `400`, and every write after it still gets a larger revision.
 
 use std::process::{Command, Output};
 use std::time::Duration;
 
-use anyhow::{ensure, Result};
+use anyhow::{ensure, Context, Result};
+use sha2::{Digest, Sha256};
 use drover_tests::client::LeaseClient;
 use drover_tests::process::{drover_binary, ProcessCluster};
 use drover_tests::wait::eventually;
@@ -100,9 +102,57 @@ async fn a_snapshot_saved_under_writes_restores_into_a_new_cluster() -> Result<(
         gone.status == 404,
         "a forced restore replaces the state: {gone:?}"
     );
+    // A well-formed file of a state at the top of the revisions is refused, even forced.
+    let crafted = with_revision(&std::fs::read(&file)?, u64::MAX - 1)?;
+    let answer = reqwest::Client::builder()
+        .no_proxy()
+        .build()?
+        .put(format!("http://{}/snapshot?force=true", new.api_addr(1)))
+        .body(crafted)
+        .send()
+        .await?;
+    let status = answer.status();
+    let text = answer.text().await?;
+    ensure!(status == 400, "a state without room to grow answered {status}: {text}");
+    ensure!(text.contains("18446744073709551614"), "the refusal names the revision: {text}");
+    let mut versions = Vec::new();
+    for name in ["top-1", "top-2", "top-3"] {
+        let created = reader.create("snap", name, "me").await?;
+        ensure!(created.status == 201, "{created:?}");
+        let version: u64 = created.body["metadata"]["resourceVersion"]
+            .as_str()
+            .context("resourceVersion")?
+            .parse()?;
+        versions.push(version);
+    }
+    ensure!(
+        versions.windows(2).all(|w| w[0] < w[1]) && versions[2] < 1 << 53,
+        "every write gets its own, larger revision: {versions:?}"
+    );
     println!(
         "snapshot: {} writes acknowledged before the save, all restored",
         before.len()
     );
     Ok(())
+}
+
+/// `file` with its state's revision (and its header's) set to `revision`, its length and digest
+/// made to match: a well-formed file a tool could write.
+fn with_revision(file: &[u8], revision: u64) -> Result<Vec<u8>> {
+    let newline = file.iter().position(|b| *b == b'\n').context("header line")?;
+    let mut header: serde_json::Value = serde_json::from_slice(&file[..newline])?;
+    let mut state: serde_json::Value = serde_json::from_slice(&file[newline + 1..])?;
+    state["revision"] = revision.into();
+    let body = serde_json::to_vec(&state)?;
+    header["revision"] = revision.into();
+    header["bytes"] = body.len().into();
+    header["sha256"] = Sha256::digest(&body)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect::<String>()
+        .into();
+    let mut crafted = serde_json::to_vec(&header)?;
+    crafted.push(b'\n');
+    crafted.extend_from_slice(&body);
+    Ok(crafted)
 }
