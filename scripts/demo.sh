@@ -5,8 +5,16 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/drover-target}"
-cargo build --quiet -p drover-node
 bin="$CARGO_TARGET_DIR/debug/drover"
+if [ -x "$bin" ]; then
+  echo "demo: building drover (debug) in $CARGO_TARGET_DIR: only what changed, usually seconds"
+else
+  echo "demo: building drover (debug) in $CARGO_TARGET_DIR for the first time: about 8-10 minutes on a"
+  echo "demo: fresh two-core machine (some 400 crates); later runs rebuild only what changed"
+fi
+build_started=$SECONDS
+cargo build -p drover-node
+echo "demo: built in $((SECONDS - build_started)) s; starting three nodes and two agents"
 
 state=".drover-demo"
 mkdir -p "$state"
@@ -98,15 +106,30 @@ YAML
 
 pids=()
 agent_pids=()
-# Agents leave their instances running when they stop (as a kubelet does); the demo stops the
-# exec agent's instances too, each a process group of its own.
+# The nodes and agents run in sessions of their own (setsid), so that a Ctrl-C in the terminal
+# reaches this script alone and it stops them in order: first the exec agent's instances (an
+# agent leaves its instances running when it stops, as a kubelet does, so they are asked for
+# while it still answers), then the agents, then the nodes.
+instance_processes() {
+  # Every process whose working directory is under the exec agent's data directory: the
+  # instances and anything they started, whether or not the agent still answers.
+  local root pid cwd
+  root="$(cd "$state" && pwd)/agent-exec/"
+  for pid in /proc/[0-9]*; do
+    cwd=$(readlink "$pid/cwd" 2>/dev/null) || continue
+    case "$cwd/" in "$root"*) echo "${pid#/proc/}" ;; esac
+  done
+}
 stop_instances() {
   curl -fsS -H @"$state/join-header" http://127.0.0.1:7701/v1/inventory 2>/dev/null \
     | python3 -c 'import json,sys; [print(i["pid"]) for i in json.load(sys.stdin)["instances"] if i.get("pid")]' 2>/dev/null \
     | while read -r pid; do kill -TERM -- "-$pid" 2>/dev/null || true; done
 }
 stop() {
+  local status=$? left pid
+  trap - EXIT INT TERM
   if [ "${#agent_pids[@]}" -gt 0 ]; then
+    echo "demo: stopping the exec agent's instances, the agents and the nodes" >&2
     stop_instances
     kill "${agent_pids[@]}" 2>/dev/null || true
     wait "${agent_pids[@]}" 2>/dev/null || true
@@ -115,12 +138,28 @@ stop() {
     kill "${pids[@]}" 2>/dev/null || true
     wait "${pids[@]}" 2>/dev/null || true
   fi
+  # Whatever the agent did not report (it may have been stopped by someone else first).
+  for _ in 1 2 3 4 5 6 7 8 9 10; do
+    left=$(instance_processes)
+    [ -z "$left" ] && break
+    for pid in $left; do kill -TERM "$pid" 2>/dev/null || true; done
+    sleep 0.5
+  done
+  for pid in $(instance_processes); do kill -KILL "$pid" 2>/dev/null || true; done
+  left=$(instance_processes)
+  if [ -n "$left" ]; then
+    echo "demo: these instance processes are still running; stop them with: kill $left" >&2
+  elif [ "${#pids[@]}" -gt 0 ]; then
+    echo "demo: stopped; nothing of the demo is left running (data stays in $state/)" >&2
+  fi
+  exit "$status"
 }
 trap stop EXIT
-trap 'exit 130' INT TERM
+trap 'exit 130' INT
+trap 'exit 143' TERM
 
 for id in 1 2 3; do
-  "$bin" serve --node-id "$id" --data-dir "$state/node-$id" \
+  setsid "$bin" serve --node-id "$id" --data-dir "$state/node-$id" \
     --api-addr "127.0.0.1:740$id" --peer-addr "127.0.0.1:750$id" \
     --initial-cluster "$cluster" --cluster-secret-file "$state/secret" \
     --pools "$state/pools.yaml" --claimer-auth-token-file "$state/claimer-token" \
@@ -133,10 +172,10 @@ done
 
 # Two workload clusters, one agent each: `exec` runs real processes, `sim` pretends (3 machines).
 echo "Authorization: Bearer $(cat "$state/join-token")" > "$state/join-header"
-"$bin" agent --name local-exec --executor exec --listen 127.0.0.1:7701 --data-dir "$state/agent-exec" \
+setsid "$bin" agent --name local-exec --executor exec --listen 127.0.0.1:7701 --data-dir "$state/agent-exec" \
   --join-token-file "$state/join-token" --label kind=exec >"$state/agent-exec.log" 2>&1 &
 agent_pids+=("$!")
-"$bin" agent --name local-sim --executor sim --sim-nodes 3 --listen 127.0.0.1:7702 --data-dir "$state/agent-sim" \
+setsid "$bin" agent --name local-sim --executor sim --sim-nodes 3 --listen 127.0.0.1:7702 --data-dir "$state/agent-sim" \
   --join-token-file "$state/join-token" --label kind=sim >"$state/agent-sim.log" 2>&1 &
 agent_pids+=("$!")
 

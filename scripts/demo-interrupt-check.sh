@@ -1,0 +1,83 @@
+#!/usr/bin/env bash
+# Checks that Ctrl-C on `make demo` leaves nothing of the demo running: starts the demo in a
+# process group of its own, waits until it says it is running and the exec agent runs its four
+# instance processes, sends SIGINT to the whole group (what a terminal's Ctrl-C does), and then
+# looks through /proc for any process of the demo (nodes, agents, instances). CI runs it after
+# the one-shot demo; it needs the demo's build (it builds nothing itself).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/drover-target}"
+state=".drover-demo"
+log=$(mktemp)
+trap 'rm -f "$log"' EXIT
+
+# Processes of the demo: the drover binary started from this clone's demo (its data under
+# $state), or anything working under the exec agent's data directory (the instances).
+demo_processes() {
+  local root pid cwd args
+  root="$(pwd)/$state/"
+  for pid in /proc/[0-9]*; do
+    cwd=$(readlink "$pid/cwd" 2>/dev/null) || continue
+    args=$(tr '\0' ' ' <"$pid/cmdline" 2>/dev/null) || continue
+    case "$cwd/" in "$root"*) echo "${pid#/proc/} $args"; continue ;; esac
+    case "$args" in *"drover "*"--data-dir $state/"*) echo "${pid#/proc/} $args" ;; esac
+  done
+}
+
+before=$(demo_processes)
+if [ -n "$before" ]; then
+  echo "demo-interrupt-check: processes of the demo run already; stop them first:" >&2
+  echo "$before" >&2
+  exit 1
+fi
+
+# With job control on, the demo runs in a process group of its own (its id is the demo's pid)
+# and, unlike a background job of a script without it, does not start with SIGINT ignored:
+# as `make demo` in a terminal.
+set -m
+bash scripts/demo.sh >"$log" 2>&1 &
+demo=$!
+set +m
+deadline=$((SECONDS + 300))
+until grep -q 'Press Ctrl-C' "$log"; do
+  if ! kill -0 "$demo" 2>/dev/null || [ "$SECONDS" -ge "$deadline" ]; then
+    echo "demo-interrupt-check: the demo did not start:" >&2
+    cat "$log" >&2
+    kill -TERM -- "-$demo" 2>/dev/null || true
+    exit 1
+  fi
+  sleep 0.5
+done
+# The exec agent runs set hello's and service greeter's two processes each.
+until [ "$(curl -fsS -H @"$state/join-header" http://127.0.0.1:7701/v1/inventory 2>/dev/null \
+    | python3 -c 'import json,sys; print(sum(1 for i in json.load(sys.stdin)["instances"] if i.get("pid")))' 2>/dev/null)" = 4 ]; do
+  if [ "$SECONDS" -ge "$deadline" ]; then
+    echo "demo-interrupt-check: the exec agent does not run four instances" >&2
+    kill -INT -- "-$demo" 2>/dev/null || true
+    exit 1
+  fi
+  sleep 0.5
+done
+running=$(demo_processes | wc -l)
+echo "demo-interrupt-check: the demo runs $running processes; sending SIGINT to its process group (Ctrl-C)"
+kill -INT -- "-$demo"
+stopped_by=$((SECONDS + 60))
+while kill -0 "$demo" 2>/dev/null; do
+  if [ "$SECONDS" -ge "$stopped_by" ]; then
+    echo "demo-interrupt-check: the demo did not exit within 60 s of Ctrl-C" >&2
+    exit 1
+  fi
+  sleep 0.2
+done
+wait "$demo" || true
+left=$(demo_processes)
+if [ -n "$left" ]; then
+  echo "demo-interrupt-check: Ctrl-C left these processes of the demo running:" >&2
+  echo "$left" >&2
+  tail -5 "$log" >&2
+  kill -KILL $(echo "$left" | cut -d' ' -f1) 2>/dev/null || true
+  exit 1
+fi
+tail -2 "$log"
+echo "demo-interrupt-check: Ctrl-C stopped all $running processes of the demo"
