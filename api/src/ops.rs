@@ -66,7 +66,8 @@ async fn metrics(State(state): State<ApiState>) -> Response {
         .into_response()
 }
 
-fn member_json(member: MemberView) -> Value {
+/// One member as `GET /cluster` shows it (`drover get members` reads these fields).
+pub fn member_json(member: MemberView) -> Value {
     let mut entry = json!({
         "id": member.id,
         "membership": member.membership,

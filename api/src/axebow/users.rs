@@ -11,6 +11,8 @@ use utoipa::ToSchema;
 use super::context::Caller;
 use super::reply::{done, ok, AxebowError, Body, Empty, Envelope};
 use super::store;
+use crate::auth::{Verifier, STATIC_ISSUER};
+use crate::guard::OPERATORS_GROUP;
 use crate::state::ApiState;
 
 /// The answer to a registration.
@@ -37,7 +39,7 @@ pub async fn register(
     headers: HeaderMap,
     Body(profile): Body<UserProfile>,
 ) -> Result<Envelope<Registered>, AxebowError> {
-    let operator = state.axebow.options.operators.contains(&caller);
+    let operator = state.axebow.options.operators.contains(&caller) || static_operator(&state, &headers);
     let op = PlatformOp::RegisterUser {
         uid: uuid::Uuid::new_v4().to_string(),
         profile,
@@ -49,6 +51,22 @@ pub async fn register(
             "the registration was applied without a user id",
         )),
     }
+}
+
+/// Whether the request's bearer token is a static API token in group `operators`. Such a
+/// machine is an operator of every other dialect (membership, pools, every lease namespace), so
+/// its user becomes one of the platform's operators when it registers, as the identities
+/// `--operators` lists do: Kubernetes gives a static token's groups their rights the same way.
+fn static_operator(state: &ApiState, headers: &HeaderMap) -> bool {
+    let header = headers
+        .get(axum::http::header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok());
+    Verifier::bearer(header)
+        .ok()
+        .and_then(|token| state.axebow.verifier.verify_with_groups(token).ok())
+        .is_some_and(|verified| {
+            verified.identity.issuer == STATIC_ISSUER && verified.groups.iter().any(|g| g == OPERATORS_GROUP)
+        })
 }
 
 /// The caller's user: memberships, invitations and identity profiles.

@@ -13,5 +13,6 @@ mod server;
 pub mod service;
 pub mod snapshot;
 pub mod token;
+mod yaml;
 
 pub use server::{SendError, Servers};
