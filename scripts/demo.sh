@@ -234,6 +234,11 @@ for step in \
   code=$(platform_call "$method" "$path" "$body")
   case "$code" in 200|409) ;; *) echo "demo: $method $path answered $code" >&2; exit 1 ;; esac
 done
+# The static token's machine user (the CLI's DROVER_TOKEN): a static token in group operators
+# becomes a platform operator when it registers, so `drover get clusters -A` works with it.
+code=$(curl -s -o /dev/null -w '%{http_code}' -X POST "$platform/user" -H @"$state/auth-header" \
+  -H 'Content-Type: application/json' -d '{"name":"Demo","surname":"CLI"}')
+case "$code" in 200|409) ;; *) echo "demo: registering the static token's user answered $code" >&2; exit 1 ;; esac
 
 # Register the agents as platform-wide clusters (they belong to the operator tenant) and pin a
 # desired set to each. The bodies hold the join token, so curl reads them from owner-only files.
@@ -286,6 +291,13 @@ the process list, and the CLI from DROVER_TOKEN:
   curl -H @$state/auth-header 'https://127.0.0.1:7403/metric?type=gce-project'
   curl -X POST https://127.0.0.1:7401/lease -H @$state/claimer-header -d '{"max_time": 60}'
   $bin lease acquire --type gce-project --owner me -- sleep 10
+  $bin get leases -A -o wide
+  $bin get pools
+  $bin get resources
+  $bin get tenants -A
+  $bin get clusters -A
+  $bin get services --tenant demo -o wide
+  $bin get services -A
 
 The platform API (Axebow 1.0-beta), browsable at https://127.0.0.1:7401/docs/ :
   curl https://127.0.0.1:7401/api/1.0-beta/platform
@@ -352,6 +364,47 @@ if [ "${DROVER_DEMO_ONESHOT:-}" = "1" ]; then
       || { echo "demo: kubectl --kubeconfig $state/kubeconfig get leases -A does not list the demo leases" >&2; exit 1; }
   fi
   "$bin" cluster status -o json >/dev/null || { echo "demo: drover cluster status over HTTPS failed" >&2; exit 1; }
+  # The CLI lines printed above, with DROVER_TOKEN as printed: every kind answers, and the
+  # tables show what the objects hold.
+  cli_check() {
+    # On a terminal, as a user types it (`script` gives it one): tables, not JSON.
+    local expect=$1 out
+    shift
+    out=$(script -qec "$(printf '%q ' "$bin" "$@")" /dev/null 2>&1 | tr -d '\r') \
+      || { echo "demo: drover $* failed: $out" >&2; exit 1; }
+    echo "$out" | grep -qE "$expect" || { echo "demo: drover $* does not show /$expect/:" >&2; echo "$out" >&2; exit 1; }
+    echo "demo: drover $* — ok"
+  }
+  until "$bin" get services --tenant demo -o json 2>/dev/null \
+      | python3 -c 'import json,sys; d=json.load(sys.stdin)["data"]; sys.exit(0)' >/dev/null 2>&1; do
+    if [ "$SECONDS" -ge "$((deadline + 60))" ]; then echo "demo: drover get services does not answer" >&2; exit 1; fi
+    sleep 0.2
+  done
+  cli_check 'demo +scheduler' get leases -A -o wide
+  cli_check 'gce-project' get pools
+  cli_check 'cluster-a' get resources
+  cli_check 'demo' get tenants -A
+  cli_check 'operator +local-exec +ONLINE' get clusters -A
+  cli_check 'local-sim' get clusters --tenant operator
+  until "$bin" get services --tenant demo -o table 2>/dev/null | grep -qE '^greeter +RUNNING +local-exec +1 +2/2'; do
+    if [ "$SECONDS" -ge "$((deadline + 90))" ]; then
+      echo "demo: service greeter is not RUNNING revision 1 on local-exec in the table:" >&2
+      "$bin" get services --tenant demo -o table >&2 || true
+      exit 1
+    fi
+    sleep 0.2
+  done
+  cli_check '^greeter +RUNNING +local-exec +1 +2/2' get services --tenant demo -o wide
+  cli_check '^greeter ' get service greeter --tenant demo -o wide
+  cli_check '^demo +greeter +RUNNING' get services -A
+  # -o yaml as a YAML 1.1 reader (PyYAML) reads it: times stay strings, as kubectl quotes them.
+  "$bin" get lease scheduler -n demo -o yaml | python3 -c '
+import sys, yaml
+d = yaml.safe_load(sys.stdin)
+t = d["metadata"]["creationTimestamp"]
+assert isinstance(t, str), "creationTimestamp read back as %r" % (t,)' \
+    || { echo "demo: drover get lease scheduler -n demo -o yaml does not read back as it was" >&2; exit 1; }
+  echo "demo: drover get lease scheduler -n demo -o yaml — read back by PyYAML with its times as strings"
   echo "demo: one-shot check passed; stopping"
   exit 0
 fi
