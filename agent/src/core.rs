@@ -1,9 +1,11 @@
 //! The agent's operations, shared by every executor and called by the HTTP handlers: apply a
-//! desired set, restart an instance, report inventory and facts, set sim faults.
+//! desired set, restart an instance, report inventory and facts (with the agent's identity),
+//! set sim faults.
 //!
-//! Every mutation goes through one async lock, in this order: validate, check the fence,
-//! write the new state to disk, update memory, then stop and start instances. A refused call
-//! changes nothing, in memory or on disk.
+//! Every mutation goes through one async lock, in this order: check the sender against the
+//! cluster object the agent is bound to ([`crate::identity`]), validate, check the fence, record
+//! a new binding, write the new state to disk, update memory, then stop and start instances. A
+//! refused call changes nothing, in memory or on disk.
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
@@ -13,11 +15,13 @@ use drover_model::cluster::agent_api::{
     DesiredSet, Fence, InstanceId, InstanceState, InstanceStatus, Inventory, NodeFacts, Resources, SetName,
     SimFaults,
 };
+use drover_model::cluster::identity::{AgentIdentity, IdentifiedFacts};
 
 use crate::config::AgentConfig;
 use crate::error::AgentError;
 use crate::executor::{Executor, Launch};
 use crate::fence::{self, Accepted};
+use crate::identity::{self, Sender};
 use crate::memory::{Plan, Run};
 use crate::shared::Shared;
 use crate::validate;
@@ -31,6 +35,8 @@ pub struct Agent {
     executor: Arc<dyn Executor>,
     mutations: tokio::sync::Mutex<()>,
     faults: Mutex<SimFaults>,
+    /// Its id and the cluster object it is bound to; changed under `mutations`, on disk first.
+    identity: Mutex<AgentIdentity>,
 }
 
 impl std::fmt::Debug for Agent {
@@ -43,8 +49,14 @@ impl std::fmt::Debug for Agent {
 }
 
 impl Agent {
-    /// An agent over `shared` with `executor`; capacity is the machine's unless configured.
-    pub fn new(config: &AgentConfig, shared: Arc<Shared>, executor: Arc<dyn Executor>) -> Self {
+    /// An agent over `shared` with `executor` and `identity` (as [`crate::store::load_identity`]
+    /// read it); capacity is the machine's unless configured.
+    pub fn new(
+        config: &AgentConfig,
+        shared: Arc<Shared>,
+        executor: Arc<dyn Executor>,
+        identity: AgentIdentity,
+    ) -> Self {
         let machine = executor.machine();
         let capacity = Resources {
             cpu_millis: config.capacity_cpu_millis.unwrap_or(machine.capacity.cpu_millis),
@@ -58,6 +70,7 @@ impl Agent {
             executor,
             mutations: tokio::sync::Mutex::new(()),
             faults: Mutex::new(SimFaults::default()),
+            identity: Mutex::new(identity),
         }
     }
 
@@ -79,6 +92,41 @@ impl Agent {
 
     fn faults(&self) -> std::sync::MutexGuard<'_, SimFaults> {
         self.faults.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Its id and the cluster object it is bound to.
+    pub fn identity(&self) -> AgentIdentity {
+        self.identity.lock().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    /// `GET /v1/facts`: the facts, the agent's id and the cluster object it is bound to.
+    pub fn identified_facts(&self) -> IdentifiedFacts {
+        let identity = self.identity();
+        IdentifiedFacts {
+            facts: self.facts(),
+            agent_id: Some(identity.agent_id),
+            cluster_uid: identity.cluster_uid,
+        }
+    }
+
+    /// Whether `sender` may change what this agent runs; the cluster object to bind it to
+    /// first, if any. Called under the mutations lock.
+    fn check_sender(&self, sender: &Sender) -> Result<Option<String>, AgentError> {
+        identity::check(self.identity().cluster_uid.as_deref(), sender)
+    }
+
+    /// Binds the agent to cluster object `uid`, on disk before memory. Called under the
+    /// mutations lock, once every other check of the change has passed.
+    async fn bind(&self, uid: String) -> Result<(), AgentError> {
+        let mut next = self.identity();
+        let previous = next.cluster_uid.replace(uid.clone());
+        self.shared.save_identity(next.clone()).await?;
+        *self.identity.lock().unwrap_or_else(|p| p.into_inner()) = next;
+        match previous {
+            None => tracing::info!(cluster_uid = %uid, "bound to a cluster object"),
+            Some(from) => tracing::info!(cluster_uid = %uid, %from, "taken over by a cluster object"),
+        }
+        Ok(())
     }
 
     /// Whether `id` is a desired instance.
@@ -139,10 +187,21 @@ impl Agent {
         fence::check(highest, offered).inspect_err(|_| self.shared.metrics.fenced.inc())
     }
 
+    /// `PUT /v1/sets/{set}` from a sender that names no cluster object.
+    pub async fn put_set(&self, set: SetName, desired: DesiredSet) -> Result<Inventory, AgentError> {
+        self.put_set_from(&Sender::default(), set, desired).await
+    }
+
     /// `PUT /v1/sets/{set}`: makes `set` hold exactly `desired.instances`; returns the set's
     /// inventory.
-    pub async fn put_set(&self, set: SetName, desired: DesiredSet) -> Result<Inventory, AgentError> {
+    pub async fn put_set_from(
+        &self,
+        sender: &Sender,
+        set: SetName,
+        desired: DesiredSet,
+    ) -> Result<Inventory, AgentError> {
         let _serial = self.mutations.lock().await;
+        let bind = self.check_sender(sender)?;
         let began = Instant::now();
         let slow = self.faults().slow_apply_ms;
         if slow > 0 {
@@ -158,8 +217,11 @@ impl Agent {
             };
             (memory.plan(&set, fence, desired.instances), accepted)
         };
-        if plan.changes_nothing() && accepted == Accepted::Same {
+        if plan.changes_nothing() && accepted == Accepted::Same && bind.is_none() {
             return Ok(self.inventory(Some(&set)));
+        }
+        if let Some(uid) = bind {
+            self.bind(uid).await?;
         }
         self.shared.commit(&plan).await?;
         if let Accepted::Newer(fence) = accepted {
@@ -205,11 +267,21 @@ impl Agent {
     /// nothing else, so that a new leader can shut out the deposed one's late calls before it
     /// reads the inventory it will act on. Returns the whole inventory.
     pub async fn raise_fence(&self, offered: Fence) -> Result<Inventory, AgentError> {
+        self.raise_fence_from(&Sender::default(), offered).await
+    }
+
+    /// [`Agent::raise_fence`] from `sender`, which this binds the agent to when it is the first
+    /// cluster object to drive it or takes it over.
+    pub async fn raise_fence_from(&self, sender: &Sender, offered: Fence) -> Result<Inventory, AgentError> {
         let _serial = self.mutations.lock().await;
+        let bind = self.check_sender(sender)?;
         let accepted = {
             let memory = self.shared.lock();
             self.check_fence(memory.fence, offered)?
         };
+        if let Some(uid) = bind {
+            self.bind(uid).await?;
+        }
         if let Accepted::Newer(fence) = accepted {
             self.shared.commit(&Plan::fence_only(fence)).await?;
             tracing::info!(%fence, "accepted a newer fence");
@@ -217,9 +289,20 @@ impl Agent {
         Ok(self.inventory(None))
     }
 
-    /// `POST /v1/instances/{id}/restart`: stops `id` and starts it again.
+    /// `POST /v1/instances/{id}/restart` from a sender that names no cluster object.
     pub async fn restart(&self, id: InstanceId, offered: Fence) -> Result<InstanceStatus, AgentError> {
+        self.restart_from(&Sender::default(), id, offered).await
+    }
+
+    /// `POST /v1/instances/{id}/restart`: stops `id` and starts it again.
+    pub async fn restart_from(
+        &self,
+        sender: &Sender,
+        id: InstanceId,
+        offered: Fence,
+    ) -> Result<InstanceStatus, AgentError> {
         let _serial = self.mutations.lock().await;
+        let bind = self.check_sender(sender)?;
         let accepted = {
             let memory = self.shared.lock();
             if !memory.instances.contains_key(&id) {
@@ -229,6 +312,9 @@ impl Agent {
             }
             self.check_fence(memory.fence, offered)?
         };
+        if let Some(uid) = bind {
+            self.bind(uid).await?;
+        }
         if let Accepted::Newer(fence) = accepted {
             self.shared.commit(&Plan::fence_only(fence)).await?;
             tracing::info!(%fence, "accepted a newer fence");
@@ -332,7 +418,8 @@ mod tests {
         let fake = Arc::new(Fake::default());
         let token = JoinToken::new("0123456789abcdef", "test").unwrap();
         let config = AgentConfig::new(dir, ExecutorKind::Sim, token);
-        (Agent::new(&config, shared, fake.clone()), fake, layout)
+        let identity = crate::store::load_identity(&layout).unwrap();
+        (Agent::new(&config, shared, fake.clone(), identity), fake, layout)
     }
 
     fn desired(term: u64, leader: u64, instances: Vec<InstanceSpec>) -> DesiredSet {
@@ -443,6 +530,96 @@ mod tests {
         let doc = crate::store::load(&layout).unwrap();
         assert_eq!(doc.fence, Fence::new(6, 2));
         assert_eq!(doc.sets[&web()].len(), 1);
+    }
+
+    #[tokio::test]
+    async fn an_agent_bound_to_one_cluster_object_refuses_another_until_taken_over() {
+        let dir = tempfile::tempdir().unwrap();
+        let (agent, fake, layout) = agent(dir.path());
+        let (a, b) = (Sender::cluster("uid-a"), Sender::cluster("uid-b"));
+        let id = agent.identity().agent_id;
+        assert_eq!(agent.identified_facts().agent_id, Some(id.clone()));
+        assert_eq!(agent.identified_facts().cluster_uid, None);
+
+        // The first cluster object to change anything binds the agent, on disk.
+        agent
+            .put_set_from(&a, web(), desired(1, 1, vec![spec("a", &["x"])]))
+            .await
+            .unwrap();
+        assert_eq!(agent.identified_facts().cluster_uid.as_deref(), Some("uid-a"));
+        let on_disk = crate::store::load_identity(&layout).unwrap();
+        assert_eq!(
+            (on_disk.agent_id, on_disk.cluster_uid.as_deref()),
+            (id, Some("uid-a"))
+        );
+
+        // Another cluster object changes nothing, whatever its fence.
+        let before = agent.inventory(None);
+        let refusals = [
+            agent
+                .put_set_from(&b, web(), desired(1, 1, vec![]))
+                .await
+                .map(|_| ()),
+            agent.raise_fence_from(&b, Fence::new(2, 1)).await.map(|_| ()),
+            agent
+                .restart_from(&b, InstanceId::parse("a").unwrap(), Fence::new(1, 1))
+                .await
+                .map(|_| ()),
+        ];
+        for refused in refusals {
+            let e = refused.unwrap_err();
+            assert_eq!(e.status(), 409);
+            assert!(e.to_string().starts_with("bound: "), "{e}");
+        }
+        assert_eq!(agent.inventory(None), before);
+        assert_eq!(fake.started.lock().unwrap().len(), 1);
+        assert!(fake.stopped.lock().unwrap().is_empty());
+
+        // A takeover must name the cluster object the agent is bound to.
+        let wrong = Sender {
+            cluster: Some("uid-b".into()),
+            take_over: Some("uid-x".into()),
+        };
+        assert_eq!(
+            agent
+                .raise_fence_from(&wrong, Fence::new(1, 1))
+                .await
+                .unwrap_err()
+                .status(),
+            409
+        );
+        let take_over = Sender {
+            take_over: Some("uid-a".into()),
+            ..wrong
+        };
+        agent
+            .raise_fence_from(&take_over, Fence::new(1, 1))
+            .await
+            .unwrap();
+        assert_eq!(agent.identity().cluster_uid.as_deref(), Some("uid-b"));
+        assert_eq!(
+            crate::store::load_identity(&layout)
+                .unwrap()
+                .cluster_uid
+                .as_deref(),
+            Some("uid-b")
+        );
+        let e = agent
+            .put_set_from(&a, web(), desired(1, 1, vec![]))
+            .await
+            .unwrap_err();
+        assert!(e.to_string().starts_with("bound: "), "{e}");
+        agent
+            .put_set_from(&b, web(), desired(1, 1, vec![]))
+            .await
+            .unwrap();
+        assert!(agent.inventory(None).instances.is_empty());
+
+        // A control plane that names no cluster object is not told apart.
+        agent
+            .put_set(web(), desired(1, 1, vec![spec("a", &["x"])]))
+            .await
+            .unwrap();
     }
 
     #[tokio::test]

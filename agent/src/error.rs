@@ -28,6 +28,14 @@ pub enum AgentError {
         /// The highest fence accepted so far.
         highest: Fence,
     },
+    /// The change names a cluster object other than the one this agent is bound to (409).
+    #[error("bound: this agent is driven by cluster object {bound}; cluster object {offered} may take it over only once {bound} is deregistered")]
+    Bound {
+        /// The cluster object the agent is bound to.
+        bound: String,
+        /// The cluster object the change named.
+        offered: String,
+    },
     /// The request body is larger than the agent accepts (413).
     #[error("{0}")]
     TooLarge(String),
@@ -93,7 +101,7 @@ impl AgentError {
             Self::BadRequest(_) => 400,
             Self::Unauthorized(_) => 401,
             Self::NotFound(_) => 404,
-            Self::Conflict(_) | Self::Fenced { .. } => 409,
+            Self::Conflict(_) | Self::Fenced { .. } | Self::Bound { .. } => 409,
             Self::TooLarge(_) => 413,
             Self::Unfit(_) => 422,
             Self::Unavailable(_) => 503,

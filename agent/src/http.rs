@@ -4,13 +4,17 @@
 //! |---|---|---|
 //! | `GET /healthz` | none | `ok` |
 //! | `GET /metrics` | none | Prometheus text |
-//! | `GET /v1/facts` | bearer | [`NodeFacts`](drover_model::cluster::agent_api::NodeFacts) |
+//! | `GET /v1/facts` | bearer | [`IdentifiedFacts`]: the facts, the agent's id and the cluster object it is bound to |
 //! | `GET /v1/inventory` | bearer | [`Inventory`] |
 //! | `PUT /v1/sets/{set}` | bearer | body [`DesiredSet`]; the set's [`Inventory`] |
 //! | `PUT /v1/fence` | bearer | body [`Fenced`]; raises the fence only; the whole [`Inventory`] |
 //! | `POST /v1/instances/{id}/restart` | bearer | body [`Fenced`]; the instance's status |
 //! | `GET /v1/instances/{id}/logs?tail=N&since=RFC3339` or `?from=OFFSET` | bearer | text and `x-drover-log-offset` (see [`crate::logs`]) |
 //! | `PUT /v1/sim/faults` | bearer | body [`SimFaults`]; the switches now on (sim only) |
+//!
+//! The mutating calls may name the cluster object that sends them (`x-drover-cluster`, and
+//! `x-drover-take-over` to take the agent over from the one it is bound to): see
+//! [`crate::identity`].
 //!
 //! `/v1` needs `Authorization: Bearer <join token>`, compared in constant time. Every refusal
 //! is `{"error": "..."}` naming what to fix. While the `unreachable` sim fault is on, every
@@ -31,10 +35,12 @@ use axum::{Json, Router};
 use drover_model::cluster::agent_api::{
     self, DesiredSet, Fenced, InstanceId, Inventory, SetName, SimFaults, LOG_OFFSET_HEADER, MAX_LOG_READ,
 };
+use drover_model::cluster::identity::{IdentifiedFacts, CLUSTER_HEADER, TAKE_OVER_HEADER};
 use serde::de::DeserializeOwned;
 
 use crate::core::Agent;
 use crate::error::AgentError;
+use crate::identity::Sender;
 use crate::layout::Layout;
 use crate::logs;
 use crate::secret::JoinToken;
@@ -145,8 +151,28 @@ async fn metrics(State(state): State<AppState>) -> Result<Response, AgentError> 
     Ok(([(header::CONTENT_TYPE, "text/plain; version=0.0.4")], text).into_response())
 }
 
-async fn facts(State(state): State<AppState>) -> Json<agent_api::NodeFacts> {
-    Json(state.agent.facts())
+async fn facts(State(state): State<AppState>) -> Json<IdentifiedFacts> {
+    Json(state.agent.identified_facts())
+}
+
+/// The cluster object a change names, from its headers.
+fn sender(headers: &HeaderMap) -> Result<Sender, AgentError> {
+    let value = |name: &str| -> Result<Option<String>, AgentError> {
+        headers
+            .get(name)
+            .map(|value| {
+                value
+                    .to_str()
+                    .map(|text| text.trim().to_string())
+                    .map_err(|_| AgentError::BadRequest(format!("{name}: not visible ASCII")))
+            })
+            .transpose()
+    };
+    Sender {
+        cluster: value(CLUSTER_HEADER)?,
+        take_over: value(TAKE_OVER_HEADER)?,
+    }
+    .checked()
 }
 
 async fn inventory(State(state): State<AppState>) -> Json<Inventory> {
@@ -156,24 +182,28 @@ async fn inventory(State(state): State<AppState>) -> Json<Inventory> {
 async fn put_set(
     State(state): State<AppState>,
     Path(set): Path<String>,
+    headers: HeaderMap,
     body: Result<Bytes, BytesRejection>,
 ) -> Result<Json<Inventory>, AgentError> {
     let set = SetName::parse(&set).map_err(|e| AgentError::BadRequest(format!("set: {e}")))?;
+    let sender = sender(&headers)?;
     let desired: DesiredSet = json_body(body)?;
     let agent = state.agent.clone();
     Ok(Json(
-        to_completion(async move { agent.put_set(set, desired).await }).await?,
+        to_completion(async move { agent.put_set_from(&sender, set, desired).await }).await?,
     ))
 }
 
 async fn raise_fence(
     State(state): State<AppState>,
+    headers: HeaderMap,
     body: Result<Bytes, BytesRejection>,
 ) -> Result<Json<Inventory>, AgentError> {
+    let sender = sender(&headers)?;
     let fenced: Fenced = json_body(body)?;
     let agent = state.agent.clone();
     Ok(Json(
-        to_completion(async move { agent.raise_fence(fenced.fence).await }).await?,
+        to_completion(async move { agent.raise_fence_from(&sender, fenced.fence).await }).await?,
     ))
 }
 
@@ -184,13 +214,15 @@ fn instance_id(text: &str) -> Result<InstanceId, AgentError> {
 async fn restart(
     State(state): State<AppState>,
     Path(id): Path<String>,
+    headers: HeaderMap,
     body: Result<Bytes, BytesRejection>,
 ) -> Result<Json<agent_api::InstanceStatus>, AgentError> {
     let id = instance_id(&id)?;
+    let sender = sender(&headers)?;
     let fenced: Fenced = json_body(body)?;
     let agent = state.agent.clone();
     Ok(Json(
-        to_completion(async move { agent.restart(id, fenced.fence).await }).await?,
+        to_completion(async move { agent.restart_from(&sender, id, fenced.fence).await }).await?,
     ))
 }
 

@@ -3,6 +3,7 @@
 //! ```text
 //! <data-dir>/            mode 0700
 //!   state/fence.json     the highest fence accepted
+//!   state/identity.json  the agent's id and the cluster object it is bound to
 //!   state/sets/<set>     one desired set: its instances' specs and run records
 //!   state/tmp/           where a state file is written before it is renamed into place
 //!   agent.json           the whole state in one file (format 1, earlier agents): migrated once
@@ -48,6 +49,11 @@ impl Layout {
     /// The file of the highest fence accepted.
     pub fn fence_file(&self) -> PathBuf {
         self.state().join("fence.json")
+    }
+
+    /// The file of the agent's id and the cluster object it is bound to.
+    pub fn identity_file(&self) -> PathBuf {
+        self.state().join("identity.json")
     }
 
     /// The directory of the set files.

@@ -4,9 +4,11 @@
 //! real child processes ([`exec`]) or simulated ones ([`sim`]).
 //!
 //! The agent keeps the highest leader fence it accepted, the desired sets and a run record per
-//! instance in `<data-dir>/agent.json` ([`store`]), written before it acts, so it outlives
-//! control-plane leader changes and its own restarts. Instances outlive the agent: on SIGTERM
-//! it exits and leaves them running, and started again it adopts them ([`exec`]).
+//! instance under `<data-dir>/state/` ([`store`]), written before it acts, so it outlives
+//! control-plane leader changes and its own restarts. It has an id of its own, kept there too,
+//! and binds itself to the one cluster object that drives it ([`identity`]). Instances outlive
+//! the agent: on SIGTERM it exits and leaves them running, and started again it adopts them
+//! ([`exec`]).
 //!
 //! Embedding (tests): [`serve`] runs an agent on a listener until a shutdown future resolves.
 
@@ -17,6 +19,7 @@ pub mod exec;
 pub mod executor;
 pub mod fence;
 pub mod http;
+pub mod identity;
 pub mod layout;
 pub mod logs;
 pub mod memory;
@@ -68,6 +71,7 @@ pub fn open(config: &AgentConfig) -> Result<Opened, AgentError> {
     let layout = Layout::new(&config.data_dir);
     let lock = layout.open()?;
     let memory = Memory::from_doc(store::load(&layout)?);
+    let identity = store::load_identity(&layout)?;
     let loaded = memory.instances.len();
     let metrics = metrics::Metrics::new()?;
     let shared = Arc::new(Shared::new(memory, layout.clone(), metrics));
@@ -76,8 +80,10 @@ pub fn open(config: &AgentConfig) -> Result<Opened, AgentError> {
         ExecutorKind::Exec => Arc::new(exec::ExecExecutor::new(config, shared.clone(), tasks.clone())),
         ExecutorKind::Sim => Arc::new(sim::SimExecutor::new(config, shared.clone(), tasks.clone())),
     };
-    let agent = Arc::new(Agent::new(config, shared, executor));
+    let agent = Arc::new(Agent::new(config, shared, executor, identity));
     agent.launch_loaded();
+    // The id is random: it is printed by `run` and in the facts, not in a log line a
+    // deterministic simulation's replay compares.
     tracing::info!(
         agent = %config.name,
         executor = ?config.executor,
@@ -145,8 +151,9 @@ pub async fn run(
         ExecutorKind::Sim => "sim",
     };
     println!(
-        "drover agent {} listening on http://{address} (executor {kind})",
-        config.name
+        "drover agent {} listening on http://{address} (executor {kind}, id {})",
+        config.name,
+        opened.agent.identity().agent_id
     );
     opened.serve(listener, shutdown).await
 }

@@ -6,6 +6,7 @@
 use std::sync::{Mutex, MutexGuard};
 
 use drover_model::cluster::agent_api::InstanceId;
+use drover_model::cluster::identity::AgentIdentity;
 
 use crate::error::AgentError;
 use crate::layout::Layout;
@@ -102,6 +103,14 @@ impl Shared {
         }
         self.lock().apply(plan);
         Ok(())
+    }
+
+    /// Records the agent's identity on disk (written, synced, renamed), one write at a time with
+    /// the state files.
+    pub async fn save_identity(&self, identity: AgentIdentity) -> Result<(), AgentError> {
+        let _writer = self.writer.lock().await;
+        let layout = self.layout.clone();
+        blocking(move || store::save_identity(&layout, &identity)).await
     }
 }
 

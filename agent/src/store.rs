@@ -6,6 +6,10 @@
 //! between leaves the fence raised and the set unchanged — the caller got no answer and sends
 //! the set again — never a set from a newer leader under an older fence.
 //!
+//! The agent's id and the cluster object it is bound to are in a file of their own
+//! ([`load_identity`]), created with a new id when a data directory (a new one, or an earlier
+//! agent's) has none.
+//!
 //! The files are read once at start-up, refusing a corrupt one rather than forgetting the
 //! instances it names. The one file of earlier agents (format 1) is migrated: its sets are
 //! written first and its fence last, and the old file is removed only then, so a crash during
@@ -16,6 +20,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use drover_model::cluster::agent_api::{Fence, InstanceSpec, SetName};
+use drover_model::cluster::identity::{check_cluster_uid, AgentId, AgentIdentity};
 use serde::{Deserialize, Serialize};
 
 use crate::error::AgentError;
@@ -144,6 +149,71 @@ pub fn save_set(
     };
     let bytes = serde_json::to_vec(&file).map_err(|e| AgentError::Internal(e.to_string()))?;
     write_atomically(&path, &layout.state_tmp().join(set.as_str()), &bytes)
+}
+
+/// The format of the identity file.
+pub const IDENTITY_FORMAT: u32 = 1;
+
+/// The identity file's contents.
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct IdentityFile {
+    format: u32,
+    agent_id: AgentId,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    cluster_uid: Option<String>,
+}
+
+/// Reads the agent's identity; a data directory without one (new, or an earlier agent's) gets
+/// a new id, written before it is reported. Runs after [`load`], which creates the directories.
+pub fn load_identity(layout: &Layout) -> Result<AgentIdentity, AgentError> {
+    let path = layout.identity_file();
+    match read(&path)? {
+        Some(bytes) => {
+            let file: IdentityFile = parse(&path, &bytes)?;
+            if file.format != IDENTITY_FORMAT {
+                return Err(corrupt(
+                    &path,
+                    format!(
+                        "format {} is not {IDENTITY_FORMAT}, the format this agent reads",
+                        file.format
+                    ),
+                ));
+            }
+            if let Some(uid) = &file.cluster_uid {
+                check_cluster_uid(uid).map_err(|e| corrupt(&path, format!("cluster_uid: {e}")))?;
+            }
+            Ok(AgentIdentity {
+                agent_id: file.agent_id,
+                cluster_uid: file.cluster_uid,
+            })
+        }
+        None => {
+            let identity = AgentIdentity {
+                agent_id: crate::identity::generate()?,
+                cluster_uid: None,
+            };
+            save_identity(layout, &identity)?;
+            tracing::debug!(agent_id = %identity.agent_id, "generated the agent's id");
+            Ok(identity)
+        }
+    }
+}
+
+/// Records the agent's identity (its id and the cluster object it is bound to).
+pub fn save_identity(layout: &Layout, identity: &AgentIdentity) -> Result<(), AgentError> {
+    let file = IdentityFile {
+        format: IDENTITY_FORMAT,
+        agent_id: identity.agent_id.clone(),
+        cluster_uid: identity.cluster_uid.clone(),
+    };
+    let bytes = serde_json::to_vec(&file).map_err(|e| AgentError::Internal(e.to_string()))?;
+    // '_' is in no set name, so the temporary name never meets a set's.
+    write_atomically(
+        &layout.identity_file(),
+        &layout.state_tmp().join("_identity.json"),
+        &bytes,
+    )
 }
 
 /// Writes the sets of `doc`, then its fence, then removes the old file.
@@ -397,6 +467,38 @@ mod tests {
         // A torn fence file.
         std::fs::write(layout.fence_file(), b"{\"format\":2,").unwrap();
         assert!(matches!(load(&layout), Err(AgentError::Corrupt { .. })));
+    }
+
+    #[test]
+    fn an_agent_keeps_its_id_and_an_earlier_agents_directory_gets_one() {
+        let dir = tempfile::tempdir().unwrap();
+        let layout = Layout::new(dir.path());
+        // An earlier agent's data directory: state files, no identity.
+        save(&layout, &memory());
+        assert!(!layout.identity_file().try_exists().unwrap());
+        let first = load_identity(&layout).unwrap();
+        assert_eq!(first.cluster_uid, None);
+        assert!(layout.identity_file().try_exists().unwrap());
+        assert_eq!(load(&layout).unwrap(), memory().doc(), "the state is untouched");
+        // The same id at every start; a binding is kept.
+        assert_eq!(load_identity(&layout).unwrap(), first);
+        let bound = AgentIdentity {
+            cluster_uid: Some("c-1".into()),
+            ..first.clone()
+        };
+        save_identity(&layout, &bound).unwrap();
+        assert_eq!(load_identity(&layout).unwrap(), bound);
+        assert_eq!(std::fs::read_dir(layout.state_tmp()).unwrap().count(), 0);
+        // Another data directory, another id.
+        let other = tempfile::tempdir().unwrap();
+        let other = Layout::new(other.path());
+        load(&other).unwrap();
+        assert_ne!(load_identity(&other).unwrap().agent_id, first.agent_id);
+        // A damaged file stops the agent rather than giving it another identity.
+        std::fs::write(layout.identity_file(), b"{\"format\": 1,").unwrap();
+        assert!(matches!(load_identity(&layout), Err(AgentError::Corrupt { .. })));
+        std::fs::write(layout.identity_file(), b"{\"format\": 1, \"agent_id\": \"x\"}").unwrap();
+        assert!(matches!(load_identity(&layout), Err(AgentError::Corrupt { .. })));
     }
 
     #[test]

@@ -122,8 +122,9 @@ pub struct ServeArgs {
     /// Time between the end of one probe of a cluster's agent and the next (Go duration).
     #[arg(long, env = "DROVER_CLUSTER_PROBE_INTERVAL")]
     pub cluster_probe_interval: Option<String>,
-    /// A cluster whose agent has not answered for this long is OFFLINE; DEGRADED before (Go
-    /// duration).
+    /// A cluster whose agent has not answered for this long, counted from its last answer, is
+    /// OFFLINE as the time runs out: a probe in flight is cut short, a change being applied is
+    /// awaited (up to 30s). DEGRADED before (Go duration).
     #[arg(long, env = "DROVER_CLUSTER_OFFLINE_AFTER")]
     pub cluster_offline_after: Option<String>,
     /// Least time between two moves of one service to another cluster (Go duration).

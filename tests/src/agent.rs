@@ -2,7 +2,8 @@
 //!
 //! [`AgentProcess`] starts `drover agent` on a free port of 127.0.0.1 with a temporary data
 //! directory and the join token in an owner-only file, and waits for `/healthz`. It can be
-//! killed with SIGKILL and started again on the same data directory. Dropping it kills the
+//! killed with SIGKILL and started again on the same data directory, or frozen with SIGSTOP
+//! (its listener still accepts connections, as a hung process's does, but nothing answers). Dropping it kills the
 //! agent and every process group working under its `instances/` directory, so a test leaves
 //! no instance behind.
 
@@ -17,6 +18,7 @@ use drover_model::cluster::agent_api::{
     DesiredSet, ExecSpec, Fence, Fenced, InstanceId, InstanceSpec, InstanceStatus, Inventory, NodeFacts,
     Resources, SimFaults,
 };
+use drover_model::cluster::identity::IdentifiedFacts;
 use reqwest::{Client, Method};
 use serde::de::DeserializeOwned;
 use serde::Serialize;
@@ -234,6 +236,16 @@ impl AgentProcess {
             }
             std::thread::sleep(Duration::from_millis(20));
         }
+    }
+
+    /// Freezes the agent with SIGSTOP (`true`) or lets it go on with SIGCONT (`false`). A frozen
+    /// agent's instances keep running; its API accepts connections and answers nothing.
+    pub fn freeze(&self, frozen: bool) -> Result<()> {
+        let pid = self.pid().context("the agent is not running")?;
+        let signal = if frozen { "-STOP" } else { "-CONT" };
+        let status = Command::new("kill").args([signal, &pid.to_string()]).status()?;
+        anyhow::ensure!(status.success(), "kill {signal} {pid} failed");
+        Ok(())
     }
 
     /// Starts the agent again with the same flags and data directory, and waits for it.
@@ -514,6 +526,12 @@ impl AgentClient {
 
     /// `GET /v1/facts`, which must succeed.
     pub async fn facts(&self) -> Result<NodeFacts> {
+        self.get("/v1/facts").await?.ok()
+    }
+
+    /// `GET /v1/facts` with the agent's id and the cluster object it is bound to, which must
+    /// succeed.
+    pub async fn identified_facts(&self) -> Result<IdentifiedFacts> {
         self.get("/v1/facts").await?.ok()
     }
 

@@ -510,3 +510,65 @@ async fn cluster_states_follow_the_agent_across_a_leader_kill() -> Result<()> {
     ensure!(offline.2.contains("budget 2s"), "{offline:?}");
     Ok(())
 }
+
+/// Milliseconds since the Unix epoch, the clock the leader stamps transitions with.
+fn now_ms() -> Result<u64> {
+    let since = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH)?;
+    Ok(u64::try_from(since.as_millis())?)
+}
+
+/// Issue #31, defect 7: `--cluster-offline-after` means what it says. With the report's
+/// settings (1 s probes, 3 s budget) a frozen agent — SIGSTOP: its listener accepts connections,
+/// nothing answers, so every probe waits for its timeout — is `OFFLINE` 3 s after its last
+/// answer, not after a probe timeout and interval more (5–6 s before the fix). Its last answer
+/// came between one probe interval before the freeze and the freeze, so the transition's
+/// committed time is within [budget − interval, budget] of the freeze, plus a margin.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_frozen_agent_is_offline_when_its_budget_runs_out() -> Result<()> {
+    let dir = TempDir::new()?;
+    let mut args = process_platform_args(dir.path())?;
+    args.push("--cluster-probe-interval=1s".to_string());
+    args.push("--cluster-offline-after=3s".to_string());
+    let nodes = ProcessCluster::start_with_args(3, &args)?;
+    let agent = AgentProcess::sim(&[])?;
+    let leader = nodes.leader(ELECTION).await?;
+    tenant_acme(&nodes).await?;
+    let root = as_user(&nodes, leader, OPERATOR_SUBJECT);
+    register_cluster(&root, "operator", "frozen", &agent).await?;
+    let path = "/tenant/operator/cluster/frozen";
+    wait_state(&root, path, "ONLINE").await?;
+
+    let frozen_at = now_ms()?;
+    agent.freeze(true)?;
+    let offline = wait_state(&root, path, "OFFLINE").await?;
+    let event = offline["events"]
+        .as_array()
+        .context("no events")?
+        .iter()
+        .rev()
+        .find(|e| e["to"] == "OFFLINE")
+        .cloned()
+        .context("no OFFLINE event")?;
+    let at = event["at_ms"].as_u64().context("no at_ms")?;
+    let after = at.saturating_sub(frozen_at);
+    eprintln!("OFFLINE {after} ms after the freeze: {event}");
+    ensure!(
+        after <= 3_000 + 1_000,
+        "OFFLINE {after} ms after the freeze, with a 3 s budget: {event}"
+    );
+    ensure!(
+        at >= frozen_at + 3_000 - 1_000 - 500,
+        "OFFLINE {after} ms after the freeze, before the budget could run out: {event}"
+    );
+    ensure!(
+        event["reason"]
+            .as_str()
+            .is_some_and(|r| r.contains("no answer for 3s (budget 3s)")),
+        "{event}"
+    );
+
+    // It answers again: CONNECTING, then ONLINE (a probe of an OFFLINE cluster is not cut).
+    agent.freeze(false)?;
+    wait_state(&root, path, "ONLINE").await?;
+    Ok(())
+}

@@ -1,13 +1,18 @@
 //! The [`Driver`] of a `drover agent`: its cluster API over HTTP, with the join token as a
-//! bearer token (marked sensitive, so it is never logged) and a timeout on every call.
+//! bearer token (marked sensitive, so it is never logged) and a timeout on every call. A
+//! cluster actor's driver names its cluster object in every change (`x-drover-cluster`), so an
+//! agent bound to another cluster object refuses it (`409 bound: …`).
 
 use std::time::Duration;
 
 use async_trait::async_trait;
+use std::sync::Arc;
+
 use drover_model::cluster::agent_api::{
     AgentError, DesiredSet, Fence, Fenced, InstanceId, InstanceSpec, Inventory, LogChunk, LogQuery,
     NodeFacts, SetName, LOG_OFFSET_HEADER,
 };
+use drover_model::cluster::identity::{AgentIdentity, IdentifiedFacts, CLUSTER_HEADER, TAKE_OVER_HEADER};
 use reqwest::{header, Client, RequestBuilder, StatusCode};
 use serde::de::DeserializeOwned;
 
@@ -22,6 +27,8 @@ pub struct AgentDriver {
     http: Client,
     endpoint: String,
     apply_timeout: Duration,
+    /// The cluster object every change names, if any.
+    cluster: Option<String>,
 }
 
 impl AgentDriver {
@@ -54,7 +61,25 @@ impl AgentDriver {
             http,
             endpoint: endpoint.trim_end_matches('/').to_string(),
             apply_timeout,
+            cluster: None,
         })
+    }
+
+    /// The same client, naming cluster object `uid` in every change.
+    pub fn naming(&self, uid: &str) -> Self {
+        Self {
+            cluster: Some(uid.to_string()),
+            ..self.clone()
+        }
+    }
+
+    /// A change: `request` with this driver's longer timeout, naming its cluster object.
+    fn change(&self, request: RequestBuilder) -> RequestBuilder {
+        let request = request.timeout(self.apply_timeout);
+        match &self.cluster {
+            Some(uid) => request.header(CLUSTER_HEADER, uid),
+            None => request,
+        }
     }
 
     fn url(&self, path: &str) -> String {
@@ -79,6 +104,7 @@ impl AgentDriver {
                 DriverError::Unreachable(message)
             }
             StatusCode::CONFLICT if message.starts_with("fenced") => DriverError::Fenced(message),
+            StatusCode::CONFLICT if message.starts_with("bound") => DriverError::Bound(message),
             StatusCode::NOT_FOUND => DriverError::NotFound(message),
             _ => DriverError::Refused {
                 status: status.as_u16(),
@@ -135,29 +161,41 @@ impl Driver for AgentDriver {
     ) -> Result<Inventory, DriverError> {
         let body = DesiredSet { fence, instances };
         let request = self
-            .http
-            .put(self.url(&format!("/v1/sets/{set}")))
-            .timeout(self.apply_timeout)
+            .change(self.http.put(self.url(&format!("/v1/sets/{set}"))))
             .json(&body);
         self.json(request).await
     }
 
     async fn raise_fence(&self, fence: Fence) -> Result<Inventory, DriverError> {
         let request = self
-            .http
-            .put(self.url("/v1/fence"))
-            .timeout(self.apply_timeout)
+            .change(self.http.put(self.url("/v1/fence")))
             .json(&Fenced { fence });
         self.json(request).await
     }
 
     async fn restart(&self, fence: Fence, id: &InstanceId) -> Result<(), DriverError> {
         let request = self
-            .http
-            .post(self.url(&format!("/v1/instances/{id}/restart")))
-            .timeout(self.apply_timeout)
+            .change(self.http.post(self.url(&format!("/v1/instances/{id}/restart"))))
             .json(&Fenced { fence });
         self.send(request).await.map(|_| ())
+    }
+
+    async fn identified_facts(&self) -> Result<(NodeFacts, Option<AgentIdentity>), DriverError> {
+        let answer: IdentifiedFacts = self.json(self.http.get(self.url("/v1/facts"))).await?;
+        let identity = answer.identity();
+        Ok((answer.facts, identity))
+    }
+
+    fn for_cluster(&self, uid: &str) -> Option<Arc<dyn Driver>> {
+        Some(Arc::new(self.naming(uid)))
+    }
+
+    async fn take_over(&self, fence: Fence, from: &str) -> Result<Inventory, DriverError> {
+        let request = self
+            .change(self.http.put(self.url("/v1/fence")))
+            .header(TAKE_OVER_HEADER, from)
+            .json(&Fenced { fence });
+        self.json(request).await
     }
 
     async fn logs(&self, id: &InstanceId, query: &LogQuery) -> Result<LogChunk, DriverError> {

@@ -4,6 +4,14 @@
 //! and commits what it observed (state transitions, facts, instance counts, refused sets,
 //! restarts done) through Raft, only when something changed. Services' sets are their service
 //! actors' to send.
+//!
+//! Every change names this cluster object, and an agent that another registered cluster drives
+//! is sent nothing ([`super::identity`]): the cluster is `NOTREADY`, saying whose it is.
+//!
+//! The offline budget counts from the agent's last answer, and the judgement is taken when it
+//! runs out: a probe still in flight then is cut short, and after a failed probe the next one
+//! is due no later than the budget's end. Only a change being carried out (a desired set, a
+//! restart: the agent answers once removed instances have stopped) is waited for past it.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
@@ -14,6 +22,7 @@ use tokio::time::Instant;
 use drover_model::cluster::agent_api::{
     Fence, InstanceId, InstanceSpec, InstanceState, Inventory, NodeFacts, SetName,
 };
+use drover_model::cluster::identity::AgentId;
 use drover_model::cluster::{
     ids_digest, ClusterCommand, ClusterFacts, ClusterObservation, ClusterRef, ClusterState, InstanceCounts,
     SetObservation,
@@ -23,6 +32,7 @@ use drover_model::{Command, CommandResult, Proposal};
 use ractor::{Actor, ActorProcessingErr, ActorRef};
 
 use super::driver::{Driver, DriverError};
+use super::identity::{ownership, Ownership};
 use super::lifecycle::{next_state, with_metrics, ProbeOutcome};
 use super::metrics_reader::read_metrics;
 use super::observed::{by_set, Observation, Observations};
@@ -53,8 +63,12 @@ pub struct ClusterActorState {
     args: ClusterArgs,
     /// The driver and the endpoint and token it was built for.
     driver: Option<(String, String, Arc<dyn Driver>)>,
-    /// When probes started failing.
-    failing_since: Option<Instant>,
+    /// When the agent last answered (when this actor started, until it answers).
+    last_answer: Instant,
+    /// Whether the state last decided is `OFFLINE` (the budget is spent).
+    offline: bool,
+    /// The id of the agent that last answered, when it has one.
+    agent_id: Option<AgentId>,
     /// Whether the agent accepted this term's fence.
     fenced: bool,
     /// Whether every pinned set was sent in this term.
@@ -81,6 +95,19 @@ struct Committed {
     /// Pinned sets.
     desired: BTreeMap<SetName, Vec<InstanceSpec>>,
     restarts: Vec<(InstanceId, u64)>,
+}
+
+/// What a probe found.
+enum Probed {
+    /// The agent answered and this cluster drives it: its facts, its inventory and when the
+    /// inventory was asked for.
+    Driven {
+        facts: Box<NodeFacts>,
+        inventory: Inventory,
+        read_at: Instant,
+    },
+    /// The agent answered, but another cluster drives it: nothing is sent to it.
+    NotDriven { reason: String },
 }
 
 /// What one pass of sending did.
@@ -194,7 +221,9 @@ impl ClusterActor {
                 return Ok(driver.clone());
             }
         }
-        let driver = (state.args.drivers)(&committed.endpoint, &committed.token)?;
+        let built = (state.args.drivers)(&committed.endpoint, &committed.token)?;
+        // Every change names this cluster object, so an agent bound to another refuses it.
+        let driver = built.for_cluster(&state.args.uid).unwrap_or(built);
         state.driver = Some((
             committed.endpoint.clone(),
             committed.token.clone(),
@@ -207,23 +236,109 @@ impl ClusterActor {
         args.context.fence()
     }
 
-    /// Facts and inventory, and when the inventory was asked for. The term's first probe
-    /// raises the agent's fence and takes the inventory from that call, so nothing a deposed
-    /// leader sends afterwards can change what this leader acts on.
-    async fn probe(
+    /// The registered cluster whose uid is `uid`, if any.
+    fn holder(args: &ClusterArgs, uid: &str) -> Option<ClusterRef> {
+        args.context.raft.local_read(|s| {
+            s.platform()
+                .clusters()
+                .find(|(_, stored)| stored.uid == uid)
+                .map(|(cluster, _)| cluster)
+        })
+    }
+
+    /// Facts and who answers; then, when this cluster drives the agent, its inventory and when
+    /// that was asked for. The term's first probe raises the agent's fence (taking the agent
+    /// over, when it is bound to a cluster object registered no more) and takes the inventory
+    /// from that answer, so nothing a deposed leader sends afterwards can change what this
+    /// leader acts on. Records when the agent answered.
+    async fn probe(state: &mut ClusterActorState, driver: &dyn Driver) -> Result<Probed, DriverError> {
+        let (facts, identity) = driver.identified_facts().await?;
+        let read_at = Instant::now();
+        state.last_answer = read_at;
+        if let Some(identity) = &identity {
+            if let Some(seen) = state.agent_id.as_ref().filter(|seen| **seen != identity.agent_id) {
+                // Another agent answers at the endpoint: it has not heard this leader's fence
+                // and runs none of what was sent.
+                tracing::warn!(cluster = %state.args.cluster, from = %seen, to = %identity.agent_id, "another agent answers at the cluster's endpoint");
+                state.fenced = false;
+                state.sent_all = false;
+            }
+            state.agent_id = Some(identity.agent_id.clone());
+        }
+        let args = &state.args;
+        let holder = identity
+            .as_ref()
+            .and_then(|i| i.cluster_uid.as_deref())
+            .filter(|uid| *uid != args.uid)
+            .and_then(|uid| Self::holder(args, uid));
+        let fence = Self::fence(args);
+        let changed = match ownership(&args.cluster, &args.uid, identity.as_ref(), holder.as_ref()) {
+            Ownership::Refuse { reason } => {
+                state.fenced = false;
+                return Ok(Probed::NotDriven { reason });
+            }
+            Ownership::TakeOver { from } => {
+                let taken = driver.take_over(fence, &from).await;
+                if taken.is_ok() {
+                    tracing::info!(cluster = %args.cluster, %from, "took the agent over from a cluster object registered no more");
+                    state.sent_all = false;
+                }
+                Some(taken)
+            }
+            Ownership::Drive if state.fenced => None,
+            Ownership::Drive => Some(driver.raise_fence(fence).await),
+        };
+        let inventory = match changed {
+            None => driver.inventory().await?,
+            Some(Ok(inventory)) => {
+                state.fenced = true;
+                inventory
+            }
+            // Another cluster object bound the agent first (or took it over first).
+            Some(Err(DriverError::Bound(message))) => {
+                return Ok(Probed::NotDriven {
+                    reason: format!("the agent refuses this cluster: {message}"),
+                })
+            }
+            Some(Err(error)) => return Err(error),
+        };
+        state.last_answer = Instant::now();
+        Ok(Probed::Driven {
+            facts: Box::new(facts),
+            inventory,
+            read_at,
+        })
+    }
+
+    /// [`Self::probe`], cut short when the offline budget runs out while it is in flight, so
+    /// the cluster is judged `OFFLINE` when the agent has not answered for the budget, not a
+    /// probe timeout later. Once judged, probes take their own time.
+    async fn probe_within_budget(
         state: &mut ClusterActorState,
         driver: &dyn Driver,
-    ) -> Result<(NodeFacts, Inventory, Instant), DriverError> {
-        let facts = driver.facts().await?;
-        let read_at = Instant::now();
-        let inventory = if state.fenced {
-            driver.inventory().await?
-        } else {
-            let inventory = driver.raise_fence(Self::fence(&state.args)).await?;
-            state.fenced = true;
-            inventory
-        };
-        Ok((facts, inventory, read_at))
+    ) -> Result<Probed, DriverError> {
+        if state.offline {
+            return Self::probe(state, driver).await;
+        }
+        let budget = state.args.config.offline_after;
+        let deadline = (state.last_answer + budget).max(Instant::now());
+        match tokio::time::timeout_at(deadline, Self::probe(state, driver)).await {
+            Ok(probed) => probed,
+            Err(_) => Err(DriverError::Unreachable(format!(
+                "timed out: no answer within the offline budget ({budget:?})"
+            ))),
+        }
+    }
+
+    /// How long until the next probe: the probe interval, or less when the offline budget runs
+    /// out sooner (the agent is judged then, not an interval later).
+    fn next_probe_in(state: &ClusterActorState) -> Duration {
+        let interval = state.args.config.probe_interval;
+        if state.offline {
+            return interval;
+        }
+        let deadline = state.last_answer + state.args.config.offline_after;
+        interval.min(deadline.saturating_duration_since(Instant::now()))
     }
 
     /// The sets of the services placed on this cluster, read after the inventory: a set a
@@ -271,8 +386,9 @@ impl ClusterActor {
                 Err(error) => {
                     all_sent = false;
                     tracing::warn!(cluster = %args.cluster, set = %push.set, %error, "desired set not applied");
-                    if matches!(error, DriverError::Fenced(_)) {
-                        // A newer leader reached the agent: this tree is about to be stopped.
+                    if matches!(error, DriverError::Fenced(_) | DriverError::Bound(_)) {
+                        // A newer leader reached the agent (this tree is about to be stopped),
+                        // or another cluster object drives it (the next probe says which).
                         return sent;
                     }
                 }
@@ -292,7 +408,7 @@ impl ClusterActor {
                 Ok(()) | Err(DriverError::NotFound(_)) => sent.restarted.push((instance.clone(), *requested)),
                 Err(error) => {
                     tracing::warn!(cluster = %args.cluster, %instance, %error, "instance not restarted");
-                    if matches!(error, DriverError::Fenced(_)) {
+                    if matches!(error, DriverError::Fenced(_) | DriverError::Bound(_)) {
                         return sent;
                     }
                 }
@@ -341,14 +457,19 @@ impl ClusterActor {
         let started = Instant::now();
         let mut sent = Sent::default();
         let probed = match Self::driver(state, &committed) {
-            Ok(driver) => match Self::probe(state, driver.as_ref()).await {
-                Ok((facts, mut inventory, mut read_at)) => {
+            Ok(driver) => match Self::probe_within_budget(state, driver.as_ref()).await {
+                Ok(Probed::Driven {
+                    facts,
+                    mut inventory,
+                    mut read_at,
+                }) => {
                     sent = Self::send(state, driver.as_ref(), &committed, &inventory).await;
                     if sent.changed {
                         let again = Instant::now();
                         if let Ok(after) = driver.inventory().await {
                             inventory = after;
                             read_at = again;
+                            state.last_answer = Instant::now();
                         }
                     }
                     let observation = Observation {
@@ -360,7 +481,25 @@ impl ClusterActor {
                         driver: driver.clone(),
                     };
                     state.args.observations.publish(&state.args.cluster, observation);
-                    Ok((facts, inventory))
+                    Ok(Probed::Driven {
+                        facts,
+                        inventory,
+                        read_at,
+                    })
+                }
+                Ok(Probed::NotDriven { reason }) => {
+                    // The service actors must not send this cluster's sets to it either.
+                    let args = &state.args;
+                    args.observations.unreachable(
+                        &args.cluster,
+                        args.context.term,
+                        &args.uid,
+                        driver.clone(),
+                    );
+                    if committed.state != ClusterState::NotReady {
+                        tracing::warn!(cluster = %args.cluster, %reason, "the agent is driven by another cluster; sending it nothing");
+                    }
+                    Ok(Probed::NotDriven { reason })
                 }
                 Err(error) => {
                     let args = &state.args;
@@ -380,33 +519,28 @@ impl ClusterActor {
             .metrics
             .probe_seconds
             .observe(started.elapsed().as_secs_f64());
-        let answered = probed.is_ok();
-        let sets = probed
-            .as_ref()
-            .ok()
-            .map(|(_, inventory)| set_observations(inventory));
-        let (outcome, facts, instances) = match &probed {
-            Ok((facts, inventory)) => {
-                state.failing_since = None;
+        let driven = matches!(probed, Ok(Probed::Driven { .. }));
+        let sets = match &probed {
+            Ok(Probed::Driven { inventory, .. }) => Some(set_observations(inventory)),
+            _ => None,
+        };
+        let (outcome, facts, instances) = match probed {
+            Ok(Probed::Driven { facts, inventory, .. }) => {
                 let outcome = ProbeOutcome::Answered {
                     pressure: facts.pressure.clone(),
                 };
-                (outcome, Some(replicated_facts(facts)), Some(counts(inventory)))
+                (outcome, Some(replicated_facts(&facts)), Some(counts(&inventory)))
             }
-            Err(error) => {
-                state.failing_since.get_or_insert_with(Instant::now);
-                (
-                    ProbeOutcome::Failed {
-                        error: error.to_string(),
-                    },
-                    None,
-                    None,
-                )
-            }
+            Ok(Probed::NotDriven { reason }) => (ProbeOutcome::NotDriven { reason }, None, None),
+            Err(error) => (
+                ProbeOutcome::Failed {
+                    error: error.to_string(),
+                },
+                None,
+                None,
+            ),
         };
-        let failing_for = state
-            .failing_since
-            .map_or(Duration::ZERO, |since| since.elapsed());
+        let silent_for = state.last_answer.elapsed();
         let failing_metrics = metrics.as_ref().unwrap_or(&committed.metrics).why_failing();
         let (next, reason) = with_metrics(
             committed.state,
@@ -414,12 +548,13 @@ impl ClusterActor {
                 committed.state,
                 committed.draining,
                 &outcome,
-                failing_for,
+                silent_for,
                 state.args.config.offline_after,
             ),
             failing_metrics,
         );
-        let set_errors = answered.then_some(sent.set_errors);
+        state.offline = next == ClusterState::Offline;
+        let set_errors = driven.then_some(sent.set_errors);
         let unchanged = next == committed.state
             && facts.as_ref().is_none_or(|f| committed.facts.as_ref() == Some(f))
             && instances.is_none_or(|i| i == committed.instances)
@@ -483,7 +618,9 @@ impl Actor for ClusterActor {
         Ok(ClusterActorState {
             args,
             driver: None,
-            failing_since: None,
+            last_answer: Instant::now(),
+            offline: false,
+            agent_id: None,
             fenced: false,
             sent_all: false,
             http,
@@ -525,8 +662,8 @@ impl Actor for ClusterActor {
                 let alive = tracing::Instrument::instrument(Self::tick(state), span).await?;
                 if alive {
                     // The next probe is timed from the end of this one, so a slow agent never
-                    // piles up ticks.
-                    myself.send_after(state.args.config.probe_interval, || ClusterMsg::Tick);
+                    // piles up ticks; it comes sooner when the offline budget runs out sooner.
+                    myself.send_after(Self::next_probe_in(state), || ClusterMsg::Tick);
                 } else {
                     myself.stop(Some("cluster deregistered".into()));
                 }

@@ -1,12 +1,17 @@
 //! The one way the control plane talks to a cluster: a [`Driver`] takes whole desired sets and
 //! reports the observed inventory. The `drover agent` client ([`super::AgentDriver`]) is the
 //! first implementation; a Kubernetes driver (server-side apply through a kubeconfig) fits the
-//! same trait.
+//! same trait. A cluster that identifies itself ([`Driver::identified_facts`]) is driven by one
+//! cluster object only: the driver names the cluster object in every change
+//! ([`Driver::for_cluster`]) and the cluster refuses another's ([`DriverError::Bound`]).
+
+use std::sync::Arc;
 
 use async_trait::async_trait;
 use drover_model::cluster::agent_api::{
     Fence, InstanceId, InstanceSpec, Inventory, LogChunk, LogQuery, NodeFacts, SetName,
 };
+use drover_model::cluster::identity::AgentIdentity;
 use thiserror::Error;
 
 /// Why a driver call failed.
@@ -18,6 +23,9 @@ pub enum DriverError {
     /// The cluster has accepted a newer fence: this leader is deposed.
     #[error("fenced: {0}")]
     Fenced(String),
+    /// The cluster is driven by another cluster object and refuses this one's changes.
+    #[error("{0}")]
+    Bound(String),
     /// The cluster does not know the instance or set.
     #[error("not found: {0}")]
     NotFound(String),
@@ -40,6 +48,7 @@ impl DriverError {
         match result {
             Ok(_) => "ok",
             Err(DriverError::Fenced(_)) => "fenced",
+            Err(DriverError::Bound(_)) => "bound",
             Err(DriverError::Unreachable(_)) => "unreachable",
             Err(_) => "error",
         }
@@ -77,4 +86,26 @@ pub trait Driver: Send + Sync {
     async fn restart(&self, fence: Fence, id: &InstanceId) -> Result<(), DriverError>;
     /// What an instance wrote: its last lines, or what follows an offset.
     async fn logs(&self, id: &InstanceId, query: &LogQuery) -> Result<LogChunk, DriverError>;
+
+    /// The facts and who answers: the agent's id and the cluster object it is bound to. `None`
+    /// for a cluster that keeps no identity (and cannot be told apart from another).
+    async fn identified_facts(&self) -> Result<(NodeFacts, Option<AgentIdentity>), DriverError> {
+        Ok((self.facts().await?, None))
+    }
+
+    /// This driver with every change naming cluster object `uid`, so that the cluster, once
+    /// bound to one cluster object, refuses another's changes. `None`: this kind of cluster
+    /// keeps no binding, and the driver is used as it is.
+    fn for_cluster(&self, uid: &str) -> Option<Arc<dyn Driver>> {
+        let _ = uid;
+        None
+    }
+
+    /// [`Driver::raise_fence`] that also takes the cluster over from cluster object `from`, the
+    /// one it is bound to, which no longer exists. The cluster refuses it if it is bound to
+    /// another.
+    async fn take_over(&self, fence: Fence, from: &str) -> Result<Inventory, DriverError> {
+        let _ = from;
+        self.raise_fence(fence).await
+    }
 }

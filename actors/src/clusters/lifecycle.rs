@@ -1,10 +1,13 @@
 //! Krake's cluster states as a pure function of the last state, whether the cluster is being
-//! drained, what the last probe saw and for how long probes have been failing.
+//! drained, what the last probe saw and for how long the agent has not answered.
 //!
-//! A probe that fails starts the budget: the cluster is `DEGRADED` while failures last less than
-//! the budget and `OFFLINE` after it (a cluster never reached stays `PENDING` until then). An
-//! `OFFLINE` cluster that answers again is `CONNECTING` for one probe, then `ONLINE`. An agent
-//! that reports pressure is `UNHEALTHY`; a drained cluster that answers is `NOTREADY`.
+//! The budget counts from the agent's last answer (from the actor's start for an agent not
+//! reached yet), not from the first probe that failed: a cluster whose probe fails is `DEGRADED`
+//! while the agent has been silent for less than the budget and `OFFLINE` once it has been
+//! silent for the budget (a cluster never reached stays `PENDING` until then). An `OFFLINE`
+//! cluster that answers again is `CONNECTING` for one probe, then `ONLINE`. An agent that
+//! reports pressure is `UNHEALTHY`; a drained cluster that answers is `NOTREADY`, and so is one
+//! whose agent another cluster drives.
 
 use std::time::Duration;
 
@@ -23,19 +26,25 @@ pub enum ProbeOutcome {
         /// Why.
         error: String,
     },
+    /// The agent answered, but another cluster drives it: this cluster sends it nothing.
+    NotDriven {
+        /// Why (which agent, and who drives it).
+        reason: String,
+    },
 }
 
-/// The next state and its reason. `failing_for` is how long probes have been failing (zero for
-/// the first failure, ignored when the probe answered).
+/// The next state and its reason. `silent_for` is how long the agent has not answered: since
+/// its last answer, or since the actor began probing it (ignored when the probe answered).
 pub fn next_state(
     current: ClusterState,
     draining: bool,
     outcome: &ProbeOutcome,
-    failing_for: Duration,
+    silent_for: Duration,
     budget: Duration,
 ) -> (ClusterState, String) {
     use ClusterState::*;
     match outcome {
+        ProbeOutcome::NotDriven { reason } => (NotReady, reason.clone()),
         ProbeOutcome::Answered { pressure } => {
             if current == Offline {
                 (Connecting, "the agent answers again".to_string())
@@ -50,12 +59,12 @@ pub fn next_state(
             }
         }
         ProbeOutcome::Failed { error } => {
-            if failing_for >= budget {
+            if silent_for >= budget {
                 (
                     Offline,
                     format!(
                         "no answer for {}s (budget {}s): {error}",
-                        failing_for.as_secs(),
+                        silent_for.as_secs(),
                         budget.as_secs()
                     ),
                 )
@@ -109,8 +118,11 @@ mod tests {
         let pressure = ProbeOutcome::Answered {
             pressure: Some("memory".into()),
         };
+        let elsewhere = ProbeOutcome::NotDriven {
+            reason: "agent 1 is already driven by cluster acme/edge".into(),
+        };
         let table = [
-            // (current, draining, outcome, failing_for, expected)
+            // (current, draining, outcome, silent_for, expected)
             (Pending, false, answered(), short, Online),
             (Pending, false, failed(), short, Pending),
             (Pending, false, failed(), long, Offline),
@@ -133,12 +145,28 @@ mod tests {
             (NotReady, false, answered(), short, Online),
             (NotReady, true, failed(), short, Degraded),
             (Connecting, true, answered(), short, NotReady),
+            // An agent another cluster drives answers: NOTREADY, whatever came before, and
+            // never OFFLINE however long this cluster has sent it nothing.
+            (Pending, false, elsewhere.clone(), short, NotReady),
+            (Online, false, elsewhere.clone(), short, NotReady),
+            (Offline, false, elsewhere.clone(), long, NotReady),
+            (NotReady, false, elsewhere.clone(), long, NotReady),
+            (NotReady, false, answered(), short, Online),
+            // The budget is silence since the last answer: reached exactly at the budget.
+            (
+                Online,
+                false,
+                failed(),
+                budget - Duration::from_millis(1),
+                Degraded,
+            ),
+            (Online, false, failed(), budget, Offline),
         ];
-        for (current, draining, outcome, failing_for, expected) in table {
-            let (got, reason) = next_state(current, draining, &outcome, failing_for, budget);
+        for (current, draining, outcome, silent_for, expected) in table {
+            let (got, reason) = next_state(current, draining, &outcome, silent_for, budget);
             assert_eq!(
                 got, expected,
-                "{current:?} draining={draining} {outcome:?} {failing_for:?}"
+                "{current:?} draining={draining} {outcome:?} {silent_for:?}"
             );
             if got != current {
                 assert!(!reason.is_empty(), "a transition has a reason");
@@ -196,5 +224,10 @@ mod tests {
         };
         let (_, reason) = next_state(Online, false, &pressure, Duration::ZERO, budget);
         assert!(reason.ends_with("memory: MemAvailable below 5%"));
+        let elsewhere = ProbeOutcome::NotDriven {
+            reason: "agent 1 is already driven by cluster acme/edge".into(),
+        };
+        let (_, reason) = next_state(Pending, false, &elsewhere, Duration::ZERO, budget);
+        assert_eq!(reason, "agent 1 is already driven by cluster acme/edge");
     }
 }

@@ -3,11 +3,12 @@
 //! only path through which the control plane changes what a cluster runs: it probes the agent
 //! through a [`Driver`], moves the cluster through Krake's states ([`lifecycle`]), reads the
 //! metrics it is scored on, sends the committed desired sets ([`plan`]) fenced by (term, leader
-//! id), and commits what it observed.
+//! id) to an agent no other cluster drives ([`identity`]), and commits what it observed.
 
 mod agent_driver;
 mod cluster_actor;
 mod driver;
+pub mod identity;
 pub mod lifecycle;
 mod metrics_reader;
 pub mod observed;
@@ -38,12 +39,14 @@ pub type DriverFactory = Arc<dyn Fn(&str, &str) -> Result<Arc<dyn Driver>, Drive
 pub struct ClusterActorsConfig {
     /// Time between the end of one probe of an agent and the start of the next.
     pub probe_interval: Duration,
-    /// A probe (each call to the agent) gives up after this long.
+    /// A probe (each call to the agent) gives up after this long, or sooner when the offline
+    /// budget runs out.
     pub probe_timeout: Duration,
     /// A call that changes what runs (a desired set, a restart, the fence) gives up after this
     /// long: the agent answers once removed instances have stopped (up to its stop grace).
     pub apply_timeout: Duration,
-    /// A cluster whose probes have failed for this long is `OFFLINE` (`DEGRADED` before).
+    /// A cluster whose agent has not answered for this long (since its last answer, or since
+    /// the actor started) is `OFFLINE` (`DEGRADED` before), judged when the time is up.
     pub offline_after: Duration,
     /// How often the supervisor compares its actors with the committed clusters.
     pub sync_interval: Duration,

@@ -1,9 +1,11 @@
 //! Workload clusters: the replicated cluster objects the control plane keeps, the changes users
 //! and cluster actors make to them, and the wire protocol ([`agent_api`]) the control plane
-//! speaks with the `drover agent` behind each cluster.
+//! speaks with the `drover agent` behind each cluster, whose identity ([`identity`]) binds it to
+//! one cluster object.
 
 pub mod agent_api;
 mod command;
+pub mod identity;
 mod object;
 #[cfg(test)]
 mod tests;
