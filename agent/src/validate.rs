@@ -1,83 +1,18 @@
 //! Checks a desired set before anything else happens: every refusal names the field to fix.
-//! Malformed input is a 400, an id that belongs to another set a 409, and requests beyond the
-//! agent's capacity a 422 naming the first instance that does not fit.
+//! What an instance may run is checked by the rules the platform checks before it commits
+//! anything ([`drover_model::cluster::validate`]), so the agent refuses for its spec only what
+//! no platform would have sent; this module adds what only the agent knows. Malformed input is
+//! a 400, an id that belongs to another set a 409, and requests beyond the agent's capacity a
+//! 422 naming the first instance that does not fit.
 
-use std::collections::BTreeSet;
-
-use drover_model::cluster::agent_api::{InstanceSpec, Probe, Resources, SetName, MAX_SET_INSTANCES};
+use drover_model::cluster::agent_api::{InstanceSpec, Resources, SetName};
+use drover_model::cluster::validate::check_set;
 
 use crate::error::AgentError;
 use crate::memory::Memory;
 
 /// The environment variable the agent sets itself.
-pub const INSTANCE_ID_ENV: &str = "DROVER_INSTANCE_ID";
-
-/// Longest argv or environment entry accepted, in bytes.
-const MAX_ARG_LEN: usize = 128 * 1024;
-
-fn bad(field: String, reason: impl std::fmt::Display) -> AgentError {
-    AgentError::BadRequest(format!("{field}: {reason}"))
-}
-
-/// Checks the shape of one instance; `at` is its index in the request.
-fn check_instance(at: usize, spec: &InstanceSpec) -> Result<(), AgentError> {
-    let field = |name: &str| format!("instances[{at}].{name}");
-    if spec.exec.argv.is_empty() {
-        return Err(bad(field("exec.argv"), "must name a program"));
-    }
-    if spec.exec.argv[0].is_empty() {
-        return Err(bad(field("exec.argv[0]"), "the program must not be empty"));
-    }
-    for (i, arg) in spec.exec.argv.iter().enumerate() {
-        if arg.contains('\0') {
-            return Err(bad(field(&format!("exec.argv[{i}]")), "must not hold a NUL byte"));
-        }
-        if arg.len() > MAX_ARG_LEN {
-            return Err(bad(field(&format!("exec.argv[{i}]")), "is too long"));
-        }
-    }
-    for (key, value) in &spec.env {
-        if key.is_empty() || key.contains('=') || key.contains('\0') {
-            return Err(bad(
-                field("env"),
-                format!("{key:?} is not a variable name: it must be non-empty, without '=' or NUL"),
-            ));
-        }
-        if key == INSTANCE_ID_ENV {
-            return Err(bad(
-                field("env"),
-                format!("{INSTANCE_ID_ENV} is set by the agent"),
-            ));
-        }
-        if value.contains('\0') || value.len() > MAX_ARG_LEN {
-            return Err(bad(
-                field(&format!("env.{key}")),
-                "must not hold a NUL byte or be longer than 128 KiB",
-            ));
-        }
-    }
-    match &spec.exec.probe {
-        Some(Probe::Http { port, path }) => {
-            if *port == 0 {
-                return Err(bad(field("exec.probe.port"), "must not be 0"));
-            }
-            if !path.starts_with('/')
-                || path.len() > 2048
-                || path.chars().any(|c| c.is_ascii_whitespace() || c.is_control())
-            {
-                return Err(bad(
-                    field("exec.probe.path"),
-                    "must start with '/' and hold no spaces or control characters",
-                ));
-            }
-        }
-        Some(Probe::Tcp { port }) if *port == 0 => {
-            return Err(bad(field("exec.probe.port"), "must not be 0"));
-        }
-        _ => {}
-    }
-    Ok(())
-}
+pub use drover_model::cluster::validate::INSTANCE_ID_ENV;
 
 /// Checks that `set` may hold exactly `instances` given what `memory` holds and `capacity`.
 pub fn check(
@@ -86,25 +21,7 @@ pub fn check(
     instances: &[InstanceSpec],
     capacity: Resources,
 ) -> Result<(), AgentError> {
-    if instances.len() > MAX_SET_INSTANCES {
-        return Err(bad(
-            "instances".to_string(),
-            format!(
-                "{} instances, but a set holds at most {MAX_SET_INSTANCES}",
-                instances.len()
-            ),
-        ));
-    }
-    let mut seen = BTreeSet::new();
-    for (at, spec) in instances.iter().enumerate() {
-        if !seen.insert(&spec.id) {
-            return Err(bad(
-                format!("instances[{at}].id"),
-                format!("{} appears twice", spec.id),
-            ));
-        }
-        check_instance(at, spec)?;
-    }
+    check_set(instances).map_err(|e| AgentError::BadRequest(e.to_string()))?;
     for (at, spec) in instances.iter().enumerate() {
         if let Some(entry) = memory.instances.get(&spec.id) {
             if &entry.set != set {
@@ -140,7 +57,7 @@ pub fn check(
 mod tests {
     use super::*;
     use crate::testutil::spec;
-    use drover_model::cluster::agent_api::Fence;
+    use drover_model::cluster::agent_api::{Fence, Probe, MAX_SET_INSTANCES};
 
     fn capacity() -> Resources {
         Resources {
@@ -183,12 +100,54 @@ mod tests {
         });
         assert!(refusal(&[bad_probe])
             .1
-            .starts_with("instances[0].exec.probe.path"));
+            .starts_with("instances[0].exec.probe.http.path"));
 
         let too_many: Vec<InstanceSpec> = (0..=MAX_SET_INSTANCES)
             .map(|i| spec(&format!("i{i}"), &["x"]))
             .collect();
         assert!(refusal(&too_many).1.starts_with("instances: "));
+    }
+
+    /// Defence in depth: the platform refuses these before it commits anything, and the agent
+    /// still refuses them from any caller, by the same rules and with the same words.
+    #[test]
+    fn the_agent_still_refuses_what_the_platform_refuses() {
+        let mut reserved = spec("b", &["x"]);
+        reserved.env.insert(INSTANCE_ID_ENV.into(), "x".into());
+        assert_eq!(
+            refusal(&[spec("a", &["x"]), reserved]),
+            (
+                400,
+                "instances[1].env: DROVER_INSTANCE_ID is set by the agent".into()
+            )
+        );
+        let mut port_zero = spec("a", &["x"]);
+        port_zero.exec.probe = Some(Probe::Tcp { port: 0 });
+        assert_eq!(
+            refusal(&[port_zero]),
+            (400, "instances[0].exec.probe.tcp.port: must not be 0".into())
+        );
+        let mut http_zero = spec("a", &["x"]);
+        http_zero.exec.probe = Some(Probe::Http {
+            port: 0,
+            path: "/".into(),
+        });
+        assert_eq!(
+            refusal(&[http_zero]).1,
+            "instances[0].exec.probe.http.port: must not be 0"
+        );
+        let mut huge = spec("a", &["x"]);
+        huge.env.insert("BIG".into(), "x".repeat(64 * 1024));
+        let (status, text) = refusal(&[huge]);
+        assert_eq!(status, 400);
+        assert!(text.starts_with("instances[0].exec: argv and env hold"), "{text}");
+        // The platform's message for the same spec, field for field.
+        let mut role = spec("a", &["x"]);
+        role.env.insert(INSTANCE_ID_ENV.into(), "x".into());
+        let platform = drover_model::platform::validate_program("roles.web.", &role.exec, &role.env)
+            .unwrap_err()
+            .to_string();
+        assert_eq!(platform, "roles.web.env: DROVER_INSTANCE_ID is set by the agent");
     }
 
     #[test]

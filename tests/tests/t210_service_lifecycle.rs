@@ -5,6 +5,8 @@
 //! until the cluster returns, then its instances go and then the service; an operator's forced
 //! delete removes the object at once, says what it orphaned, and the orphaned instances are
 //! removed when the cluster answers again. Every check of what runs reads the agent's inventory.
+//! And (issue #31, defect 12) a deleted service whose instance takes 3 s to stop, on an `exec`
+//! agent, is `DELETING` from the moment the `DELETE` answers until it is gone.
 
 use std::time::Duration;
 
@@ -264,5 +266,76 @@ async fn a_deleted_service_waits_for_its_offline_cluster_and_force_reports_orpha
         (answer.status == StatusCode::NOT_FOUND).then_some(())
     })
     .await?;
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_deleted_service_is_deleting_from_the_moment_the_delete_answers() -> Result<()> {
+    let dir = TempDir::new()?;
+    let mut args = process_platform_args(dir.path())?;
+    args.push("--cluster-probe-interval=200ms".to_string());
+    let nodes = ProcessCluster::start_with_args(3, &args)?;
+    // Room for the instance's 3 s of cleaning up after SIGTERM.
+    let agent = AgentProcess::start(&["--executor=exec", "--stop-grace=10s", "--restart-backoff=100ms"])?;
+    let client = agent.client();
+    let leader = nodes.leader(ELECTION).await?;
+    let follower = (1..=3).find(|id| *id != leader).context("no follower")?;
+    let root = PlatformClient::new(&nodes.api_addr(leader), Some(token(OPERATOR_SUBJECT)));
+    let alice = PlatformClient::new(&nodes.api_addr(follower), Some(token("alice")));
+    tenant_with_clusters(&root, &alice, &[(&agent, "exec")], 8000).await?;
+    let slow_to_stop = json!({"deployment": {"roles": {"web": {"instances": 1,
+        "exec": {"argv": ["sh", "-c", "trap 'sleep 3; exit 0' TERM; while true; do sleep 1; done"]},
+        "resources": {"cpu_millis": 100, "memory_mib": 16}}}}});
+    expect_ok(
+        &alice,
+        Method::POST,
+        "/tenant/acme/service/lingering?accept=true&wait=0",
+        Some(&slow_to_stop),
+    )
+    .await?;
+    eventually(CONVERGE, "the service to report RUNNING", || async {
+        let answer = alice.get("/tenant/acme/service/lingering").await.ok()?;
+        (answer.body["data"]["reconcile"]["phase"] == "RUNNING").then_some(())
+    })
+    .await?;
+
+    // The phase says DELETING as soon as the delete is committed, on any node.
+    let deleted = expect_ok(&alice, Method::DELETE, "/tenant/acme/service/lingering", None).await?;
+    ensure!(deleted["data"]["deleting"] == true, "{deleted}");
+    for reader in [&alice, &root] {
+        let shown = expect_ok(reader, Method::GET, "/tenant/acme/service/lingering", None).await?;
+        let data = &shown["data"];
+        ensure!(
+            data["reconcile"]["phase"] == "DELETING" && data["deletionTimestamp"].is_u64(),
+            "right after the DELETE: {shown}"
+        );
+        let events = data["events"].as_array().context("events")?;
+        ensure!(
+            events.last().is_some_and(|e| e["reason"] == "Deleting"),
+            "{shown}"
+        );
+    }
+    // Its instance is still there, taking its time to stop.
+    let stopping = instances_of(&client, "acme.lingering.")
+        .await
+        .context("inventory")?;
+    ensure!(
+        !stopping.is_empty(),
+        "the instance stopped at once: no test of the wait"
+    );
+    // And it stays DELETING until it is gone.
+    eventually(CONVERGE, "the deleted service to go", || async {
+        let answer = alice.get("/tenant/acme/service/lingering").await.ok()?;
+        if answer.status == StatusCode::NOT_FOUND {
+            return Some(Ok(()));
+        }
+        let phase = answer.body["data"]["reconcile"]["phase"].clone();
+        (phase != "DELETING").then(|| Err(anyhow::anyhow!("the deleted service shows {phase}: {answer:?}")))
+    })
+    .await??;
+    let left = instances_of(&client, "acme.lingering.")
+        .await
+        .context("inventory")?;
+    ensure!(left.is_empty(), "the service went before its instance: {left:?}");
     Ok(())
 }

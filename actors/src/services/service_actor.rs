@@ -6,7 +6,10 @@
 //! It acts only on an inventory read after its own last send (else on the agent's answer to
 //! that send), so a stale view can never bring back an instance it already removed; after a
 //! failed send (which the agent may have applied anyway) it decides nothing until the next
-//! inventory. A failed send is retried after a jittered, doubling delay. A new leader's actor starts from the store
+//! inventory. A failed send is retried after a jittered, doubling delay. A set the agent
+//! refused (a `4xx`: it changed nothing and refuses the same set again) is remembered and given
+//! to the plan, so the service is `FAILED` with the agent's words, and an event says so, for as
+//! long as the plan wants that set. A new leader's actor starts from the store
 //! and its cluster's first inventory of the new term: it sends nothing when the agent already
 //! runs the desired set, and instance ids are deterministic, so nothing is started twice.
 
@@ -15,10 +18,12 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use drover_model::cluster::agent_api::{InstanceStatus, SetName};
+use drover_model::cluster::agent_api::{InstanceSpec, InstanceStatus, SetName};
 use drover_model::cluster::ClusterRef;
 use drover_model::service::placement::role_targets;
-use drover_model::service::reconcile::{plan, Action, Phase, ReconcileStatus, Seen, ServiceReport, Wanted};
+use drover_model::service::reconcile::{
+    plan, Action, Phase, ReconcileStatus, Refusal, Seen, ServiceReport, Wanted,
+};
 use drover_model::service::rollout::RoleTarget;
 use drover_model::{Command, CommandResult, Proposal};
 use ractor::{Actor, ActorProcessingErr, ActorRef};
@@ -55,10 +60,31 @@ struct Sent {
     instances: Vec<InstanceStatus>,
 }
 
+/// A desired set the agent refused.
+struct Refused {
+    cluster: ClusterRef,
+    instances: Vec<InstanceSpec>,
+    status: u16,
+    message: String,
+}
+
+impl Refused {
+    fn as_refusal(&self) -> Refusal<'_> {
+        Refusal {
+            cluster: &self.cluster,
+            instances: &self.instances,
+            status: self.status,
+            message: &self.message,
+        }
+    }
+}
+
 /// State of a service actor.
 pub struct ServiceState {
     args: ServiceArgs,
     sent: Option<Sent>,
+    /// The last set sent, when the agent refused it.
+    refused: Option<Refused>,
     /// Failed sends in a row.
     failures: u32,
     /// No send before this (after a failure).
@@ -195,52 +221,72 @@ impl ServiceActor {
             migrating: committed.migrating,
             pinned: committed.pinned,
         };
-        let (actions, mut status) = plan(wanted, seen);
+        let (actions, mut status) = plan(wanted, seen, state.refused.as_ref().map(Refused::as_refusal));
         let mut finalize = false;
         let mut switch = false;
         let mut acted = false;
         let mut failed = false;
         let waiting = state.retry_at.is_some_and(|at| Instant::now() < at);
+        let mut apply = None;
         for action in actions {
             match action {
                 Action::Finalize => finalize = true,
                 Action::Switch => switch = true,
                 Action::Apply(_) if waiting => {}
-                Action::Apply(instances) => {
-                    let (Some(observation), Some(cluster)) = (&observation, &committed.cluster) else {
-                        continue;
-                    };
-                    let fence = args.context.fence();
-                    acted = true;
-                    let result = observation.driver.apply_set(fence, &args.set, instances).await;
-                    args.metrics
-                        .driver_calls
-                        .with_label_values(&[DriverError::outcome(&result)])
-                        .inc();
-                    match result {
-                        Ok(inventory) => {
-                            state.sent = Some(Sent {
-                                at: Instant::now(),
+                Action::Apply(instances) => apply = Some(instances),
+            }
+        }
+        if let (Some(instances), Some(observation), Some(cluster)) = (apply, &observation, &committed.cluster)
+        {
+            let fence = args.context.fence();
+            acted = true;
+            let sending = instances.clone();
+            let result = observation.driver.apply_set(fence, &args.set, instances).await;
+            args.metrics
+                .driver_calls
+                .with_label_values(&[DriverError::outcome(&result)])
+                .inc();
+            match result {
+                Ok(inventory) => {
+                    state.sent = Some(Sent {
+                        at: Instant::now(),
+                        cluster: cluster.clone(),
+                        instances: inventory.instances,
+                    });
+                    state.failures = 0;
+                    state.retry_at = None;
+                    state.failed_at = None;
+                    state.refused = None;
+                }
+                Err(error) => {
+                    failed = true;
+                    state.failures = state.failures.saturating_add(1);
+                    let delay = retry_delay(
+                        &args.uid,
+                        state.failures,
+                        args.config.retry_base,
+                        args.config.retry_max,
+                    );
+                    state.retry_at = Some(Instant::now() + delay);
+                    state.failed_at = Some(Instant::now());
+                    tracing::warn!(tenant = %args.tenant, service = %args.service, %error, ?delay, "desired set not applied; retrying");
+                    match error {
+                        // The agent changed nothing and will refuse this set again: the plan
+                        // says so for as long as it wants this set.
+                        DriverError::Refused {
+                            status: code,
+                            message,
+                        } if (400..500).contains(&code) => {
+                            let refused = Refused {
                                 cluster: cluster.clone(),
-                                instances: inventory.instances,
-                            });
-                            state.failures = 0;
-                            state.retry_at = None;
-                            state.failed_at = None;
+                                instances: sending,
+                                status: code,
+                                message: bounded(&message),
+                            };
+                            status = plan(wanted, seen, Some(refused.as_refusal())).1;
+                            state.refused = Some(refused);
                         }
-                        Err(error) => {
-                            failed = true;
-                            state.failures = state.failures.saturating_add(1);
-                            let delay = retry_delay(
-                                &args.uid,
-                                state.failures,
-                                args.config.retry_base,
-                                args.config.retry_max,
-                            );
-                            state.retry_at = Some(Instant::now() + delay);
-                            state.failed_at = Some(Instant::now());
-                            state.sent = None;
-                            tracing::warn!(tenant = %args.tenant, service = %args.service, %error, ?delay, "desired set not applied; retrying");
+                        error => {
                             status.reason = format!(
                                 "{}; the last send failed: {}",
                                 status.reason,
@@ -248,6 +294,7 @@ impl ServiceActor {
                             );
                         }
                     }
+                    state.sent = None;
                 }
             }
         }
@@ -314,6 +361,7 @@ impl Actor for ServiceActor {
         Ok(ServiceState {
             args,
             sent: None,
+            refused: None,
             failures: 0,
             retry_at: None,
             failed_at: None,

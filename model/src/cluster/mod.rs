@@ -9,6 +9,7 @@ pub mod identity;
 mod object;
 #[cfg(test)]
 mod tests;
+pub mod validate;
 pub mod views;
 
 pub use command::{ClusterCommand, ClusterObservation, ClusterOp};

@@ -15,9 +15,6 @@ use crate::cluster::{
 use crate::scheduling::metrics::{validate_metric, validate_provider, validate_refs, MAX_METRICS_PER_TENANT};
 use crate::validation::validate_metadata;
 
-/// Most bytes of argv and env of one instance.
-const MAX_SET_SPEC_BYTES: usize = 64 * 1024;
-
 /// Checks an agent endpoint: `http://host:port`, nothing else. Agents serve plain HTTP for now
 /// (TLS between the control plane and agents is not built yet), so `https://` is refused
 /// rather than accepted and never reached.
@@ -80,59 +77,20 @@ pub fn validate_set(set: &SetName, spec: &SetSpec) -> Result<(), PlatformError> 
             format!("at most {MAX_SET_INSTANCES} instances"),
         ));
     }
-    validate_program("", &spec.exec, &spec.env)
+    validate_program("", &spec.exec, &spec.env)?;
+    let each = crate::cluster::validate::instance_bytes(&spec.exec, &spec.env, spec.resources);
+    crate::cluster::validate::check_set_bytes("count", u64::from(spec.count), each).map_err(Into::into)
 }
 
-/// Checks what an instance runs, for a pinned set and a service's role alike: a program named
-/// first, no NUL in arguments or the environment, environment names without `=`, a probe path
-/// that is a plain path, and at most 64 KiB of arguments and environment. Fields are named
-/// under `prefix` (`roles.web.` for a role).
+/// Checks what an instance runs, for a pinned set and a service's role alike, by the rules the
+/// agent checks too ([`crate::cluster::validate::check_program`]). Fields are named under
+/// `prefix` (`roles.web.` for a role).
 pub fn validate_program(
     prefix: &str,
     exec: &crate::cluster::agent_api::ExecSpec,
     env: &BTreeMap<String, String>,
 ) -> Result<(), PlatformError> {
-    let field = |name: &str| format!("{prefix}{name}");
-    if exec.argv.first().is_none_or(|program| program.is_empty()) {
-        return Err(PlatformError::invalid(
-            field("exec.argv"),
-            "name the program to run first",
-        ));
-    }
-    if exec.argv.iter().any(|arg| arg.contains('\0')) {
-        return Err(PlatformError::invalid(
-            field("exec.argv"),
-            "arguments cannot hold NUL",
-        ));
-    }
-    if let Some(key) = env
-        .iter()
-        .find(|(key, value)| key.is_empty() || key.contains(['=', '\0']) || value.contains('\0'))
-        .map(|(key, _)| key)
-    {
-        return Err(PlatformError::invalid(
-            field(&format!("env.{key}")),
-            "names must be non-empty without '=' or NUL; values without NUL",
-        ));
-    }
-    if let Some(crate::cluster::agent_api::Probe::Http { path, .. }) = &exec.probe {
-        let plain = path.starts_with('/') && path.len() <= 1024 && path.bytes().all(|b| b.is_ascii_graphic());
-        if !plain {
-            return Err(PlatformError::invalid(
-                field("exec.probe.http.path"),
-                "a path starting with '/', at most 1024 visible ASCII characters",
-            ));
-        }
-    }
-    let bytes: usize = exec.argv.iter().map(String::len).sum::<usize>()
-        + env.iter().map(|(k, v)| k.len() + v.len()).sum::<usize>();
-    if bytes > MAX_SET_SPEC_BYTES {
-        return Err(PlatformError::invalid(
-            field("exec"),
-            format!("argv and env hold {bytes} bytes; at most {MAX_SET_SPEC_BYTES}"),
-        ));
-    }
-    Ok(())
+    crate::cluster::validate::check_program(exec, env).map_err(|e| e.under(prefix).into())
 }
 
 /// Checks an environment's cluster selection: each name is `name` or `operator/name`.

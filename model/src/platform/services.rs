@@ -11,8 +11,11 @@ use serde_json::json;
 use super::entities::{Role, Tenant, TenantRules};
 use super::selection::{select_environment, Candidate, NeededResource, SelectionError, SelectionInput};
 use super::{Grant, Platform, PlatformError, Requirement};
-use crate::service::reconcile::{record_event, EventSource, EventTime, ServiceReport};
+use crate::service::reconcile::{
+    record_event, EventSource, EventTime, Phase, Progress, ReconcileStatus, ServiceReport,
+};
 use crate::service::reservations::held_by;
+use crate::service::versions::UNSTAMPED;
 use crate::service::{
     revise, selector_view, Deployment, EnvironmentRef, Revision, RevisionType, Service, ServiceCommand,
     ServiceOp, ServiceOutcome, Usage,
@@ -360,12 +363,27 @@ impl Platform {
             ));
         }
         let placed = stored.placement.clone().filter(|_| stored.current.is_some());
-        if placed.is_some() && !force {
+        if let (Some(cluster), false) = (&placed, force) {
             let stored = self.service_mut(tenant, service)?;
             stored.deleting_ms.get_or_insert(now_ms);
             // A move stops: what started on the new cluster belongs to no service there any
             // more, so that cluster's actor removes it.
             stored.migrating_to = None;
+            // The phase says so from this commit on, not from the actor's next report.
+            let status = ReconcileStatus {
+                phase: Phase::Deleting,
+                reason: format!("deleted; its instances are being removed from cluster {cluster}"),
+                revision: stored.current,
+                progress: Progress {
+                    old: stored
+                        .reconcile
+                        .progress
+                        .updated
+                        .saturating_add(stored.reconcile.progress.old),
+                    ..Progress::default()
+                },
+            };
+            Self::set_reconcile(stored, service, &status, now_ms, UNSTAMPED);
             return Ok(ServiceOutcome {
                 deleting: true,
                 ..ServiceOutcome::default()
@@ -430,20 +448,29 @@ impl Platform {
         if stored.reconcile == report.status {
             return Ok(switched);
         }
-        if stored.reconcile.phase != report.status.phase {
+        if stored.deleting_ms.is_some() && report.status.phase != Phase::Deleting {
+            // Planned before the delete was committed: a deleted service stays DELETING.
+            return Ok(switched);
+        }
+        Self::set_reconcile(stored, &report.service, &report.status, now_ms, revision);
+        Ok(true)
+    }
+
+    /// Sets a service's status, with an event when its phase changes, recorded at `revision`.
+    fn set_reconcile(stored: &mut Service, name: &str, status: &ReconcileStatus, now_ms: u64, revision: u64) {
+        if stored.reconcile.phase != status.phase {
             let source = EventSource {
                 id: stored.uid.clone(),
                 kind: "service".into(),
-                name: report.service.clone(),
+                name: name.to_string(),
             };
             let time = EventTime {
                 at: crate::time::rfc3339_ms(now_ms),
                 revision,
             };
-            record_event(&mut stored.events, source, &report.status, time);
+            record_event(&mut stored.events, source, status, time);
         }
-        stored.reconcile = report.status.clone();
-        Ok(true)
+        stored.reconcile = status.clone();
     }
 
     /// Records restart requests for a role's instances (or one) on the service's cluster.

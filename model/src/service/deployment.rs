@@ -10,6 +10,7 @@ use utoipa::ToSchema;
 
 use super::links::Channels;
 use crate::cluster::agent_api::{ExecSpec, Resources, MAX_SET_INSTANCES};
+use crate::cluster::validate::{check_program, check_set_bytes, instance_bytes, SpecError, MAX_SET_BYTES};
 use crate::platform::PlatformError;
 use crate::validation::is_label;
 
@@ -156,6 +157,18 @@ impl Constraints {
     }
 }
 
+/// Instances of a role of `count` a desired set may hold during a rollout: the count and the
+/// rollout's surge ([`super::rollout::surge`]).
+fn rolling_count(count: u32) -> u64 {
+    let count = count as usize;
+    let surge = if count == 0 {
+        0
+    } else {
+        super::rollout::surge(count)
+    };
+    (count + surge) as u64
+}
+
 fn empty_object() -> Value {
     Value::Object(serde_json::Map::new())
 }
@@ -209,14 +222,39 @@ impl Deployment {
                     format!("at most {MAX_ROLE_INSTANCES}"),
                 ));
             }
-            crate::platform::validate_program(&format!("roles.{name}."), &role.exec, &role.env)?;
+            // The rules the agent checks again: what it would refuse is refused here.
+            check_program(&role.exec, &role.env).map_err(|e| e.under(&format!("roles.{name}.")))?;
         }
+        // A rollout keeps old instances beside the new ones: the desired set holds up to a
+        // surge more of each role than the revision asks for, and the agent refuses a set
+        // beyond its bounds.
         let instances: u64 = self.roles.values().map(|role| u64::from(role.instances)).sum();
-        if instances > MAX_SET_INSTANCES as u64 {
+        let rolling: u64 = self
+            .roles
+            .values()
+            .map(|role| rolling_count(role.instances))
+            .sum();
+        if rolling > MAX_SET_INSTANCES as u64 {
             return Err(PlatformError::invalid(
                 "roles",
                 format!(
-                    "{instances} instances in all; at most {MAX_SET_INSTANCES} (one agent's desired set)"
+                    "{instances} instances in all, {rolling} while a rollout starts new ones beside the old; at most {MAX_SET_INSTANCES} (one agent's desired set)"
+                ),
+            ));
+        }
+        let bytes = self.roles.iter().try_fold(0u64, |sum, (name, role)| {
+            let each = instance_bytes(&role.exec, &role.env, role.resources);
+            let copies = rolling_count(role.instances);
+            check_set_bytes(&format!("roles.{name}.instances"), copies, each)?;
+            Ok::<u64, SpecError>(
+                sum.saturating_add(copies.saturating_mul(u64::try_from(each).unwrap_or(u64::MAX))),
+            )
+        })?;
+        if bytes > MAX_SET_BYTES as u64 {
+            return Err(PlatformError::invalid(
+                "roles",
+                format!(
+                    "the instances' argv and env make a desired set of {bytes} bytes (counting a rollout's surge); at most {MAX_SET_BYTES}"
                 ),
             ));
         }

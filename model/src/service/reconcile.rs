@@ -8,9 +8,12 @@
 //! ([`roll`]) against the observed instances, and the whole desired set is sent when its ids
 //! differ from what runs; a deleted service gets an empty set until the agent reports nothing
 //! left, then it is finalized (its object goes); nothing is sent to a cluster that did not
-//! answer, and a service on such a cluster says so.
+//! answer, and a service on such a cluster says so. A desired set the agent refused
+//! ([`Refusal`]) is refused again until something changes, so while the plan wants that same
+//! set the service is `FAILED` and says the agent's words (the actor keeps trying, slowly: room
+//! may free up).
 
-use std::collections::{BTreeSet, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
@@ -34,6 +37,9 @@ pub enum Phase {
     Unreachable,
     /// Deleted; its instances are being removed (a finalizer), then the object goes.
     Deleting,
+    /// Its cluster's agent refuses the desired set (no room, a spec it cannot run): nothing
+    /// changes there until the deployment, the cluster or what else runs there does.
+    Failed,
 }
 
 impl Phase {
@@ -45,6 +51,7 @@ impl Phase {
             Phase::Running => "Running",
             Phase::Unreachable => "Unreachable",
             Phase::Deleting => "Deleting",
+            Phase::Failed => "Failed",
         }
     }
 }
@@ -107,6 +114,32 @@ pub struct Wanted<'a> {
     pub pinned: bool,
 }
 
+/// The agent's answer to the last desired set the actor sent, when it was a refusal (a `4xx`
+/// other than a fence's): the agent changed nothing, and refuses the same set again.
+#[derive(Debug, Clone, Copy)]
+pub struct Refusal<'a> {
+    /// The cluster that refused.
+    pub cluster: &'a ClusterRef,
+    /// The set it refused.
+    pub instances: &'a [InstanceSpec],
+    /// Its HTTP status.
+    pub status: u16,
+    /// What it said.
+    pub message: &'a str,
+}
+
+impl Refusal<'_> {
+    /// Whether it refused exactly `desired` on `cluster` (in any order).
+    fn of(&self, cluster: &ClusterRef, desired: &[InstanceSpec]) -> bool {
+        fn by_id(specs: &[InstanceSpec]) -> BTreeMap<&InstanceId, &InstanceSpec> {
+            specs.iter().map(|s| (&s.id, s)).collect()
+        }
+        self.cluster == cluster
+            && self.instances.len() == desired.len()
+            && by_id(self.instances) == by_id(desired)
+    }
+}
+
 /// One step for the actor to carry out.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Action {
@@ -146,8 +179,14 @@ fn status(phase: Phase, reason: String, revision: Option<u64>, progress: Progres
     }
 }
 
-/// The next actions and the status to report.
-pub fn plan(wanted: Wanted<'_>, seen: Seen<'_>) -> (Vec<Action>, ReconcileStatus) {
+/// The next actions and the status to report, from the committed service (`wanted`), what its
+/// cluster reports of its set (`seen`) and the agent's refusal of the last set sent, if it
+/// refused it.
+pub fn plan(
+    wanted: Wanted<'_>,
+    seen: Seen<'_>,
+    refused: Option<Refusal<'_>>,
+) -> (Vec<Action>, ReconcileStatus) {
     let revision = wanted.revision;
     if wanted.deleting {
         let Some(cluster) = wanted.cluster else {
@@ -237,11 +276,25 @@ pub fn plan(wanted: Wanted<'_>, seen: Seen<'_>) -> (Vec<Action>, ReconcileStatus
     let desired_ids: BTreeSet<&InstanceId> = desired.iter().map(|s| &s.id).collect();
     let observed_ids: BTreeSet<&InstanceId> = observed.iter().map(|i| &i.id).collect();
     let progress = progress(wanted.roles, observed);
+    let refusal = refused.filter(|r| desired_ids != observed_ids && r.of(cluster, &desired));
     let actions = if desired_ids == observed_ids {
         Vec::new()
     } else {
         vec![Action::Apply(desired)]
     };
+    if let Some(refusal) = refusal {
+        // Sent again after the actor's backoff (room may free up), but it stands until then.
+        let reason = format!(
+            "revision {number} on cluster {cluster}: the agent refuses the desired set ({}): {}; {} of {} updated, {} ready, {} old",
+            refusal.status,
+            refusal.message,
+            progress.updated,
+            progress.desired,
+            progress.ready,
+            progress.old
+        );
+        return (actions, status(Phase::Failed, reason, revision, progress));
+    }
     let done =
         progress.updated == progress.desired && progress.ready == progress.desired && progress.old == 0;
     if done && actions.is_empty() && wanted.migrating {
@@ -351,7 +404,7 @@ pub fn record_event(
         }
     }
     let kind = match status.phase {
-        Phase::Unreachable => "Warning",
+        Phase::Unreachable | Phase::Failed => "Warning",
         _ => "Normal",
     };
     events.push_back(ServiceEvent {
@@ -549,12 +602,12 @@ mod tests {
             ),
         ];
         for (case, wanted, seen, actions, phase) in table {
-            let (got, status) = plan(wanted, seen);
+            let (got, status) = plan(wanted, seen, None);
             assert_eq!(ids(&got), actions, "{case}");
             assert_eq!(status.phase, phase, "{case}");
             assert!(!status.reason.is_empty(), "{case}");
         }
-        let (_, status) = plan(wanted(false, true, true), Seen::Instances(&starting_new));
+        let (_, status) = plan(wanted(false, true, true), Seen::Instances(&starting_new), None);
         assert_eq!(
             status.progress,
             Progress {
@@ -564,30 +617,193 @@ mod tests {
                 old: 0
             }
         );
-        let (_, status) = plan(wanted(true, true, true), Seen::Unreachable);
+        let (_, status) = plan(wanted(true, true, true), Seen::Unreachable, None);
         assert!(status.reason.contains("does not answer"), "{}", status.reason);
-        let (_, status) = plan(wanted(false, false, true), Seen::NotYet);
+        let (_, status) = plan(wanted(false, false, true), Seen::NotYet, None);
         assert_eq!(status.reason, "not placed: operator/edge: OFFLINE");
         // Moving: once every instance runs on the new cluster, switch; before, start them there.
         let moving = Wanted {
             migrating: true,
             ..wanted(false, true, true)
         };
-        let (actions, _) = plan(moving, Seen::Instances(&running_new));
+        let (actions, _) = plan(moving, Seen::Instances(&running_new), None);
         assert_eq!(ids(&actions), [vec!["SWITCH".to_string()]]);
-        let (actions, status) = plan(moving, Seen::Instances(&[]));
+        let (actions, status) = plan(moving, Seen::Instances(&[]), None);
         assert_eq!(ids(&actions).len(), 1);
         assert_eq!(status.phase, Phase::Progressing);
-        let (actions, _) = plan(moving, Seen::Instances(&starting_new));
+        let (actions, _) = plan(moving, Seen::Instances(&starting_new), None);
         assert!(actions.is_empty(), "no switch before every instance runs");
         // Pinned on a silent cluster: says it stays.
         let pinned = Wanted {
             pinned: true,
             ..wanted(false, true, true)
         };
-        let (actions, status) = plan(pinned, Seen::Unreachable);
+        let (actions, status) = plan(pinned, Seen::Unreachable, None);
         assert!(actions.is_empty());
         assert!(status.reason.ends_with("(migration: false)"), "{}", status.reason);
+    }
+
+    /// A refusal by the agent reaches the service: `FAILED` with the agent's words while the
+    /// plan wants the very set refused; anything that makes it another set (a new revision,
+    /// another cluster) ends it, and so does a set that runs after all or a deletion.
+    #[test]
+    fn a_refused_set_fails_the_service_until_the_set_changes() {
+        use InstanceState::*;
+        fn wanted<'a>(roles: &'a [RoleTarget], cluster: &'a ClusterRef, deleting: bool) -> Wanted<'a> {
+            Wanted {
+                roles,
+                revision: Some(2),
+                cluster: Some(cluster),
+                deleting,
+                unplaced: None,
+                migrating: false,
+                pinned: false,
+            }
+        }
+        let edge = ClusterRef {
+            tenant: "operator".into(),
+            name: "edge".into(),
+        };
+        let far = ClusterRef {
+            tenant: "operator".into(),
+            name: "far".into(),
+        };
+        let (two, three) = (roles(2), roles(3));
+        // What the plan sends when nothing runs: the whole set.
+        let (sent, _) = plan(wanted(&two, &edge, false), Seen::Instances(&[]), None);
+        let Some(Action::Apply(set)) = sent.into_iter().next() else {
+            panic!("nothing sent");
+        };
+        let mut backwards = set.clone();
+        backwards.reverse();
+        let message = "instances[1] (acme.web.api.r2.1) does not fit: it requests 100 millicpus";
+        let refusal = |cluster, instances| {
+            Some(Refusal {
+                cluster,
+                instances,
+                status: 422,
+                message,
+            })
+        };
+        let one_running = [seen("acme.web.api.r2.0", Running)];
+        let both_running = [
+            seen("acme.web.api.r2.0", Running),
+            seen("acme.web.api.r2.1", Running),
+        ];
+        // (case, wanted, seen, refusal, phase, still sent)
+        type Row<'a> = (&'a str, Wanted<'a>, Seen<'a>, Option<Refusal<'a>>, Phase, bool);
+        let table: Vec<Row<'_>> = vec![
+            (
+                "no refusal",
+                wanted(&two, &edge, false),
+                Seen::Instances(&[]),
+                None,
+                Phase::Progressing,
+                true,
+            ),
+            (
+                "the same set refused",
+                wanted(&two, &edge, false),
+                Seen::Instances(&[]),
+                refusal(&edge, &set),
+                Phase::Failed,
+                true,
+            ),
+            (
+                "the same set in another order",
+                wanted(&two, &edge, false),
+                Seen::Instances(&[]),
+                refusal(&edge, &backwards),
+                Phase::Failed,
+                true,
+            ),
+            (
+                "one of them runs: the same set all the same",
+                wanted(&two, &edge, false),
+                Seen::Instances(&one_running),
+                refusal(&edge, &set),
+                Phase::Failed,
+                true,
+            ),
+            (
+                "refused by another cluster",
+                wanted(&two, &far, false),
+                Seen::Instances(&[]),
+                refusal(&edge, &set),
+                Phase::Progressing,
+                true,
+            ),
+            (
+                "a new revision wants another set",
+                wanted(&three, &edge, false),
+                Seen::Instances(&[]),
+                refusal(&edge, &set),
+                Phase::Progressing,
+                true,
+            ),
+            (
+                "it runs after all: nothing to send",
+                wanted(&two, &edge, false),
+                Seen::Instances(&both_running),
+                refusal(&edge, &set),
+                Phase::Running,
+                false,
+            ),
+            (
+                "deleted: its instances go whatever was refused",
+                wanted(&two, &edge, true),
+                Seen::Instances(&one_running),
+                refusal(&edge, &set),
+                Phase::Deleting,
+                true,
+            ),
+            (
+                "cluster silent: unknown, not refused",
+                wanted(&two, &edge, false),
+                Seen::Unreachable,
+                refusal(&edge, &set),
+                Phase::Unreachable,
+                false,
+            ),
+        ];
+        for (case, wanted, seen, refused, phase, sends) in table {
+            let (actions, status) = plan(wanted, seen, refused);
+            assert_eq!(status.phase, phase, "{case}: {}", status.reason);
+            let sent = actions.iter().any(|a| matches!(a, Action::Apply(_)));
+            assert_eq!(sent, sends, "{case}");
+            if phase == Phase::Failed {
+                assert!(
+                    status
+                        .reason
+                        .starts_with("revision 2 on cluster operator/edge: the agent refuses the desired set (422): instances[1]")
+                        && status.reason.contains(message),
+                    "{case}: {}",
+                    status.reason
+                );
+            }
+        }
+        // Its event is a warning.
+        let (_, failed) = plan(
+            wanted(&two, &edge, false),
+            Seen::Instances(&[]),
+            refusal(&edge, &set),
+        );
+        let mut events = VecDeque::new();
+        let source = EventSource {
+            id: "u".into(),
+            kind: "service".into(),
+            name: "web".into(),
+        };
+        let time = EventTime {
+            at: "t".into(),
+            revision: 1,
+        };
+        record_event(&mut events, source, &failed, time);
+        assert_eq!(
+            (events[0].reason.as_str(), events[0].kind.as_str()),
+            ("Failed", "Warning")
+        );
+        assert_eq!(events[0].message, failed.reason);
     }
 
     #[test]

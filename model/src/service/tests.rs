@@ -778,6 +778,7 @@ fn capacity_is_taken_in_the_apply_so_two_placements_cannot_share_room() {
                 cluster: cluster.clone(),
                 decision: Default::default(),
                 migrate,
+                decided_ms: 0,
             },
         )
     };
@@ -901,9 +902,10 @@ fn a_placed_service_is_deleted_through_its_finalizer() {
     platform.apply_service_report(2, 2_000, &deleting).unwrap();
     let stored = platform.service("acme", "web").unwrap();
     assert_eq!(stored.reconcile.phase, Phase::Deleting);
-    assert_eq!(stored.events.len(), 1);
+    assert_eq!(stored.reconcile.reason, "removing 2 instances");
+    assert_eq!(stored.events.len(), 1, "DELETING since the delete: no new event");
     assert_eq!(stored.events[0].reason, "Deleting");
-    assert_eq!(stored.events[0].first_timestamp, "1970-01-01T00:00:02Z");
+    assert_eq!(stored.events[0].first_timestamp, "1970-01-01T00:00:01Z");
     platform
         .apply_service_report(
             3,
@@ -944,6 +946,204 @@ fn a_placed_service_is_deleted_through_its_finalizer() {
     );
 }
 
+/// Issue #31, defect 12: the committed delete makes the phase `DELETING` at once (with its
+/// event, at the delete's own revision), and nothing but the finalizer changes that; a report
+/// planned before the delete committed cannot bring `RUNNING` back.
+#[test]
+fn a_deleted_service_is_deleting_from_the_commit_until_it_goes() {
+    use reconcile::Phase;
+    let mut platform = world();
+    run(&mut platform, "bob", create("web", deployment(2, 100), true)).unwrap();
+    place_web(&mut platform);
+    let running = report(
+        &platform,
+        Phase::Running,
+        "revision 1: 2 instances running",
+        false,
+    );
+    platform.apply_service_report(5, 500, &running).unwrap();
+    assert_eq!(
+        platform.service("acme", "web").unwrap().reconcile.phase,
+        Phase::Running
+    );
+    // The delete, applied as the state applies it at revision 7.
+    let touched = [("acme".to_string(), "web".to_string())];
+    let command = ServiceCommand {
+        caller: who("bob"),
+        change: delete(false),
+    };
+    let outcome = platform
+        .changing_services(7, &touched, |p| Ok((p.apply_service(1_000, &command)?, true)))
+        .unwrap();
+    assert!(outcome.deleting);
+    let stored = platform.service("acme", "web").unwrap();
+    assert_eq!(stored.reconcile.phase, Phase::Deleting);
+    assert_eq!(
+        stored.reconcile.reason,
+        "deleted; its instances are being removed from cluster operator/edge"
+    );
+    assert_eq!(stored.reconcile.revision, Some(1));
+    let last = stored.events.back().unwrap();
+    assert_eq!(
+        (last.reason.as_str(), last.kind.as_str(), last.resource_version),
+        ("Deleting", "Normal", 7)
+    );
+    assert_eq!(last.first_timestamp, "1970-01-01T00:00:01Z");
+    assert_eq!(stored.version, 7);
+    let events = stored.events.len();
+    // Its summary and full view say so too.
+    let view = serde_json::to_value(stored.full().unwrap()).unwrap();
+    assert_eq!(view["reconcile"]["phase"], "DELETING", "{view}");
+    assert!(stored.summary().deleted);
+    // Reports planned before the delete committed change nothing.
+    for stale in [
+        Phase::Running,
+        Phase::Progressing,
+        Phase::Failed,
+        Phase::Unreachable,
+    ] {
+        let late = report(&platform, stale, "planned before the delete", false);
+        platform.apply_service_report(8, 2_000, &late).unwrap();
+        let stored = platform.service("acme", "web").unwrap();
+        assert_eq!(stored.reconcile.phase, Phase::Deleting, "{stale:?}");
+        assert_eq!(stored.events.len(), events, "{stale:?}");
+    }
+    // The actor's own DELETING reports update the reason; the finalizer removes the service.
+    let removing = report(&platform, Phase::Deleting, "deleted; removing 2 instances", false);
+    platform.apply_service_report(9, 3_000, &removing).unwrap();
+    let stored = platform.service("acme", "web").unwrap();
+    assert_eq!(stored.reconcile.reason, "deleted; removing 2 instances");
+    assert_eq!(stored.events.len(), events);
+    let end = report(&platform, Phase::Deleting, "", true);
+    platform.apply_service_report(10, 4_000, &end).unwrap();
+    assert!(platform.service("acme", "web").is_err());
+}
+
+/// Issue #31, defect 10: what an agent refuses for its spec is refused before anything is
+/// committed, whichever way the deployment comes (create, a whole update, a merge patch, a
+/// rollback), naming the field as the agent would under the role.
+#[test]
+fn a_deployment_the_agent_would_refuse_is_refused_naming_the_field() {
+    use crate::cluster::agent_api::Probe;
+    use crate::cluster::validate::{INSTANCE_ID_ENV, MAX_SET_BYTES};
+    let mut platform = world();
+    let with = |change: &dyn Fn(&mut RoleSpec)| {
+        let mut deployment = deployment(1, 10);
+        if let Some(role) = deployment.roles.get_mut("frontend") {
+            change(role);
+        }
+        deployment
+    };
+    let reserved = with(&|role| {
+        role.env.insert(INSTANCE_ID_ENV.into(), "x".into());
+    });
+    let tcp_zero = with(&|role| role.exec.probe = Some(Probe::Tcp { port: 0 }));
+    let http_zero = with(&|role| {
+        role.exec.probe = Some(Probe::Http {
+            port: 0,
+            path: "/".into(),
+        })
+    });
+    let empty_program = with(&|role| role.exec.argv = vec![String::new()]);
+    // 1,000 instances of 20 KiB each, and the rollout's 250 more: over the set's bytes.
+    let heavy = with(&|role| {
+        role.instances = 1_000;
+        role.resources = Resources::default();
+        role.env.insert("BLOB".into(), "x".repeat(20 * 1024));
+    });
+    // 9,000 instances fit a set, but not with a rollout's surge beside them.
+    let mut crowded = deployment(1_000, 0);
+    for role in ["a", "b", "c", "d", "e", "f", "g", "h"] {
+        let spec = crowded.roles["frontend"].clone();
+        crowded.roles.insert(role.into(), spec);
+    }
+    let table = [
+        (
+            "reserved env",
+            reserved.clone(),
+            "roles.frontend.env",
+            "DROVER_INSTANCE_ID is set by the agent".to_string(),
+        ),
+        (
+            "tcp probe on port 0",
+            tcp_zero,
+            "roles.frontend.exec.probe.tcp.port",
+            "must not be 0".into(),
+        ),
+        (
+            "http probe on port 0",
+            http_zero,
+            "roles.frontend.exec.probe.http.port",
+            "must not be 0".into(),
+        ),
+        (
+            "empty program",
+            empty_program,
+            "roles.frontend.exec.argv[0]",
+            "the program must not be empty".into(),
+        ),
+        (
+            "set too large",
+            heavy,
+            "roles.frontend.instances",
+            format!("at most {MAX_SET_BYTES}"),
+        ),
+        (
+            "no room for the surge",
+            crowded,
+            "roles",
+            "11250 while a rollout".into(),
+        ),
+    ];
+    for (case, deployment, field, words) in &table {
+        match refused(&mut platform, "alice", create("web", deployment.clone(), true)) {
+            PlatformError::Invalid { field: got, message } => {
+                assert_eq!(got, *field, "{case}");
+                assert!(message.contains(words.as_str()), "{case}: {message}");
+            }
+            other => panic!("{case}: {other:?}"),
+        }
+    }
+    // Later revisions too: a whole update, a merge patch, a rollback to a revision stored
+    // before the rule existed.
+    run(&mut platform, "alice", create("web", deployment(1, 10), true)).unwrap();
+    let put = Change::Put { deployment: reserved };
+    let patch = Change::Patch {
+        patch: json!({"roles": {"frontend": {"env": {INSTANCE_ID_ENV: "x"}}}}),
+    };
+    for change in [put, patch] {
+        match refused(&mut platform, "alice", revise(1, change, true)) {
+            PlatformError::Invalid { field, message } => {
+                assert_eq!(
+                    format!("{field}: {message}"),
+                    "roles.frontend.env: DROVER_INSTANCE_ID is set by the agent"
+                );
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+    let mut old = platform.service("acme", "web").unwrap().revisions[&1].clone();
+    old.number = 0;
+    if let Some(role) = old.deployment.roles.get_mut("frontend") {
+        role.env.insert(INSTANCE_ID_ENV.into(), "x".into());
+    }
+    if let Some(stored) = platform
+        .tenants
+        .get_mut("acme")
+        .and_then(|t| t.services.get_mut("web"))
+    {
+        stored.revisions.insert(0, old);
+    }
+    assert!(matches!(
+        refused(
+            &mut platform,
+            "alice",
+            revise(1, Change::Rollback { target: 0 }, true)
+        ),
+        PlatformError::Invalid { .. }
+    ));
+}
+
 fn place_web_again(platform: &mut Platform, cluster: &crate::cluster::ClusterRef) {
     let uid = platform.service("acme", "web").unwrap().uid.clone();
     let placement = placement::Placement {
@@ -953,6 +1153,7 @@ fn place_web_again(platform: &mut Platform, cluster: &crate::cluster::ClusterRef
         cluster: cluster.clone(),
         decision: Default::default(),
         migrate: false,
+        decided_ms: 0,
     };
     platform.apply_placement(1_000, &placement).unwrap();
 }

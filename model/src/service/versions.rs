@@ -26,6 +26,11 @@ pub struct Removal {
     pub uid: String,
 }
 
+/// The revision an event carries when the change that records it does not know its own (a
+/// delete's `DELETING`, the service's last event): [`Platform::stamp_services`] gives it the
+/// change's revision. No state revision is 0.
+pub const UNSTAMPED: u64 = 0;
+
 /// The removals remembered and the newest revision forgotten.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Removals {
@@ -62,6 +67,13 @@ impl Platform {
                         service.created_version = revision;
                     }
                     service.version = revision;
+                    if let Some(event) = service
+                        .events
+                        .back_mut()
+                        .filter(|e| e.resource_version == UNSTAMPED)
+                    {
+                        event.resource_version = revision;
+                    }
                 }
                 (None, Some(uid)) => {
                     let removals = &mut self.service_removals;
