@@ -320,7 +320,16 @@ impl Platform {
                 let stored = self.cluster_mut(cluster)?;
                 let revision = match stored.sets.get(set) {
                     Some(old) if old.spec.same_workload(spec) => old.revision,
-                    Some(old) => old.revision.saturating_add(1),
+                    Some(old) => old
+                        .revision
+                        .checked_add(1)
+                        .ok_or_else(|| PlatformError::Invalid {
+                            field: "revision".into(),
+                            message: format!(
+                                "set {set} has reached revision {}; change it under a new name",
+                                old.revision
+                            ),
+                        })?,
                     None => 1,
                 };
                 stored.sets.insert(

@@ -149,7 +149,13 @@ impl Platform {
                     stored.revisions.get(&number).map(|r| &r.deployment)
                 })?;
                 let environment = stored.environment.clone();
-                let number = stored.revisions.keys().next_back().copied().unwrap_or(0) + 1;
+                let last = stored.revisions.keys().next_back().copied().unwrap_or(0);
+                let number = last.checked_add(1).ok_or_else(|| PlatformError::Invalid {
+                    field: "revision".into(),
+                    message: format!(
+                        "service {service} has reached revision {last}; no revision can follow it"
+                    ),
+                })?;
                 let reinstates = match change {
                     crate::service::Change::Rollback { target } => Some(*target),
                     _ => None,
