@@ -8,6 +8,7 @@ use std::future::Future;
 use std::pin::Pin;
 
 use drover_model::cluster::agent_api::{InstanceId, Inventory, LogChunk, LogQuery};
+use drover_model::cluster::identity::AgentIdentity;
 
 /// A boxed future of a read.
 pub type ReadFuture<T> = Pin<Box<dyn Future<Output = Result<T, AgentReadError>> + Send>>;
@@ -35,6 +36,9 @@ pub trait AgentReads: Send + Sync {
     fn inventory(&self, endpoint: &str, token: &str) -> ReadFuture<Inventory>;
     /// What an instance wrote: its last lines, or what follows an offset.
     fn logs(&self, endpoint: &str, token: &str, id: &InstanceId, query: LogQuery) -> ReadFuture<LogChunk>;
+    /// Who answers there: the agent's id and the cluster object it is bound to (`None` from an
+    /// agent that keeps no identity).
+    fn identity(&self, endpoint: &str, token: &str) -> ReadFuture<Option<AgentIdentity>>;
 }
 
 /// A log read as the API answers it: the text, and in `x-drover-log-offset` the `from` with

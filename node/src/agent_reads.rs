@@ -1,4 +1,4 @@
-//! The platform API's live reads of agents (inventory, logs), made with the cluster actors'
+//! The platform API's live reads of agents (inventory, logs, identity), made with the cluster actors'
 //! agent driver so that both speak to agents the same way.
 
 use std::sync::Arc;
@@ -7,6 +7,7 @@ use std::time::Duration;
 use drover_actors::clusters::{AgentDriver, Driver, DriverError};
 use drover_api::agents::{AgentReadError, AgentReads, ReadFuture};
 use drover_model::cluster::agent_api::{InstanceId, Inventory, LogChunk, LogQuery};
+use drover_model::cluster::identity::AgentIdentity;
 
 /// How long a live read may take.
 const READ_TIMEOUT: Duration = Duration::from_secs(10);
@@ -37,6 +38,14 @@ impl AgentReads for DriverReads {
         let driver = driver(endpoint, token);
         let id = id.clone();
         Box::pin(async move { driver?.logs(&id, &query).await.map_err(failed) })
+    }
+
+    fn identity(&self, endpoint: &str, token: &str) -> ReadFuture<Option<AgentIdentity>> {
+        let driver = driver(endpoint, token);
+        Box::pin(async move {
+            let (_, identity) = driver?.identified_facts().await.map_err(failed)?;
+            Ok(identity)
+        })
     }
 }
 

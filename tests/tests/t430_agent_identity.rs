@@ -1,7 +1,8 @@
 //! Issue #31, defect 11: one agent registered twice is driven by one cluster only. An `exec`
 //! agent registered as `edge` at `http://127.0.0.1:P` runs a pinned set; registering it again
-//! as `edge-alias` at `http://localhost:P` (which the registration's one-endpoint-per-agent check
-//! cannot tell from the first) is accepted, but the alias never drives the agent: it is
+//! as `edge-alias` at `http://localhost:P` (which a comparison of endpoints cannot tell from the
+//! first) is refused with `409`, since the registration asks the agent whose it is; an alias
+//! registered elsewhere and then pointed at the agent is accepted, but never drives the agent: it is
 //! `NOTREADY`, naming the agent's id and `acme/edge`, and over many probe rounds the agent — its
 //! own inventory and `/proc`, not only Drover's status — keeps running edge's instances as they
 //! were (same processes, no restarts) and runs nothing of the alias's. Before the fix the two
@@ -17,7 +18,7 @@ use drover_tests::agent::{processes_of_instance, AgentClient, AgentProcess, AGEN
 use drover_tests::platform::{process_platform_args, token, PlatformClient};
 use drover_tests::process::ProcessCluster;
 use drover_tests::wait::eventually;
-use reqwest::StatusCode;
+use reqwest::{Method, StatusCode};
 use serde_json::{json, Value};
 use tempfile::TempDir;
 use tokio::time::Instant;
@@ -129,9 +130,41 @@ async fn one_agent_registered_twice_is_driven_by_one_cluster() -> Result<()> {
     let edge_uid = edge["uid"].as_str().context("no uid")?.to_string();
     let before = runs(&client.inventory().await?);
 
-    // The same agent, registered again under another spelling of its address, with a set of
-    // its own: accepted, since the registration does not reach the agent.
-    register(&alice, "edge-alias", &format!("http://localhost:{port}")).await?;
+    // The same agent, registered again under another spelling of its address: refused, since
+    // the registration asks the agent who it is and whose it is.
+    let alias_endpoint = format!("http://localhost:{port}");
+    let refused = alice
+        .post(
+            "/tenant/acme/cluster/edge-alias",
+            &json!({"endpoint": alias_endpoint, "join_token": AGENT_TOKEN}),
+        )
+        .await?;
+    ensure!(
+        refused.status == StatusCode::CONFLICT,
+        "registering the alias: {refused:?}"
+    );
+    ensure!(
+        refused
+            .body
+            .to_string()
+            .contains("already driven by cluster acme/edge"),
+        "the refusal names the cluster that drives the agent: {refused:?}"
+    );
+    // An alias registered while nothing answered at its endpoint, then pointed at the agent (a
+    // change of endpoint does not ask the agent), with a set of its own: its actor reaches the
+    // agent, which refuses it.
+    register(&alice, "edge-alias", "http://127.0.0.1:1").await?;
+    let moved = alice
+        .call(
+            Method::PATCH,
+            "/tenant/acme/cluster/edge-alias",
+            Some(&json!({"endpoint": alias_endpoint})),
+        )
+        .await?;
+    ensure!(
+        moved.status == StatusCode::OK,
+        "pointing the alias at the agent: {moved:?}"
+    );
     pin(&alice, "edge-alias", "t430-alias", 1).await?;
     eventually(CONVERGE, "edge-alias's actor to reach the agent", || async {
         cluster(&alice, "edge-alias")

@@ -12,7 +12,7 @@ use axum::response::Response;
 use drover_model::cluster::agent_api::{InstanceId, Inventory, LogQuery, SetName};
 use drover_model::cluster::views::{ClusterView, EnvironmentClusters};
 use drover_model::cluster::{ClusterOp, ClusterPatch, ClusterRef, ClusterRegistration, SetSpec};
-use drover_model::platform::{PlatformRead, Requirement};
+use drover_model::platform::{Identity, PlatformRead, Requirement, Role};
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 
@@ -63,13 +63,85 @@ pub async fn register(
     Path((tenant, name)): Path<(String, String)>,
     Body(registration): Body<ClusterRegistration>,
 ) -> Result<Empty, AxebowError> {
+    let cluster = at(tenant, name);
+    refuse_a_bound_agent(&state, &caller, &cluster, &registration).await?;
     let change = ClusterOp::Register {
-        cluster: at(tenant, name),
+        cluster,
         uid: uuid::Uuid::new_v4().to_string(),
         registration,
     };
     store::write_cluster(&state, caller, change, &headers).await?;
     Ok(done())
+}
+
+/// Refuses (`409`) to register an agent that is already bound to another registered cluster
+/// object, whatever address it is given under: its agent id and binding are read from the
+/// agent itself. Only a caller who may register clusters in the tenant makes this node call the
+/// endpoint; an agent that does not answer (yet) is registered, and the agent still refuses a
+/// second cluster object's changes.
+async fn refuse_a_bound_agent(
+    state: &ApiState,
+    caller: &Identity,
+    cluster: &ClusterRef,
+    registration: &ClusterRegistration,
+) -> Result<(), AxebowError> {
+    let requirement = Requirement::Tenant {
+        tenant: &cluster.tenant,
+        role: Role::Admin,
+    };
+    store::read(
+        state,
+        caller,
+        PlatformRead::Tenant(&cluster.tenant),
+        |platform, _| platform.authorize(caller, requirement).map(|_| ()),
+    )
+    .await?;
+    let Some(agents) = state.agents.clone() else {
+        return Ok(());
+    };
+    let identity = match agents
+        .identity(&registration.endpoint, &registration.join_token)
+        .await
+    {
+        Ok(Some(identity)) => identity,
+        // Not reachable, refused, or an agent without identity: nothing to compare with.
+        Ok(None) | Err(_) => return Ok(()),
+    };
+    let Some(bound) = identity.cluster_uid else {
+        return Ok(());
+    };
+    let tenant = cluster.tenant.clone();
+    let driver = store::read(
+        state,
+        caller,
+        PlatformRead::Tenant(&cluster.tenant),
+        move |platform, _| {
+            Ok(platform
+                .clusters()
+                .find(|(_, stored)| stored.uid == bound)
+                .map(|(at, _)| at))
+        },
+    )
+    .await?;
+    match driver {
+        Some(other) => {
+            let whom = if other.tenant == tenant {
+                format!("cluster {}/{}", other.tenant, other.name)
+            } else {
+                "a cluster of another tenant".to_string()
+            };
+            Err(AxebowError::new(
+                StatusCode::CONFLICT,
+                codes::CONFLICT,
+                format!(
+                    "the agent at {} (agent {}) is already driven by {whom}; one agent is one cluster: deregister that one first",
+                    registration.endpoint, identity.agent_id
+                ),
+            ))
+        }
+        // Bound to a cluster object that no longer exists: the new one takes it over.
+        None => Ok(()),
+    }
 }
 
 /// Changes a cluster's labels, endpoint or join token (what is left out stays).
