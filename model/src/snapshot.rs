@@ -96,7 +96,11 @@ pub fn check_room(state: &State) -> Result<(), SnapshotError> {
     for (tenant, stored) in state.platform().tenants() {
         for (name, service) in &stored.services {
             let last = service.revisions.keys().next_back().copied().unwrap_or(0);
-            within(format!("service {tenant}/{name}'s revision"), last, MAX_RESTORED_REVISION)?;
+            within(
+                format!("service {tenant}/{name}'s revision"),
+                last,
+                MAX_RESTORED_REVISION,
+            )?;
         }
         for (name, cluster) in &stored.clusters {
             for (set, stored_set) in &cluster.sets {
@@ -239,14 +243,27 @@ mod tests {
         let file = write(&crafted).unwrap();
         let refused = read(&file).unwrap_err();
         assert!(matches!(refused, SnapshotError::NoRoom { .. }), "{refused}");
-        assert!(refused.to_string().contains("the revision is 18446744073709551614"), "{refused}");
+        assert!(
+            refused
+                .to_string()
+                .contains("the revision is 18446744073709551614"),
+            "{refused}"
+        );
         // Every replica refuses it too, should a proposal carry it past the API.
         let mut into = state_with_a_lease();
         let before = into.clone();
-        let (result, _) = into.apply(7, &Proposal::new(Command::Restore { state: Box::new(crafted) }));
+        let (result, _) = into.apply(
+            7,
+            &Proposal::new(Command::Restore {
+                state: Box::new(crafted),
+            }),
+        );
         assert!(matches!(result, CommandResult::Refused(_)), "{result:?}");
         // Only the revision moved (the refused proposal's own), nothing of the file.
-        assert_eq!(into.list(ObjectKind::CoordinationLease, None), before.list(ObjectKind::CoordinationLease, None));
+        assert_eq!(
+            into.list(ObjectKind::CoordinationLease, None),
+            before.list(ObjectKind::CoordinationLease, None)
+        );
         // The largest revision a file may hold is accepted.
         let mut highest = state_with_a_lease();
         highest.set_revision_for_tests(MAX_RESTORED_REVISION);
@@ -255,7 +272,10 @@ mod tests {
         let mut altered = write(&state_with_a_lease()).unwrap();
         let text = String::from_utf8(altered.clone()).unwrap();
         altered = text.replacen("\"revision\":1", "\"revision\":2", 1).into_bytes();
-        assert!(matches!(read(&altered), Err(SnapshotError::Revision { header: 2, state: 1 })));
+        assert!(matches!(
+            read(&altered),
+            Err(SnapshotError::Revision { header: 2, state: 1 })
+        ));
     }
 
     #[test]
@@ -279,7 +299,9 @@ mod tests {
             let (result, changes) = state.apply(101, &create(name));
             assert!(matches!(result, CommandResult::Refused(_)), "{result:?}");
             assert!(changes.is_empty());
-            assert!(state.get(&ObjectKey::new(ObjectKind::CoordinationLease, "ns", name)).is_none());
+            assert!(state
+                .get(&ObjectKey::new(ObjectKind::CoordinationLease, "ns", name))
+                .is_none());
         }
         assert_eq!(state.revision(), u64::MAX);
     }

@@ -9,11 +9,11 @@ use std::process::{Command, Output};
 use std::time::Duration;
 
 use anyhow::{ensure, Context, Result};
-use sha2::{Digest, Sha256};
 use drover_tests::client::LeaseClient;
 use drover_tests::process::{drover_binary, ProcessCluster};
 use drover_tests::wait::eventually;
 use drover_tests::writers::LeaseWriters;
+use sha2::{Digest, Sha256};
 
 fn servers(nodes: &ProcessCluster) -> String {
     (1..=3)
@@ -113,8 +113,14 @@ async fn a_snapshot_saved_under_writes_restores_into_a_new_cluster() -> Result<(
         .await?;
     let status = answer.status();
     let text = answer.text().await?;
-    ensure!(status == 400, "a state without room to grow answered {status}: {text}");
-    ensure!(text.contains("18446744073709551614"), "the refusal names the revision: {text}");
+    ensure!(
+        status == 400,
+        "a state without room to grow answered {status}: {text}"
+    );
+    ensure!(
+        text.contains("18446744073709551614"),
+        "the refusal names the revision: {text}"
+    );
     let mut versions = Vec::new();
     for name in ["top-1", "top-2", "top-3"] {
         let created = reader.create("snap", name, "me").await?;

@@ -26,7 +26,11 @@ const MIGRATION_INTERVAL: Duration = Duration::from_secs(8);
 
 async fn set_unreachable(agent: &AgentClient, unreachable: bool) -> Result<()> {
     let answer = agent
-        .call(Method::PUT, "/v1/sim/faults", Some(&json!({"unreachable": unreachable})))
+        .call(
+            Method::PUT,
+            "/v1/sim/faults",
+            Some(&json!({"unreachable": unreachable})),
+        )
         .await?;
     ensure!(answer.status == 200, "{answer:?}");
     Ok(())
@@ -78,7 +82,13 @@ async fn a_migration_interval_elapses_while_nothing_is_written() -> Result<()> {
     }
     let body = json!({"deployment": {"roles": {"web": {"instances": 1, "exec": {"argv": ["web"]},
         "resources": {"cpu_millis": 10, "memory_mib": 4}}}}});
-    expect_ok(&alice, Method::POST, "/tenant/acme/service/quiet?accept=true", Some(&body)).await?;
+    expect_ok(
+        &alice,
+        Method::POST,
+        "/tenant/acme/service/quiet?accept=true",
+        Some(&body),
+    )
+    .await?;
     let first = eventually(CONVERGE, "the service placed", || settled_on(&alice)).await?;
     let (x, y) = if first == "a" { (0, 1) } else { (1, 0) };
     let (x_name, y_name) = (named[x].1, named[y].1);
@@ -108,9 +118,11 @@ async fn a_migration_interval_elapses_while_nothing_is_written() -> Result<()> {
     set_unreachable(&y_agent, true).await?;
     let frozen = Instant::now();
     let limit = MIGRATION_INTERVAL + OFFLINE_AFTER + Duration::from_secs(2);
-    let back = eventually(limit + Duration::from_secs(10), "the service running on X again", || async {
-        (settled_on(&alice).await? == x_name && running_on(&x_agent).await? == 1).then_some(())
-    })
+    let back = eventually(
+        limit + Duration::from_secs(10),
+        "the service running on X again",
+        || async { (settled_on(&alice).await? == x_name && running_on(&x_agent).await? == 1).then_some(()) },
+    )
     .await;
     let took = frozen.elapsed();
     set_unreachable(&y_agent, false).await?;

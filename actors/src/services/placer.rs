@@ -80,10 +80,11 @@ pub(crate) fn decide(
     let interval_ms = u64::try_from(migration_interval.as_millis()).unwrap_or(u64::MAX);
     let mut seen = HashSet::new();
     let decisions = context.raft.local_read(|s| {
-        s.platform().placement_pass(now_ms.max(s.clock_ms()), interval_ms, |uid| {
-            seen.insert(uid.to_string());
-            rescheduler.is_due(uid, now)
-        })
+        s.platform()
+            .placement_pass(now_ms.max(s.clock_ms()), interval_ms, |uid| {
+                seen.insert(uid.to_string());
+                rescheduler.is_due(uid, now)
+            })
     });
     rescheduler.keep(&seen);
     decisions

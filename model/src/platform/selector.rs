@@ -544,7 +544,9 @@ mod tests {
     fn a_top_that_is_not_a_boolean_fails() {
         // The seed's own example is valid; its top is not a boolean, so it does not hold.
         let example = selector(json!([1, 2, "$.this.that.there.where", "::dup", "::getor"]));
-        example.validate(&REFERENCE_ROOTS).expect("the seed's example is a valid program");
+        example
+            .validate(&REFERENCE_ROOTS)
+            .expect("the seed's example is a valid program");
         let error = example.evaluate(&context()).expect_err("a number on top");
         assert!(error.message.contains("boolean"), "{error}");
         let error = selector(json!(["$.environment.labels.tier"]))
