@@ -15,8 +15,8 @@ use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, bail, Context, Result};
 use drover_model::cluster::agent_api::{
-    DesiredSet, ExecSpec, Fence, Fenced, InstanceId, InstanceSpec, InstanceStatus, Inventory, NodeFacts,
-    Resources, SimFaults,
+    DesiredSet, ExecSpec, Fence, Fenced, InstanceId, InstanceSpec, InstanceState, InstanceStatus, Inventory,
+    NodeFacts, Resources, SimFaults,
 };
 use drover_model::cluster::identity::IdentifiedFacts;
 use reqwest::{Client, Method};
@@ -512,6 +512,40 @@ impl AgentClient {
     /// `GET /v1/inventory`, which must succeed.
     pub async fn inventory(&self) -> Result<Inventory> {
         self.get("/v1/inventory").await?.ok()
+    }
+
+    /// Turns the `sim` agent's `unreachable` fault on or off (every other call then answers
+    /// `503`, as a cut-off agent would not answer at all).
+    pub async fn set_unreachable(&self, unreachable: bool) -> Result<()> {
+        let body = serde_json::json!({ "unreachable": unreachable });
+        let answer = self.call(Method::PUT, "/v1/sim/faults", Some(&body)).await?;
+        if answer.status != 200 {
+            bail!("setting unreachable={unreachable}: {answer:?}");
+        }
+        Ok(())
+    }
+
+    /// The inventory once the (`exec`) agent runs exactly `count` instances of `set`, each
+    /// running with a pid, waiting up to `timeout`.
+    pub async fn running_set(&self, set: &str, count: usize, timeout: Duration) -> Result<Inventory> {
+        crate::wait::eventually(
+            timeout,
+            &format!("{count} running instances of {set}"),
+            || async {
+                let inventory = self.inventory().await.ok()?;
+                let mine: Vec<_> = inventory
+                    .instances
+                    .iter()
+                    .filter(|i| i.set.as_str() == set)
+                    .collect();
+                (mine.len() == count
+                    && mine
+                        .iter()
+                        .all(|i| i.state == InstanceState::Running && i.pid.is_some()))
+                .then_some(inventory)
+            },
+        )
+        .await
     }
 
     /// One instance of the inventory, if there.

@@ -9,8 +9,8 @@
 use std::time::Duration;
 
 use anyhow::{ensure, Context, Result};
-use drover_model::cluster::agent_api::{Fence, InstanceState, Inventory};
-use drover_tests::agent::{processes_of_instance, sleeper, AgentClient, AgentProcess, AGENT_TOKEN};
+use drover_model::cluster::agent_api::{Fence, InstanceState};
+use drover_tests::agent::{processes_of_instance, sleeper, AgentProcess, AGENT_TOKEN};
 use drover_tests::platform::{process_platform_args, token, PlatformClient, OPERATOR_SUBJECT};
 use drover_tests::process::ProcessCluster;
 use drover_tests::wait::eventually;
@@ -95,28 +95,6 @@ async fn wait_state(client: &PlatformClient, path: &str, state: &str) -> Result<
     .await
 }
 
-/// Waits until the agent runs exactly `count` instances of `set`, all running with a pid.
-async fn running_set(agent: &AgentClient, set: &str, count: usize) -> Result<Inventory> {
-    eventually(
-        CONVERGE,
-        &format!("{count} running instances of {set}"),
-        || async {
-            let inventory = agent.inventory().await.ok()?;
-            let mine: Vec<_> = inventory
-                .instances
-                .iter()
-                .filter(|i| i.set.as_str() == set)
-                .collect();
-            (mine.len() == count
-                && mine
-                    .iter()
-                    .all(|i| i.state == InstanceState::Running && i.pid.is_some()))
-            .then_some(inventory)
-        },
-    )
-    .await
-}
-
 fn set_body(count: u32) -> Value {
     json!({
         "count": count,
@@ -180,7 +158,7 @@ async fn a_registered_agent_runs_a_pinned_set_as_real_processes() -> Result<()> 
         .await?;
     ensure!(put.status == StatusCode::OK, "pinning the set: {put:?}");
     let client = agent.client();
-    let inventory = running_set(&client, "t180-web", 3).await?;
+    let inventory = client.running_set("t180-web", 3, CONVERGE).await?;
     for instance in &inventory.instances {
         let pids = processes_of_instance(instance.id.as_str());
         ensure!(
@@ -343,7 +321,7 @@ async fn a_deposed_leader_changes_nothing_on_the_agent() -> Result<()> {
             == StatusCode::OK
     );
     let client = agent.client();
-    let before = running_set(&client, "t180-fence", 2).await?;
+    let before = client.running_set("t180-fence", 2, CONVERGE).await?;
     let old_fence = before.fence;
     ensure!(
         old_fence.leader == old_leader,
@@ -370,7 +348,7 @@ async fn a_deposed_leader_changes_nothing_on_the_agent() -> Result<()> {
             .status
             == StatusCode::OK
     );
-    let after = running_set(&client, "t180-fence", 1).await?;
+    let after = client.running_set("t180-fence", 1, CONVERGE).await?;
 
     // A call with the old fence is refused and changes nothing.
     let stale = drover_tests::agent::desired(

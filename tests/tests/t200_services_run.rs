@@ -357,21 +357,11 @@ async fn waits_answer_201_with_a_request_id_or_408_when_they_run_out() -> Result
 
     // Delete with wait=1 while the agent cannot be reached: 408; the service stays, deleting,
     // until its instances are removed.
-    let off = client
-        .call(Method::PUT, "/v1/sim/faults", Some(&json!({"unreachable": true})))
-        .await?;
-    ensure!(off.status == 200, "{off:?}");
+    client.set_unreachable(true).await?;
     let deleted = alice.delete("/tenant/acme/service/t200w?wait=1").await?;
     ensure!(deleted.status == StatusCode::REQUEST_TIMEOUT, "{deleted:?}");
     expect_ok(&alice, Method::GET, "/tenant/acme/service", None).await?;
-    let on = client
-        .call(
-            Method::PUT,
-            "/v1/sim/faults",
-            Some(&json!({"unreachable": false})),
-        )
-        .await?;
-    ensure!(on.status == 200, "{on:?}");
+    client.set_unreachable(false).await?;
     eventually(CONVERGE, "the deleted service's instances to stop", || async {
         let inventory = client.inventory().await.ok()?;
         inventory

@@ -110,10 +110,7 @@ async fn services_leave_a_failed_cluster_and_its_copies_go_when_it_returns() -> 
         on_victim.len(),
         on_victim.intersection(&pinned).count()
     );
-    let answer = victim_agent
-        .call(Method::PUT, "/v1/sim/faults", Some(&json!({"unreachable": true})))
-        .await?;
-    ensure!(answer.status == 200, "{answer:?}");
+    victim_agent.set_unreachable(true).await?;
     cluster_state(&root, victim, "OFFLINE", CONVERGE).await?;
     // The leader dies while the services move; the clients go to a node that lives.
     let leader = nodes.leader(ELECTION).await?;
@@ -159,14 +156,7 @@ async fn services_leave_a_failed_cluster_and_its_copies_go_when_it_returns() -> 
 
     // The cluster returns: the replaced copies go, the pinned ones stay, and every service runs
     // exactly two instances on exactly one cluster.
-    let answer = victim_agent
-        .call(
-            Method::PUT,
-            "/v1/sim/faults",
-            Some(&json!({"unreachable": false})),
-        )
-        .await?;
-    ensure!(answer.status == 200, "{answer:?}");
+    victim_agent.set_unreachable(false).await?;
     eventually(
         CONVERGE,
         "the replaced copies to go and every service to run exactly once",

@@ -66,18 +66,6 @@ fn follow_moves(
     })
 }
 
-async fn set_unreachable(agent: &AgentClient, unreachable: bool) -> Result<()> {
-    let answer = agent
-        .call(
-            Method::PUT,
-            "/v1/sim/faults",
-            Some(&json!({"unreachable": unreachable})),
-        )
-        .await?;
-    ensure!(answer.status == 200, "{answer:?}");
-    Ok(())
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_flapping_cluster_moves_each_service_at_most_once_and_leaks_nothing() -> Result<()> {
     let dir = TempDir::new()?;
@@ -147,11 +135,11 @@ async fn a_flapping_cluster_moves_each_service_at_most_once_and_leaks_nothing() 
     let mut unreachable = false;
     while started.elapsed() < FLAPPING {
         unreachable = !unreachable;
-        set_unreachable(&agent, unreachable).await?;
+        agent.set_unreachable(unreachable).await?;
         // The nemesis's period, not a wait for a condition.
         tokio::time::sleep(HALF_PERIOD).await;
     }
-    set_unreachable(&agent, false).await?;
+    agent.set_unreachable(false).await?;
     // Let the watch catch up with the last moves before counting them.
     let settled = eventually(CONVERGE, "every service placed on an ONLINE cluster", || async {
         let now = clusters_of(&alice).await?;

@@ -13,8 +13,8 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use anyhow::{ensure, Context, Result};
-use drover_model::cluster::agent_api::{InstanceState, Inventory};
-use drover_tests::agent::{processes_of_instance, AgentClient, AgentProcess, AGENT_TOKEN};
+use drover_model::cluster::agent_api::Inventory;
+use drover_tests::agent::{processes_of_instance, AgentProcess, AGENT_TOKEN};
 use drover_tests::platform::{process_platform_args, token, PlatformClient};
 use drover_tests::process::ProcessCluster;
 use drover_tests::wait::eventually;
@@ -68,28 +68,6 @@ async fn wait_state(client: &PlatformClient, name: &str, state: &str) -> Result<
     .await
 }
 
-/// The agent's inventory once it runs exactly `count` instances of `set`, all running.
-async fn running_set(agent: &AgentClient, set: &str, count: usize) -> Result<Inventory> {
-    eventually(
-        CONVERGE,
-        &format!("{count} running instances of {set}"),
-        || async {
-            let inventory = agent.inventory().await.ok()?;
-            let mine: Vec<_> = inventory
-                .instances
-                .iter()
-                .filter(|i| i.set.as_str() == set)
-                .collect();
-            (mine.len() == count
-                && mine
-                    .iter()
-                    .all(|i| i.state == InstanceState::Running && i.pid.is_some()))
-            .then_some(inventory)
-        },
-    )
-    .await
-}
-
 /// Each instance of the inventory: its set, pid, restarts and start time.
 fn runs(inventory: &Inventory) -> BTreeMap<String, (String, Option<u32>, u32, Option<String>)> {
     inventory
@@ -125,7 +103,7 @@ async fn one_agent_registered_twice_is_driven_by_one_cluster() -> Result<()> {
     register(&alice, "edge", &format!("http://127.0.0.1:{port}")).await?;
     pin(&alice, "edge", "t430-web", 2).await?;
     let client = agent.client();
-    running_set(&client, "t430-web", 2).await?;
+    client.running_set("t430-web", 2, CONVERGE).await?;
     let edge = wait_state(&alice, "edge", "ONLINE").await?;
     let edge_uid = edge["uid"].as_str().context("no uid")?.to_string();
     let before = runs(&client.inventory().await?);
@@ -228,7 +206,7 @@ async fn one_agent_registered_twice_is_driven_by_one_cluster() -> Result<()> {
     let gone = alice.delete("/tenant/acme/cluster/edge").await?;
     ensure!(gone.status == StatusCode::OK, "deregistering edge: {gone:?}");
     wait_state(&alice, "edge-alias", "ONLINE").await?;
-    let after = running_set(&client, "t430-alias", 1).await?;
+    let after = client.running_set("t430-alias", 1, CONVERGE).await?;
     let alias_uid = alias["uid"].as_str().context("no uid")?;
     eventually(CONVERGE, "edge's set to be removed", || async {
         let inventory = client.inventory().await.ok()?;

@@ -24,18 +24,6 @@ const CONVERGE: Duration = Duration::from_secs(60);
 const OFFLINE_AFTER: Duration = Duration::from_secs(2);
 const MIGRATION_INTERVAL: Duration = Duration::from_secs(8);
 
-async fn set_unreachable(agent: &AgentClient, unreachable: bool) -> Result<()> {
-    let answer = agent
-        .call(
-            Method::PUT,
-            "/v1/sim/faults",
-            Some(&json!({"unreachable": unreachable})),
-        )
-        .await?;
-    ensure!(answer.status == 200, "{answer:?}");
-    Ok(())
-}
-
 /// The cluster the platform has the service on, once it is not moving.
 async fn settled_on(alice: &PlatformClient) -> Option<String> {
     let answer = alice.get("/tenant/acme/service/quiet").await.ok()?;
@@ -99,14 +87,14 @@ async fn a_migration_interval_elapses_while_nothing_is_written() -> Result<()> {
     .await?;
 
     // X fails: the service moves to Y (its first move, so no interval holds it back).
-    set_unreachable(&x_agent, true).await?;
+    x_agent.set_unreachable(true).await?;
     eventually(CONVERGE, "the service moved to the other cluster", || async {
         (settled_on(&alice).await? == y_name && running_on(&y_agent).await? == 1).then_some(())
     })
     .await?;
     let moved = Instant::now();
     // X comes back.
-    set_unreachable(&x_agent, false).await?;
+    x_agent.set_unreachable(false).await?;
     cluster_state(&root, x_name, "ONLINE", CONVERGE).await?;
     ensure!(
         moved.elapsed() < MIGRATION_INTERVAL - OFFLINE_AFTER,
@@ -115,7 +103,7 @@ async fn a_migration_interval_elapses_while_nothing_is_written() -> Result<()> {
     );
 
     // Within the interval of that move, Y fails; nothing else is written from now on.
-    set_unreachable(&y_agent, true).await?;
+    y_agent.set_unreachable(true).await?;
     let frozen = Instant::now();
     let limit = MIGRATION_INTERVAL + OFFLINE_AFTER + Duration::from_secs(2);
     let back = eventually(
@@ -125,7 +113,7 @@ async fn a_migration_interval_elapses_while_nothing_is_written() -> Result<()> {
     )
     .await;
     let took = frozen.elapsed();
-    set_unreachable(&y_agent, false).await?;
+    y_agent.set_unreachable(false).await?;
     back.context("the service never left the failed cluster")?;
     eprintln!("t450: moved back {took:?} after its cluster froze (limit {limit:?})");
     ensure!(
