@@ -183,14 +183,25 @@ async fn a_set_the_agent_refuses_fails_the_service_with_its_words() -> Result<()
     .await?;
 
     // A new environment replaces the instance: the new one starts beside the old one first,
-    // which the agent has no room for.
-    expect_ok(
-        &alice,
-        Method::PATCH,
-        "/tenant/acme/service/tight/revision/1?accept=true",
-        Some(&json!({"roles": {"web": {"env": {"COLOR": "b"}}}})),
-    )
-    .await?;
+    // which the agent has no room for. A wait for it ends as soon as the service is FAILED
+    // (answered as a timeout is: 201 with a request id), not when its 60 s run out.
+    let asked = std::time::Instant::now();
+    let patched = alice
+        .call(
+            Method::PATCH,
+            "/tenant/acme/service/tight/revision/1?accept=true&wait=60",
+            Some(&json!({"roles": {"web": {"env": {"COLOR": "b"}}}})),
+        )
+        .await?;
+    let waited = asked.elapsed();
+    ensure!(
+        patched.status == reqwest::StatusCode::CREATED && patched.body["data"]["requestId"].is_string(),
+        "{patched:?}"
+    );
+    ensure!(
+        waited < std::time::Duration::from_secs(30),
+        "the wait went on {waited:?} after the agent refused the revision's set"
+    );
     let shown = eventually(CONVERGE, "the service to say the agent refuses it", || async {
         let answer = alice.get("/tenant/acme/service/tight").await.ok()?;
         let reconcile = &answer.body["data"]["reconcile"];

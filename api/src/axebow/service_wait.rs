@@ -4,11 +4,14 @@
 //! timeout a create or update answers `201` with a request id that `GET
 //! …/service/{s}/request/{id}` resolves later; a rollback, scale or delete answers `408` (its
 //! change is committed all the same). A revision that waits for acceptance has nothing to wait
-//! for and answers at once.
+//! for and answers at once. A wait also ends, early, when the service's actor has committed
+//! that the revision cannot run (`FAILED`: its agent refuses its set), answered as a timeout is,
+//! with the service's phase and reason in what it reads.
 
 use std::time::Duration;
 
 use drover_model::service::placement::RunStatus;
+use drover_model::service::reconcile::Phase;
 use tokio::time::Instant;
 
 use super::reply::AxebowError;
@@ -67,42 +70,76 @@ pub fn request_status(
     })
 }
 
-async fn until(wait: Wait, mut done: impl FnMut() -> bool) -> bool {
+/// How a wait ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Ended {
+    /// What was waited for happened (or nothing was to be waited for).
+    Done,
+    /// It cannot happen without another change: answered as a timeout, at once.
+    Failed,
+    /// The wait ran out.
+    TimedOut,
+}
+
+async fn until(wait: Wait, mut ended: impl FnMut() -> Option<Ended>) -> Ended {
     let deadline = match wait {
-        Wait::No => return true,
+        Wait::No => return Ended::Done,
         Wait::For(limit) => Some(Instant::now() + limit),
         Wait::Forever => None,
     };
     loop {
-        if done() {
-            return true;
+        if let Some(ended) = ended() {
+            return ended;
         }
         if deadline.is_some_and(|at| Instant::now() >= at) {
-            return false;
+            return Ended::TimedOut;
         }
         tokio::time::sleep(POLL).await;
     }
 }
 
-/// Waits for revision `revision` to run exactly; `false` on a timeout.
-pub async fn converged(state: &ApiState, tenant: &str, service: &str, revision: u64, wait: Wait) -> bool {
-    until(wait, || {
-        request_status(state, tenant, service, revision).is_some_and(|(done, _)| done)
+/// Whether the service's actor has committed that revision `revision` cannot run.
+fn failed(state: &ApiState, tenant: &str, service: &str, revision: u64) -> bool {
+    state.raft.local_read(|s| {
+        s.platform().service(tenant, service).is_ok_and(|stored| {
+            stored.current == Some(revision)
+                && stored.reconcile.revision == Some(revision)
+                && stored.reconcile.phase == Phase::Failed
+        })
     })
-    .await
+}
+
+/// Waits for revision `revision` to run exactly; `false` on a timeout, or as soon as the
+/// service's actor has committed that the revision fails.
+pub async fn converged(state: &ApiState, tenant: &str, service: &str, revision: u64, wait: Wait) -> bool {
+    let ended = until(wait, || {
+        if request_status(state, tenant, service, revision).is_some_and(|(done, _)| done) {
+            Some(Ended::Done)
+        } else if failed(state, tenant, service, revision) {
+            Some(Ended::Failed)
+        } else {
+            None
+        }
+    })
+    .await;
+    ended == Ended::Done
 }
 
 /// Waits until a deleted service's object is gone (its actor removed its instances and
 /// finalized it); `false` on a timeout.
 pub async fn gone(state: &ApiState, tenant: &str, service: &str, wait: Wait) -> bool {
-    until(wait, || {
-        state.raft.local_read(|s| {
-            s.platform()
-                .service(tenant, service)
-                .map_or(true, |stored| stored.deleting_ms.is_none())
-        })
+    let ended = until(wait, || {
+        state
+            .raft
+            .local_read(|s| {
+                s.platform()
+                    .service(tenant, service)
+                    .map_or(true, |stored| stored.deleting_ms.is_none())
+            })
+            .then_some(Ended::Done)
     })
-    .await
+    .await;
+    ended == Ended::Done
 }
 
 #[cfg(test)]
