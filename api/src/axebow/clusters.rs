@@ -125,7 +125,8 @@ async fn refuse_a_bound_agent(
     .await?;
     match driver {
         Some(other) => {
-            let whom = if other.tenant == tenant {
+            // Named when the caller may see it: its own tenant's, or a platform-wide one.
+            let whom = if other.tenant == tenant || other.tenant == drover_model::platform::OPERATOR_TENANT {
                 format!("cluster {}/{}", other.tenant, other.name)
             } else {
                 "a cluster of another tenant".to_string()
