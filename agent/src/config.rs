@@ -163,6 +163,9 @@ pub struct AgentConfig {
     pub restart_backoff: Duration,
     /// Log rotation size.
     pub log_max_bytes: u64,
+    /// The time of day the `sim` executor stamps on what it starts (a simulation's own clock in
+    /// a deterministic simulation, which must replay).
+    pub wall_clock: fn() -> std::time::SystemTime,
 }
 
 impl AgentConfig {
@@ -180,6 +183,7 @@ impl AgentConfig {
             stop_grace: Duration::from_secs(5),
             restart_backoff: Duration::from_millis(500),
             log_max_bytes: 10 * 1024 * 1024,
+            wall_clock: std::time::SystemTime::now,
         }
     }
 
@@ -241,6 +245,7 @@ impl AgentConfig {
             stop_grace: args.stop_grace,
             restart_backoff: args.restart_backoff,
             log_max_bytes: args.log_max_bytes,
+            wall_clock: std::time::SystemTime::now,
         })
     }
 }

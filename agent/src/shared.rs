@@ -114,8 +114,14 @@ impl Shared {
     }
 }
 
-/// Runs a file write off the async threads.
+/// Runs a file write off the async threads; in place on a single-threaded runtime (a test's, or
+/// a simulated host's: a blocking thread would finish at a moment of its own, which a
+/// deterministic simulation could not replay).
 async fn blocking(write: impl FnOnce() -> Result<(), AgentError> + Send + 'static) -> Result<(), AgentError> {
+    use tokio::runtime::{Handle, RuntimeFlavor};
+    if Handle::current().runtime_flavor() == RuntimeFlavor::CurrentThread {
+        return write();
+    }
     tokio::task::spawn_blocking(write)
         .await
         .map_err(|e| AgentError::Internal(format!("state writer: {e}")))?

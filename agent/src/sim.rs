@@ -17,7 +17,6 @@ use tokio_util::sync::CancellationToken;
 
 use crate::config::{AgentConfig, SimConfig};
 use crate::error::AgentError;
-use crate::exec::supervise::now_rfc3339;
 use crate::executor::{Executor, Launch, Machine};
 use crate::shared::Shared;
 
@@ -52,6 +51,7 @@ impl SimExecutor {
             shared,
             latency: config.sim.start_latency,
             backoff: config.restart_backoff,
+            clock: config.wall_clock,
             queue: BinaryHeap::new(),
             live: HashMap::new(),
             next_token: 0,
@@ -132,6 +132,8 @@ struct Simulation {
     shared: Arc<Shared>,
     latency: Duration,
     backoff: Duration,
+    /// The time of day stamped on a start.
+    clock: fn() -> std::time::SystemTime,
     /// Timers: (when, token, event, instance). A timer whose token is no longer the
     /// instance's is stale and skipped.
     queue: BinaryHeap<Reverse<(Instant, u64, Event, InstanceId)>>,
@@ -167,7 +169,7 @@ impl Simulation {
     fn obey(&mut self, command: Cmd) {
         match command {
             Cmd::Start(launches) => {
-                let now = now_rfc3339();
+                let now = self.now_rfc3339();
                 let mut memory = self.shared.lock();
                 let mut starting = Vec::new();
                 for launch in launches {
@@ -211,7 +213,7 @@ impl Simulation {
                         run.restarts = run.restarts.saturating_add(1);
                         run.state = InstanceState::Starting;
                         run.health = Health::Unknown;
-                        run.started_at = Some(now_rfc3339());
+                        run.started_at = Some(self.now_rfc3339());
                     }) {
                         self.shared.metrics.restarts.inc();
                     }
@@ -241,6 +243,13 @@ impl Simulation {
         }
     }
 
+    /// The time of day, RFC 3339.
+    fn now_rfc3339(&self) -> String {
+        time::OffsetDateTime::from((self.clock)())
+            .format(&time::format_description::well_known::Rfc3339)
+            .unwrap_or_default()
+    }
+
     /// Handles every timer that is due, under one lock of memory.
     fn fire(&mut self) {
         let now = Instant::now();
@@ -255,7 +264,7 @@ impl Simulation {
         }
         let mut relaunched = Vec::new();
         {
-            let started_at = now_rfc3339();
+            let started_at = self.now_rfc3339();
             let mut memory = self.shared.lock();
             for (token, event, id) in due {
                 let Some(live) = self.live.get(&id).filter(|l| l.token == token) else {
