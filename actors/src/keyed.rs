@@ -4,8 +4,7 @@
 //! backoff. A supervisor compares it with the committed state on every sync; nothing here is
 //! replicated, so a new leader rebuilds the same tree from the store alone.
 
-use std::collections::HashMap;
-use std::hash::Hash;
+use std::collections::BTreeMap;
 use std::time::Duration;
 
 use tokio::time::Instant;
@@ -24,7 +23,8 @@ struct Entry<M: Message> {
 
 /// One actor per key.
 pub(crate) struct Keyed<K, M: Message> {
-    entries: HashMap<K, Entry<M>>,
+    /// Ordered, so that actors start and stop in one order and a simulation replays.
+    entries: BTreeMap<K, Entry<M>>,
     /// Used when a policy gives up: the actor is retried after this instead (one bad object
     /// must not take the whole tree down).
     retry: Duration,
@@ -37,10 +37,10 @@ pub(crate) struct Due<K> {
     pub restart: bool,
 }
 
-impl<K: Eq + Hash + Clone, M: Message> Keyed<K, M> {
+impl<K: Ord + Clone, M: Message> Keyed<K, M> {
     pub fn new(retry: Duration) -> Self {
         Self {
-            entries: HashMap::new(),
+            entries: BTreeMap::new(),
             retry,
         }
     }
@@ -48,7 +48,7 @@ impl<K: Eq + Hash + Clone, M: Message> Keyed<K, M> {
     /// Stops the actors whose key is not committed any more or whose uid changed, and returns
     /// the committed keys that need an actor now.
     pub fn sync(&mut self, committed: impl IntoIterator<Item = (K, String)>, why: &str) -> Vec<Due<K>> {
-        let committed: HashMap<K, String> = committed.into_iter().collect();
+        let committed: BTreeMap<K, String> = committed.into_iter().collect();
         self.entries.retain(|key, entry| {
             let keep = committed.get(key) == Some(&entry.uid);
             if !keep {

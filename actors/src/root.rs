@@ -1,7 +1,7 @@
 //! The root supervisor: runs on the leader only, starts its children and restarts them under a
 //! [`RestartPolicy`]; when a child exhausts its budget the root fails, and the gate notices.
 
-use std::collections::HashMap;
+use std::collections::BTreeMap;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
@@ -72,7 +72,8 @@ struct Child {
 /// State of the root supervisor.
 pub struct RootState {
     context: LeaderContext,
-    children: HashMap<String, Child>,
+    /// By name: stopped in a fixed order, so a simulation replays.
+    children: BTreeMap<String, Child>,
     metrics: ActorMetrics,
 }
 
@@ -96,7 +97,7 @@ impl Actor for RootSupervisor {
         myself: ActorRef<RootMsg>,
         args: RootArgs,
     ) -> Result<RootState, ActorProcessingErr> {
-        let mut children = HashMap::new();
+        let mut children = BTreeMap::new();
         for spec in args.children {
             let mut child = Child {
                 spec: spec.clone(),
