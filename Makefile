@@ -101,13 +101,14 @@ chaos-five: setup
 
 ## chaos-sim: the register and services workloads and their checkers in the deterministic
 ## simulation (real RaftHandle and actors, simulated agents), 1,000 seeds of 15 simulated
-## seconds (about 25 minutes on two cores)
+## seconds, each run twice: a seed whose replay records another history fails like a violation
+## (about 50 minutes on two cores)
 chaos-sim:
 	cargo build -p drover-chaos
-	$(CARGO_TARGET_DIR)/debug/drover-chaos --simulate --seed 1 --runs 1000 --duration 15 --service-clients 2 --out chaos-sim-report.json
+	$(CARGO_TARGET_DIR)/debug/drover-chaos --simulate --seed 1 --runs 1000 --duration 15 --service-clients 2 --replay --out chaos-sim-report.json
 
 ## chaos-sim-planted: prove the simulation's services checkers find service actors acting on a
-## stale read in most of 10 simulated seeds (about 2 minutes)
+## stale read in most of 10 simulated seeds, each replayed to the same history (about 4 minutes)
 chaos-sim-planted:
 	scripts/chaos-sim-planted.sh 10 12
 

@@ -60,6 +60,10 @@ struct Cli {
     /// acknowledged entries (the planted missing fsync).
     #[arg(long, requires = "simulate")]
     planted_no_fsync: bool,
+    /// With `--simulate`: run every seed a second time in this process and count a seed whose
+    /// replay recorded anything else (another digest) as a failure.
+    #[arg(long, requires = "simulate")]
+    replay: bool,
     /// Where to write the JSON reports (one array).
     #[arg(long, default_value = "chaos-report.json")]
     out: PathBuf,
@@ -95,11 +99,9 @@ fn main() -> Result<ExitCode> {
 
 fn simulate_all(cli: &Cli) -> Result<ExitCode> {
     // A replay's logs: every member's and actor's, e.g. DROVER_SIM_LOG=drover_actors=info.
+    // Simulated time on every line, so that a replay's log is the same line for line.
     if let Ok(filter) = std::env::var("DROVER_SIM_LOG") {
-        tracing_subscriber::fmt()
-            .with_env_filter(tracing_subscriber::EnvFilter::new(filter))
-            .with_writer(std::io::stderr)
-            .init();
+        drover_chaos::sim::log::init(&filter).map_err(anyhow::Error::msg)?;
     }
     let template = SimOptions {
         clients: cli.clients,
@@ -108,22 +110,30 @@ fn simulate_all(cli: &Cli) -> Result<ExitCode> {
         planted_stale_read: cli.planted_stale_read,
         planted_no_fsync: cli.planted_no_fsync,
         service_clients: cli.service_clients,
+        replay: cli.replay,
         ..SimOptions::new(cli.seed)
     };
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
     let outcomes = simulate_seeds(cli.seed, cli.runs, &template, threads);
-    let mut failed = 0;
+    let (mut failed, mut differed) = (0, 0);
     for outcome in &outcomes {
         println!("{}", outcome.summary());
         for violation in &outcome.violations {
             println!("  violation: {violation}");
         }
         failed += usize::from(!outcome.violations.is_empty());
+        differed += usize::from(outcome.replay_differs());
     }
     println!("{failed} of {} simulated seeds had violations", outcomes.len());
+    if cli.replay {
+        println!(
+            "{differed} of {} simulated seeds replayed differently",
+            outcomes.len()
+        );
+    }
     std::fs::write(&cli.out, serde_json::to_vec_pretty(&outcomes)?)?;
     println!("reports written to {}", cli.out.display());
-    Ok(if failed > 0 {
+    Ok(if failed + differed > 0 {
         ExitCode::from(1)
     } else {
         ExitCode::SUCCESS

@@ -4,20 +4,23 @@
 //! simulation reaches it through [`SimDriver`], so the service and cluster actors run their own
 //! code against it; only the HTTP framing of the cluster API is left out.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
 use drover_actors::clusters::{Driver, DriverError, DriverFactory};
+use drover_agent::layout::Layout;
 use drover_agent::{AgentConfig, AgentError, ExecutorKind, JoinToken};
 use drover_model::cluster::agent_api::{
     DesiredSet, Fence, InstanceId, InstanceSpec, Inventory, LogChunk, LogQuery, NodeFacts, SetName,
 };
+use drover_model::cluster::identity::{AgentId, AgentIdentity};
 use serde::{Deserialize, Serialize};
 use turmoil::net::{TcpListener, TcpStream};
 
 use super::wire::{call_at, read_frame, write_frame, CallError};
+use crate::rng::Rng;
 
 /// The port every simulated agent listens on.
 pub const AGENT_PORT: u16 = 7100;
@@ -98,12 +101,34 @@ pub struct AgentSetup {
     pub data_dir: PathBuf,
 }
 
+/// Writes an identity into the new agent state directory `dir`, its id drawn from `rng` (a new
+/// agent would draw it from the system's entropy, which a replay cannot repeat).
+pub fn give_identity(dir: &Path, rng: &mut Rng) -> Result<(), AgentError> {
+    let mut bytes = [0u8; 16];
+    bytes[..8].copy_from_slice(&rng.next_u64().to_le_bytes());
+    bytes[8..].copy_from_slice(&rng.next_u64().to_le_bytes());
+    let identity = AgentIdentity {
+        agent_id: AgentId::from_random_bytes(bytes),
+        cluster_uid: None,
+    };
+    let layout = Layout::new(dir);
+    // Makes the state's directories, as opening the agent does.
+    drover_agent::store::load(&layout)?;
+    drover_agent::store::save_identity(&layout, &identity)
+}
+
+/// The simulation's time of day (its epoch plus simulated time), which a replay repeats.
+fn sim_time_of_day() -> std::time::SystemTime {
+    std::time::UNIX_EPOCH + turmoil::since_epoch().unwrap_or_default()
+}
+
 /// Runs the agent until the simulation ends or crashes its host.
 pub async fn run(setup: AgentSetup) -> turmoil::Result {
     let token = JoinToken::new("sim-join-token-0123456789", "join token")?;
     let mut config = AgentConfig::new(&setup.data_dir, ExecutorKind::Sim, token);
     config.name = setup.name.clone();
     config.stop_grace = Duration::from_millis(200);
+    config.wall_clock = sim_time_of_day;
     let opened = drover_agent::open(&config)?;
     let agent = opened.agent().clone();
     let listener = TcpListener::bind(("0.0.0.0", AGENT_PORT)).await?;

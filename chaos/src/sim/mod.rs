@@ -8,14 +8,33 @@
 //! simulated time for the leader's clock. What is simulated is only the edge: TCP between hosts
 //! (latency, partitions, held messages), time, power cuts. The node's HTTP layer and RocksDB
 //! itself are not inside — the real-process harness covers those. A run of 15 simulated
-//! seconds takes about a real second, so CI runs a hundred seeds. One seed replays one run's
-//! choices exactly; the interleaving matches too except where openraft's core uses
-//! `futures::select!`, whose tie-breaking draws from a process-wide generator (the digest
-//! printed per run shows whether a replay matched).
+//! seconds takes a few real seconds, so CI runs a hundred seeds.
+//!
+//! One seed is one run, bit for bit, in any process and on any thread: every draw comes from the
+//! seed (the clients', the faults', turmoil's latencies, openraft's and the elector's timeouts
+//! through [`drover_raft::runtime`], and tokio's own generator — `select!` ties, the order a watch
+//! channel wakes its waiters in — which turmoil seeds per host because tokio is built with
+//! `--cfg tokio_unstable`); time is simulated, wall clocks included (the epoch is fixed, the
+//! agents stamp simulated time); nothing runs on another thread (the agents write their files in
+//! place on a host's single-threaded runtime); what decides an order is ordered (the actors'
+//! maps, ractor's supervision tree, patched in `vendor/`); and a crash sends nothing (see
+//! `crash`). [`SimOptions::replay`] runs a seed twice and compares the digests of everything the
+//! two runs recorded; `DROVER_SIM_LOG`'s lines carry simulated time ([`log`]).
+
+// turmoil seeds each simulated host's tokio runtime from the run's seed only when tokio is built
+// with `--cfg tokio_unstable` (.cargo/config.toml sets it); otherwise tokio's own generator,
+// which breaks `select!` ties and spreads a watch channel's waiters over its notifiers (and so
+// orders their wake-ups), is seeded from the process's entropy and no seed replays.
+#[cfg(not(tokio_unstable))]
+compile_error!(
+    "the simulation needs tokio built with `--cfg tokio_unstable` (see .cargo/config.toml): \
+     without it no seed replays"
+);
 
 mod agents;
 mod clients;
 mod host;
+pub mod log;
 mod panics;
 mod services;
 mod transport;
@@ -23,6 +42,8 @@ mod wire;
 
 use std::cell::RefCell;
 use std::collections::{BTreeMap, BTreeSet};
+use std::fmt::Write as _;
+use std::panic::AssertUnwindSafe;
 use std::rc::Rc;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -58,6 +79,8 @@ pub struct SimOptions {
     pub planted_no_fsync: bool,
     /// Clients of the services workload (0: none, and no agents or actors run).
     pub service_clients: usize,
+    /// Run the seed a second time in this process and compare the two runs' digests.
+    pub replay: bool,
 }
 
 impl SimOptions {
@@ -72,6 +95,7 @@ impl SimOptions {
             planted_stale_read: false,
             planted_no_fsync: false,
             service_clients: 0,
+            replay: false,
         }
     }
 }
@@ -101,18 +125,31 @@ pub struct SimOutcome {
     pub faults: Vec<String>,
     /// Every broken promise.
     pub violations: Vec<String>,
-    /// A digest of the recorded history, to compare replays of one seed.
+    /// A digest of everything the run recorded (the clients' histories, the faults, what the
+    /// verifiers saw last, the violations), to compare replays of one seed.
     pub digest: u64,
+    /// With [`SimOptions::replay`]: the digest of the seed's second run in this process.
+    pub replay_digest: Option<u64>,
     /// Real time the run took, in ms.
     pub wall_ms: u64,
 }
 
 impl SimOutcome {
+    /// Whether the seed was replayed and its replay recorded something else.
+    pub fn replay_differs(&self) -> bool {
+        self.replay_digest.is_some_and(|replayed| replayed != self.digest)
+    }
+
     /// One line: what ran, what was found.
     pub fn summary(&self) -> String {
+        let replay = match self.replay_digest {
+            None => String::new(),
+            Some(replayed) if replayed == self.digest => ", replayed: same".to_string(),
+            Some(replayed) => format!(", REPLAY DIFFERS: digest {replayed:016x}"),
+        };
         format!(
             "sim seed {}: {} register ops ({} unknown, {} writes), {} acknowledged creates, {} service \
-             changes ({} unknown), {} instances checked, {} faults, {} violations, digest {:016x}, {} ms",
+             changes ({} unknown), {} instances checked, {} faults, {} violations, digest {:016x}{replay}, {} ms",
             self.seed,
             self.register_ops,
             self.unknown,
@@ -209,8 +246,24 @@ fn raft_config() -> RaftConfig {
     }
 }
 
-/// Runs one seed.
+/// Runs one seed; with [`SimOptions::replay`], twice, the second run's digest recorded beside
+/// the first's (the outcome is the first run's).
 pub fn simulate(options: &SimOptions) -> SimOutcome {
+    let mut outcome = run_once(options);
+    if options.replay {
+        let replayed = run_once(options);
+        outcome.replay_digest = Some(replayed.digest);
+        outcome.wall_ms = outcome.wall_ms.saturating_add(replayed.wall_ms);
+    }
+    outcome
+}
+
+/// 2026-11-22T00:00:00Z, where simulated time starts (turmoil's default is the real time the
+/// simulation is built at, which a replay cannot repeat: the leader's clock, stamped on every
+/// proposal, and the agents' clocks count from it).
+const EPOCH: Duration = Duration::from_secs(1_795_305_600);
+
+fn run_once(options: &SimOptions) -> SimOutcome {
     let started = Instant::now();
     panics::record_on_this_thread();
     // openraft's election timeouts, drawn from the seed on this thread (every host runs here).
@@ -230,11 +283,13 @@ pub fn simulate(options: &SimOptions) -> SimOutcome {
         faults: Vec::new(),
         violations: Vec::new(),
         digest: 0,
+        replay_digest: None,
         wall_ms: 0,
     };
     let config = raft_config();
     let mut sim = turmoil::Builder::new()
         .rng_seed(options.seed)
+        .epoch(std::time::UNIX_EPOCH + EPOCH)
         .simulation_duration(options.duration + CONVERGE_WITHIN + Duration::from_secs(30))
         .tick_duration(Duration::from_millis(1))
         .min_message_latency(Duration::from_micros(200))
@@ -245,6 +300,8 @@ pub fn simulate(options: &SimOptions) -> SimOutcome {
 
     let ids: Vec<u64> = (1..=options.nodes).collect();
     let registry: Registry = Arc::default();
+    // Every host's and client's name, for the crashes (see `drive`).
+    let mut hosts = Vec::new();
     for id in &ids {
         let disk = MemDisk::new();
         if options.planted_no_fsync {
@@ -259,6 +316,7 @@ pub fn simulate(options: &SimOptions) -> SimOutcome {
             actors: options.service_clients > 0,
         };
         let registry = registry.clone();
+        hosts.push(host_name(*id));
         sim.host(host_name(*id), move || {
             let setup = setup.clone();
             let registry = registry.clone();
@@ -275,9 +333,11 @@ pub fn simulate(options: &SimOptions) -> SimOutcome {
             keys: options.keys,
             until: options.duration,
         };
+        hosts.push(format!("client-{id}"));
         sim.client(format!("client-{id}"), clients::run(plan, history.clone()));
     }
     let statuses: Rc<RefCell<Option<Vec<NodeStatus>>>> = Rc::default();
+    hosts.push("verifier".into());
     sim.client(
         "verifier",
         verify(ids.clone(), options.duration, statuses.clone()),
@@ -289,20 +349,27 @@ pub fn simulate(options: &SimOptions) -> SimOutcome {
     let mut agent_dirs = Vec::new();
     if options.service_clients > 0 {
         for n in 1..=services::AGENTS {
-            let dir = match agent_dir() {
+            let dir = match agent_dir(options.seed, n) {
                 Ok(dir) => dir,
                 Err(e) => {
                     outcome.violations.push(format!("no directory for an agent: {e}"));
                     return outcome;
                 }
             };
+            // Its id drawn from the seed, not from the system's entropy as a new agent draws it.
+            if let Err(e) = agents::give_identity(dir.path(), &mut rng) {
+                outcome.violations.push(format!("no identity for an agent: {e}"));
+                return outcome;
+            }
             let setup = agents::AgentSetup {
                 name: agents::agent_host(n),
                 data_dir: dir.path().to_path_buf(),
             };
             agent_dirs.push(dir);
+            hosts.push(agents::agent_host(n));
             sim.host(agents::agent_host(n), move || agents::run(setup.clone()));
         }
+        hosts.extend(["setup", "fence-sampler", "services-verifier"].map(String::from));
         sim.client(
             "setup",
             services::set_up(rng.fork(), options.nodes, services_history.clone()),
@@ -314,6 +381,7 @@ pub fn simulate(options: &SimOptions) -> SimOutcome {
                 nodes: options.nodes,
                 until: options.duration,
             };
+            hosts.push(format!("service-client-{id}"));
             sim.client(
                 format!("service-client-{id}"),
                 services::run_client(plan, services_history.clone()),
@@ -335,10 +403,16 @@ pub fn simulate(options: &SimOptions) -> SimOutcome {
         &FAULTS
     };
     let schedule = schedule(&mut rng, options.duration, faults);
-    if let Err(e) = drive(&mut sim, &schedule, &ids, &registry, &mut rng, &mut outcome) {
+    let places = Places {
+        ids: &ids,
+        hosts: &hosts,
+        registry: &registry,
+    };
+    if let Err(e) = drive(&mut sim, &schedule, &places, &mut rng, &mut outcome) {
         outcome.violations.push(format!("the simulation failed: {e}"));
     }
-    drop(sim);
+    // A runtime that shut down on a panic may panic again as it is dropped.
+    let _ = std::panic::catch_unwind(AssertUnwindSafe(move || drop(sim)));
     drop(agent_dirs);
 
     let history = history.borrow();
@@ -346,6 +420,22 @@ pub fn simulate(options: &SimOptions) -> SimOutcome {
     if options.service_clients > 0 {
         check_services(&services_history.borrow(), found.borrow().as_ref(), &mut outcome);
     }
+    outcome.digest = {
+        let mut digest = Fnv::default();
+        digest.add(&serde_json::to_vec(&history.register).unwrap_or_default());
+        let _ = write!(
+            digest,
+            "{:?} {} {:?} {:?} {:?} {:?} {:?}",
+            history.acknowledged,
+            history.not_applied,
+            statuses.borrow(),
+            services_history.borrow(),
+            found.borrow().as_ref().map(|f| (&f.held, &f.inventories)),
+            outcome.faults,
+            outcome.violations
+        );
+        digest.0
+    };
     outcome.wall_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
     outcome
 }
@@ -400,15 +490,41 @@ struct Injected {
     crashed: Vec<String>,
 }
 
+/// Who is where in a run.
+struct Places<'a> {
+    /// The members' ids.
+    ids: &'a [u64],
+    /// Every host and client by name.
+    hosts: &'a [String],
+    /// The members' handles.
+    registry: &'a Registry,
+}
+
+/// Crashes `target` as a power cut does, sending nothing: tokio drops a crashed runtime's tasks in
+/// an order of its own (by task ids, which count across the process), and each socket dropped
+/// would send a FIN or RST that draws a latency from the seed's generator in that order — a
+/// replay would draw them in another. So nothing leaves `target` while it crashes; what it
+/// sent before the crash and had not arrived yet is lost with it.
+fn crash(sim: &mut turmoil::Sim<'_>, target: &str, hosts: &[String]) {
+    let others: Vec<&String> = hosts.iter().filter(|host| *host != target).collect();
+    for other in &others {
+        sim.partition_oneway(target, other.as_str());
+    }
+    sim.crash(target);
+    for other in &others {
+        sim.repair_oneway(target, other.as_str());
+    }
+}
+
 /// Steps the simulation, injecting and healing the scheduled faults, until every client is done.
 fn drive(
     sim: &mut turmoil::Sim<'_>,
     schedule: &[Scheduled],
-    ids: &[u64],
-    registry: &Registry,
+    places: &Places<'_>,
     rng: &mut Rng,
     outcome: &mut SimOutcome,
 ) -> turmoil::Result {
+    let Places { ids, hosts, registry } = *places;
     let mut next = 0;
     let mut active: Option<Injected> = None;
     loop {
@@ -450,7 +566,7 @@ fn drive(
                     }
                 }
                 Fault::CrashLeader | Fault::CrashRandom | Fault::CrashAgent => {
-                    sim.crash(target.as_str());
+                    crash(sim, &target, hosts);
                     crashed.push(target.clone());
                 }
                 Fault::Hold => {
@@ -471,7 +587,12 @@ fn drive(
                 crashed,
             });
         }
-        let finished = sim.step()?;
+        // A task's panic shuts its host's runtime down (turmoil's setting with tokio_unstable)
+        // and the step panics with it; the panic was recorded all the same, and is reported here.
+        let finished = match std::panic::catch_unwind(AssertUnwindSafe(|| sim.step())) {
+            Ok(stepped) => stepped?,
+            Err(_) => true,
+        };
         if let Some(panic) = panics::take().into_iter().next() {
             outcome.violations.push(format!(
                 "a node panicked at {} ms: {panic}",
@@ -539,7 +660,6 @@ fn check(history: &SimHistory, statuses: Option<&[NodeStatus]>, nodes: usize, ou
         .count();
     outcome.acknowledged = history.acknowledged.len();
     outcome.not_applied = history.not_applied;
-    outcome.digest = digest(history);
 
     let mut per_key: BTreeMap<&str, Vec<linearizable::Timed>> = BTreeMap::new();
     for op in &history.register {
@@ -679,24 +799,56 @@ fn check_services(
         .extend(services::lost_acknowledgements(history, held));
 }
 
-/// A state directory for a simulated agent: in memory where the machine has `/dev/shm`.
-fn agent_dir() -> std::io::Result<tempfile::TempDir> {
+/// A new state directory for simulated agent `n` of `seed`, in memory where the machine has
+/// `/dev/shm`: named after the seed and the agent, so that a replay's log names the same one
+/// (a number is added while a run of the same seed holds that name).
+fn agent_dir(seed: u64, n: usize) -> std::io::Result<tempfile::TempDir> {
     let shm = std::path::Path::new("/dev/shm");
-    if shm.is_dir() {
-        if let Ok(dir) = tempfile::Builder::new()
-            .prefix("drover-sim-agent")
-            .tempdir_in(shm)
+    let parent = if shm.is_dir() {
+        shm.to_path_buf()
+    } else {
+        std::env::temp_dir()
+    };
+    let name = format!("drover-sim-seed{seed}-agent{n}");
+    let mut last = None;
+    for taken in 0..100 {
+        let name = if taken == 0 {
+            name.clone()
+        } else {
+            format!("{name}-{taken}")
+        };
+        match tempfile::Builder::new()
+            .prefix(&name)
+            .rand_bytes(0)
+            .tempdir_in(&parent)
         {
-            return Ok(dir);
+            Ok(dir) => return Ok(dir),
+            Err(e) => last = Some(e),
         }
     }
-    tempfile::Builder::new().prefix("drover-sim-agent").tempdir()
+    Err(last.unwrap_or_else(|| std::io::Error::other("no name left")))
 }
 
-/// FNV-1a over the recorded register history.
-fn digest(history: &SimHistory) -> u64 {
-    let bytes = serde_json::to_vec(&history.register).unwrap_or_default();
-    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |hash, byte| {
-        (hash ^ u64::from(*byte)).wrapping_mul(0x0100_0000_01b3)
-    })
+/// FNV-1a, over bytes or what is written to it.
+struct Fnv(u64);
+
+impl Default for Fnv {
+    fn default() -> Self {
+        Self(0xcbf2_9ce4_8422_2325)
+    }
+}
+
+impl Fnv {
+    fn add(&mut self, bytes: &[u8]) {
+        for byte in bytes {
+            self.0 = (self.0 ^ u64::from(*byte)).wrapping_mul(0x0100_0000_01b3);
+        }
+    }
+}
+
+impl std::fmt::Write for Fnv {
+    fn write_str(&mut self, text: &str) -> std::fmt::Result {
+        self.add(text.as_bytes());
+        Ok(())
+    }
 }
