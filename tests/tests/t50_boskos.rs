@@ -345,16 +345,17 @@ async fn prometheus_metrics_show_pools_and_acquire_latency() -> Result<()> {
     let (cluster, _, follower) = cluster_with(TWO).await?;
     let client = cluster.boskos(follower);
     ensure!(client.acquire("t", "free", "busy", "o", Some("r1")).await?.status == StatusCode::OK);
+    // Each node's metrics read its own replica, which applies the acquire when it learns the
+    // commit: a follower may show it a moment after the acquire was answered.
     for id in cluster.running_ids() {
-        let (_, text) = cluster.client(id).get_path("/metrics").await?;
-        ensure!(
-            text.contains(r#"boskos_resources{state="busy",type="t"} 1"#),
-            "L21 on node {id}"
-        );
-        ensure!(
-            text.contains(r#"boskos_resources{state="free",type="t"} 1"#),
-            "L21 on node {id}"
-        );
+        let node = cluster.client(id);
+        eventually(Duration::from_secs(10), &format!("L21 on node {id}"), || async {
+            let (_, text) = node.get_path("/metrics").await.ok()?;
+            (text.contains(r#"boskos_resources{state="busy",type="t"} 1"#)
+                && text.contains(r#"boskos_resources{state="free",type="t"} 1"#))
+            .then_some(())
+        })
+        .await?;
     }
     let (_, text) = cluster.client(follower).get_path("/metrics").await?;
     ensure!(
