@@ -360,8 +360,17 @@ if [ "${DROVER_DEMO_ONESHOT:-}" = "1" ]; then
     fi
   done
   if command -v kubectl >/dev/null 2>&1; then
-    kubectl --kubeconfig "$state/kubeconfig" get leases -A 2>&1 | grep -q 'demo' \
-      || { echo "demo: kubectl --kubeconfig $state/kubeconfig get leases -A does not list the demo leases" >&2; exit 1; }
+    # kubectl's first call discovers the API groups (several requests): on a loaded machine it
+    # may time out once, so it is given a deadline rather than a single try.
+    kubectl_until=$((SECONDS + 60))
+    until listed=$(kubectl --kubeconfig "$state/kubeconfig" get leases -A 2>&1) && echo "$listed" | grep -q 'demo'; do
+      if [ "$SECONDS" -ge "$kubectl_until" ]; then
+        echo "demo: kubectl --kubeconfig $state/kubeconfig get leases -A does not list the demo leases:" >&2
+        echo "$listed" >&2
+        exit 1
+      fi
+      sleep 1
+    done
   fi
   "$bin" cluster status -o json >/dev/null || { echo "demo: drover cluster status over HTTPS failed" >&2; exit 1; }
   # The CLI lines printed above, with DROVER_TOKEN as printed: every kind answers, and the
