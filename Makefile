@@ -102,7 +102,7 @@ chaos-five: setup
 ## chaos-sim: the register and services workloads and their checkers in the deterministic
 ## simulation (real RaftHandle and actors, simulated agents), 1,000 seeds of 15 simulated
 ## seconds, each run twice: a seed whose replay records another history fails like a violation
-## (about 50 minutes on two cores)
+## (about an hour on two cores)
 chaos-sim:
 	cargo build -p drover-chaos
 	$(CARGO_TARGET_DIR)/debug/drover-chaos --simulate --seed 1 --runs 1000 --duration 15 --service-clients 2 --replay --out chaos-sim-report.json

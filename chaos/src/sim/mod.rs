@@ -300,7 +300,7 @@ fn run_once(options: &SimOptions) -> SimOutcome {
 
     let ids: Vec<u64> = (1..=options.nodes).collect();
     let registry: Registry = Arc::default();
-    // Every host's and client's name, for the crashes (see `drive`).
+    // Every host's and client's name, for the crashes (see `crash`).
     let mut hosts = Vec::new();
     for id in &ids {
         let disk = MemDisk::new();
