@@ -487,8 +487,9 @@ impl ClusterActor {
                         read_at,
                     })
                 }
-                Ok(Probed::NotDriven { reason }) => {
-                    // The service actors must not send this cluster's sets to it either.
+                // Not reached, or driven by another cluster: the service actors must not send
+                // this cluster's sets to it either.
+                other => {
                     let args = &state.args;
                     args.observations.unreachable(
                         &args.cluster,
@@ -496,20 +497,12 @@ impl ClusterActor {
                         &args.uid,
                         driver.clone(),
                     );
-                    if committed.state != ClusterState::NotReady {
-                        tracing::warn!(cluster = %args.cluster, %reason, "the agent is driven by another cluster; sending it nothing");
+                    if let Ok(Probed::NotDriven { reason }) = &other {
+                        if committed.state != ClusterState::NotReady {
+                            tracing::warn!(cluster = %args.cluster, %reason, "the agent is driven by another cluster; sending it nothing");
+                        }
                     }
-                    Ok(Probed::NotDriven { reason })
-                }
-                Err(error) => {
-                    let args = &state.args;
-                    args.observations.unreachable(
-                        &args.cluster,
-                        args.context.term,
-                        &args.uid,
-                        driver.clone(),
-                    );
-                    Err(error)
+                    other
                 }
             },
             Err(error) => Err(error),

@@ -96,9 +96,13 @@ async fn refuse_a_bound_agent(
         |platform, _| platform.authorize(caller, requirement).map(|_| ()),
     )
     .await?;
+    // Only an endpoint the apply would accept is called; the apply refuses the rest with a 400.
     let Some(agents) = state.agents.clone() else {
         return Ok(());
     };
+    if drover_model::platform::validate_endpoint(&registration.endpoint).is_err() {
+        return Ok(());
+    }
     let identity = match agents
         .identity(&registration.endpoint, &registration.join_token)
         .await
