@@ -80,6 +80,28 @@ pub async fn cluster_state(
     .await
 }
 
+/// A cluster's `data` as the platform answers `GET path` (`/tenant/{t}/cluster/{c}`), if it
+/// answers `200`.
+pub async fn cluster_at(client: &PlatformClient, path: &str) -> Option<Value> {
+    let answer = client.get(path).await.ok()?;
+    (answer.status == StatusCode::OK).then(|| answer.body["data"].clone())
+}
+
+/// Waits until the cluster at `path` is in `state`; its `data` then.
+pub async fn cluster_state_at(
+    client: &PlatformClient,
+    path: &str,
+    state: &str,
+    timeout: std::time::Duration,
+) -> Result<Value> {
+    crate::wait::eventually(timeout, &format!("{path} to be {state}"), || async {
+        cluster_at(client, path)
+            .await
+            .filter(|c| c["status"]["state"] == state)
+    })
+    .await
+}
+
 /// Which agents (by name) run instances of each service (the second part of an instance id),
 /// and how many each.
 pub fn placements(inventories: &[(&str, Inventory)]) -> BTreeMap<String, BTreeMap<String, usize>> {

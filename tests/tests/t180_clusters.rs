@@ -13,6 +13,7 @@ use drover_model::cluster::agent_api::{Fence, InstanceState};
 use drover_tests::agent::{processes_of_instance, sleeper, AgentProcess, AGENT_TOKEN};
 use drover_tests::platform::{process_platform_args, token, PlatformClient, OPERATOR_SUBJECT};
 use drover_tests::process::ProcessCluster;
+use drover_tests::services::{cluster_at, cluster_state_at};
 use drover_tests::wait::eventually;
 use reqwest::StatusCode;
 use serde_json::{json, Value};
@@ -79,20 +80,6 @@ async fn register_cluster(
         .await?;
     ensure!(answer.status == StatusCode::OK, "registering {name}: {answer:?}");
     Ok(())
-}
-
-async fn cluster_status(client: &PlatformClient, path: &str) -> Option<Value> {
-    let answer = client.get(path).await.ok()?;
-    (answer.status == StatusCode::OK).then(|| answer.body["data"].clone())
-}
-
-async fn wait_state(client: &PlatformClient, path: &str, state: &str) -> Result<Value> {
-    eventually(CONVERGE, &format!("{path} to be {state}"), || async {
-        cluster_status(client, path)
-            .await
-            .filter(|c| c["status"]["state"] == state)
-    })
-    .await
 }
 
 fn set_body(count: u32) -> Value {
@@ -168,7 +155,7 @@ async fn a_registered_agent_runs_a_pinned_set_as_real_processes() -> Result<()> 
             instance.pid
         );
     }
-    wait_state(&alice, "/tenant/acme/cluster/edge", "ONLINE").await?;
+    cluster_state_at(&alice, "/tenant/acme/cluster/edge", "ONLINE", CONVERGE).await?;
 
     // Its logs, through the platform API (another node than the one it was registered on).
     let url = format!(
@@ -204,7 +191,7 @@ async fn a_registered_agent_runs_a_pinned_set_as_real_processes() -> Result<()> 
     .await?;
     ensure!(processes_of_instance(victim.id.as_str()).len() == 1);
     eventually(CONVERGE, "the restart in the cluster's status", || async {
-        cluster_status(&alice, "/tenant/acme/cluster/edge")
+        cluster_at(&alice, "/tenant/acme/cluster/edge")
             .await
             .filter(|c| c["status"]["instances"]["restarts"].as_u64() >= Some(1))
     })
@@ -232,7 +219,7 @@ async fn a_registered_agent_runs_a_pinned_set_as_real_processes() -> Result<()> 
         "the old process of a restarted instance lives on"
     );
     eventually(CONVERGE, "the restart request to be cleared", || async {
-        cluster_status(&alice, "/tenant/acme/cluster/edge")
+        cluster_at(&alice, "/tenant/acme/cluster/edge")
             .await
             .filter(|c| c.get("pending_restarts").is_none())
     })
@@ -249,7 +236,7 @@ async fn a_registered_agent_runs_a_pinned_set_as_real_processes() -> Result<()> 
             == StatusCode::OK
     );
     let refused_set = eventually(CONVERGE, "the refusal on the cluster", || async {
-        cluster_status(&alice, "/tenant/acme/cluster/edge")
+        cluster_at(&alice, "/tenant/acme/cluster/edge")
             .await
             .and_then(|c| {
                 c["status"]["set_errors"]["t180-huge"]
@@ -392,7 +379,7 @@ async fn cluster_states_follow_the_agent_across_a_leader_kill() -> Result<()> {
     let root = as_user(&nodes, leader, OPERATOR_SUBJECT);
     register_cluster(&root, "operator", "sim", &agent).await?;
     let path = "/tenant/operator/cluster/sim";
-    let online = wait_state(&root, path, "ONLINE").await?;
+    let online = cluster_state_at(&root, path, "ONLINE", CONVERGE).await?;
     ensure!(online["status"]["facts"]["nodes"] == 2, "{online}");
 
     // Environments see the platform-wide cluster when they select it, with its free capacity.
@@ -431,28 +418,28 @@ async fn cluster_states_follow_the_agent_across_a_leader_kill() -> Result<()> {
         }
     };
     faults(json!({"pressure": "memory"})).await?;
-    wait_state(&root, path, "UNHEALTHY").await?;
+    cluster_state_at(&root, path, "UNHEALTHY", CONVERGE).await?;
     faults(json!({})).await?;
-    wait_state(&root, path, "ONLINE").await?;
+    cluster_state_at(&root, path, "ONLINE", CONVERGE).await?;
     let drain_path = format!("{path}/drain");
     ensure!(root.put(&drain_path, &json!({"draining": true})).await?.status == StatusCode::OK);
-    wait_state(&root, path, "NOTREADY").await?;
+    cluster_state_at(&root, path, "NOTREADY", CONVERGE).await?;
     ensure!(root.put(&drain_path, &json!({"draining": false})).await?.status == StatusCode::OK);
-    wait_state(&root, path, "ONLINE").await?;
+    cluster_state_at(&root, path, "ONLINE", CONVERGE).await?;
 
     // The agent stops: DEGRADED, then (after a leader kill) OFFLINE within the budget.
     let mut agent = agent;
     agent.kill()?;
-    wait_state(&root, path, "DEGRADED").await?;
+    cluster_state_at(&root, path, "DEGRADED", CONVERGE).await?;
     nodes.kill(leader)?;
     let others: Vec<u64> = (1..=3).filter(|id| *id != leader).collect();
     let new_leader = leader_among(&nodes, &others).await?;
     let root = as_user(&nodes, new_leader, OPERATOR_SUBJECT);
-    wait_state(&root, path, "OFFLINE").await?;
+    cluster_state_at(&root, path, "OFFLINE", CONVERGE).await?;
 
     // It starts again: CONNECTING, then ONLINE.
     agent.restart()?;
-    let back = wait_state(&root, path, "ONLINE").await?;
+    let back = cluster_state_at(&root, path, "ONLINE", CONVERGE).await?;
     let events: Vec<(String, String, String)> = back["events"]
         .as_array()
         .context("no events")?
@@ -514,11 +501,11 @@ async fn a_frozen_agent_is_offline_when_its_budget_runs_out() -> Result<()> {
     let root = as_user(&nodes, leader, OPERATOR_SUBJECT);
     register_cluster(&root, "operator", "frozen", &agent).await?;
     let path = "/tenant/operator/cluster/frozen";
-    wait_state(&root, path, "ONLINE").await?;
+    cluster_state_at(&root, path, "ONLINE", CONVERGE).await?;
 
     let frozen_at = now_ms()?;
     agent.freeze(true)?;
-    let offline = wait_state(&root, path, "OFFLINE").await?;
+    let offline = cluster_state_at(&root, path, "OFFLINE", CONVERGE).await?;
     let event = offline["events"]
         .as_array()
         .context("no events")?
@@ -547,6 +534,6 @@ async fn a_frozen_agent_is_offline_when_its_budget_runs_out() -> Result<()> {
 
     // It answers again: CONNECTING, then ONLINE (a probe of an OFFLINE cluster is not cut).
     agent.freeze(false)?;
-    wait_state(&root, path, "ONLINE").await?;
+    cluster_state_at(&root, path, "ONLINE", CONVERGE).await?;
     Ok(())
 }

@@ -17,9 +17,10 @@ use drover_model::cluster::agent_api::Inventory;
 use drover_tests::agent::{processes_of_instance, AgentProcess, AGENT_TOKEN};
 use drover_tests::platform::{process_platform_args, token, PlatformClient};
 use drover_tests::process::ProcessCluster;
+use drover_tests::services::{cluster_at, cluster_state_at};
 use drover_tests::wait::eventually;
 use reqwest::{Method, StatusCode};
-use serde_json::{json, Value};
+use serde_json::json;
 use tempfile::TempDir;
 use tokio::time::Instant;
 
@@ -54,18 +55,9 @@ async fn pin(client: &PlatformClient, cluster: &str, set: &str, count: u32) -> R
     Ok(())
 }
 
-async fn cluster(client: &PlatformClient, name: &str) -> Option<Value> {
-    let answer = client.get(&format!("/tenant/acme/cluster/{name}")).await.ok()?;
-    (answer.status == StatusCode::OK).then(|| answer.body["data"].clone())
-}
-
-async fn wait_state(client: &PlatformClient, name: &str, state: &str) -> Result<Value> {
-    eventually(CONVERGE, &format!("{name} to be {state}"), || async {
-        cluster(client, name)
-            .await
-            .filter(|c| c["status"]["state"] == state)
-    })
-    .await
+/// The platform path of tenant acme's cluster `name`.
+fn at(name: &str) -> String {
+    format!("/tenant/acme/cluster/{name}")
 }
 
 /// Each instance of the inventory: its set, pid, restarts and start time.
@@ -104,7 +96,7 @@ async fn one_agent_registered_twice_is_driven_by_one_cluster() -> Result<()> {
     pin(&alice, "edge", "t430-web", 2).await?;
     let client = agent.client();
     client.running_set("t430-web", 2, CONVERGE).await?;
-    let edge = wait_state(&alice, "edge", "ONLINE").await?;
+    let edge = cluster_state_at(&alice, &at("edge"), "ONLINE", CONVERGE).await?;
     let edge_uid = edge["uid"].as_str().context("no uid")?.to_string();
     let before = runs(&client.inventory().await?);
 
@@ -145,7 +137,7 @@ async fn one_agent_registered_twice_is_driven_by_one_cluster() -> Result<()> {
     );
     pin(&alice, "edge-alias", "t430-alias", 1).await?;
     eventually(CONVERGE, "edge-alias's actor to reach the agent", || async {
-        cluster(&alice, "edge-alias")
+        cluster_at(&alice, &at("edge-alias"))
             .await
             .filter(|c| c["status"]["state"] != "PENDING")
     })
@@ -169,13 +161,17 @@ async fn one_agent_registered_twice_is_driven_by_one_cluster() -> Result<()> {
                 "instance {id} runs as {pids:?}, the agent says {pid:?}"
             );
         }
-        let edge = cluster(&alice, "edge").await.context("edge")?;
+        let edge = cluster_at(&alice, &at("edge")).await.context("edge")?;
         ensure!(edge["status"]["state"] == "ONLINE", "edge: {edge}");
-        let alias = cluster(&alice, "edge-alias").await.context("edge-alias")?;
+        let alias = cluster_at(&alice, &at("edge-alias"))
+            .await
+            .context("edge-alias")?;
         ensure!(alias["status"]["state"] == "NOTREADY", "edge-alias: {alias}");
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
-    let alias = cluster(&alice, "edge-alias").await.context("edge-alias")?;
+    let alias = cluster_at(&alice, &at("edge-alias"))
+        .await
+        .context("edge-alias")?;
     let restarts =
         drover_tests::process::scraped(agent.addr(), "drover_agent_instance_restarts_total").await?;
     ensure!(restarts == 0, "the agent restarted instances {restarts} times");
@@ -205,7 +201,7 @@ async fn one_agent_registered_twice_is_driven_by_one_cluster() -> Result<()> {
     // of its own pins and runs its set.
     let gone = alice.delete("/tenant/acme/cluster/edge").await?;
     ensure!(gone.status == StatusCode::OK, "deregistering edge: {gone:?}");
-    wait_state(&alice, "edge-alias", "ONLINE").await?;
+    cluster_state_at(&alice, &at("edge-alias"), "ONLINE", CONVERGE).await?;
     let after = client.running_set("t430-alias", 1, CONVERGE).await?;
     let alias_uid = alias["uid"].as_str().context("no uid")?;
     eventually(CONVERGE, "edge's set to be removed", || async {
