@@ -295,6 +295,7 @@ mod tests {
                     instances: Some(Default::default()),
                     set_errors: None,
                     sets: None,
+                    sets_changed: None,
                     restarted: Vec::new(),
                 },
             )),

@@ -25,7 +25,7 @@ use drover_model::cluster::agent_api::{
 use drover_model::cluster::identity::AgentId;
 use drover_model::cluster::{
     ids_digest, ClusterCommand, ClusterFacts, ClusterObservation, ClusterRef, ClusterState, InstanceCounts,
-    SetObservation,
+    SetObservation, SetsChange,
 };
 use drover_model::scheduling::metrics::MetricReadings;
 use drover_model::{Command, CommandResult, Proposal};
@@ -341,12 +341,19 @@ impl ClusterActor {
         interval.min(deadline.saturating_duration_since(Instant::now()))
     }
 
-    /// The sets of the services placed on this cluster, read after the inventory: a set a
-    /// service actor sent is then known to belong to a service.
-    fn service_sets(args: &ClusterArgs) -> BTreeSet<SetName> {
+    /// Which sets of the inventory that no pinned set names belong to services placed on this
+    /// cluster, read after the inventory: a set a service actor sent is then known to belong
+    /// to a service.
+    fn service_sets(args: &ClusterArgs, committed: &Committed, inventory: &Inventory) -> BTreeSet<SetName> {
+        let unpinned: BTreeSet<&SetName> = inventory
+            .instances
+            .iter()
+            .map(|instance| &instance.set)
+            .filter(|set| !committed.desired.contains_key(*set))
+            .collect();
         args.context
             .raft
-            .local_read(|s| s.platform().service_sets_on(&args.cluster))
+            .local_read(|s| s.platform().service_sets_among(&args.cluster, unpinned))
     }
 
     /// Sends the pinned sets that differ (all of them on the term's first pass) and removes the
@@ -359,7 +366,7 @@ impl ClusterActor {
     ) -> Sent {
         let args = &state.args;
         let fence = Self::fence(args);
-        let services = Self::service_sets(args);
+        let services = Self::service_sets(args, committed, inventory);
         let pushes = plan_sets(&committed.desired, inventory, !state.sent_all, &services);
         let mut sent = Sent {
             changed: !pushes.is_empty() || !committed.restarts.is_empty(),
@@ -513,8 +520,12 @@ impl ClusterActor {
             .probe_seconds
             .observe(started.elapsed().as_secs_f64());
         let driven = matches!(probed, Ok(Probed::Driven { .. }));
-        let sets = match &probed {
-            Ok(Probed::Driven { inventory, .. }) => Some(set_observations(inventory)),
+        // Only the sets that differ from what is committed are committed.
+        let sets_changed = match &probed {
+            Ok(Probed::Driven { inventory, .. }) => {
+                Some(SetsChange::between(&committed.sets, &set_observations(inventory)))
+                    .filter(|change| !change.is_empty())
+            }
             _ => None,
         };
         let (outcome, facts, instances) = match probed {
@@ -552,7 +563,7 @@ impl ClusterActor {
             && facts.as_ref().is_none_or(|f| committed.facts.as_ref() == Some(f))
             && instances.is_none_or(|i| i == committed.instances)
             && set_errors.as_ref().is_none_or(|e| *e == committed.set_errors)
-            && sets.as_ref().is_none_or(|s| *s == committed.sets)
+            && sets_changed.is_none()
             && metrics.as_ref().is_none_or(|m| *m == committed.metrics)
             && sent.restarted.is_empty();
         if unchanged {
@@ -566,7 +577,8 @@ impl ClusterActor {
             facts,
             instances,
             set_errors,
-            sets,
+            sets: None,
+            sets_changed,
             restarted: sent.restarted,
             metrics,
         };

@@ -12,7 +12,7 @@ mod tests;
 pub mod validate;
 pub mod views;
 
-pub use command::{ClusterCommand, ClusterObservation, ClusterOp};
+pub use command::{ClusterCommand, ClusterObservation, ClusterOp, SetsChange};
 pub use object::{
     ids_digest, Cluster, ClusterEvent, ClusterFacts, ClusterPatch, ClusterRef, ClusterRegistration,
     ClusterState, ClusterStatus, InstanceCounts, SetObservation, SetSpec, StoredSet, EVENTS_KEPT,

@@ -201,6 +201,7 @@ fn observe(state: ClusterState, reason: &str, uid: &str) -> ClusterCommand {
         }),
         set_errors: None,
         sets: None,
+        sets_changed: None,
         restarted: Vec::new(),
     })
 }
@@ -521,6 +522,7 @@ fn an_environment_lists_its_usable_clusters_and_their_free_capacity() {
             instances: None,
             set_errors: None,
             sets: None,
+            sets_changed: None,
             restarted: Vec::new(),
         });
         platform.apply_cluster(2_000, &observe).unwrap();
@@ -612,6 +614,7 @@ fn restart_requests_wait_for_the_actor_and_a_newer_one_is_not_lost() {
             instances: None,
             set_errors: Some(BTreeMap::from([(set.clone(), "no room".to_string())])),
             sets: None,
+            sets_changed: None,
             restarted: vec![(id.clone(), requested)],
         })
     };
@@ -815,4 +818,46 @@ fn metrics_resolve_through_their_tenant_and_provider_and_say_why_not() {
     assert!(error.to_string().contains("metrics[1].name"), "{error}");
     let error = refused(&mut platform, "carol", refs(&[("load", -1.0, true)]));
     assert!(error.to_string().contains("metrics[0].weight"), "{error}");
+}
+
+#[test]
+fn a_sets_change_turns_the_committed_map_into_the_observed_one() {
+    let set = |name: &str| SetName::parse(name).unwrap();
+    let seen = |total: u32, running: u32, digest: u64| SetObservation {
+        total,
+        running,
+        digest,
+    };
+    let committed = BTreeMap::from([
+        (set("acme.web"), seen(3, 3, 7)),
+        (set("acme.db"), seen(1, 0, 0)),
+        (set("acme.gone"), seen(2, 2, 9)),
+    ]);
+    let observed = BTreeMap::from([
+        (set("acme.web"), seen(3, 3, 7)),
+        (set("acme.db"), seen(1, 1, 4)),
+        (set("acme.new"), seen(1, 0, 0)),
+    ]);
+    let change = SetsChange::between(&committed, &observed);
+    // Only what differs is carried: the unchanged set is not.
+    assert_eq!(
+        change.changed.keys().cloned().collect::<Vec<_>>(),
+        vec![set("acme.db"), set("acme.new")]
+    );
+    assert_eq!(change.removed, vec![set("acme.gone")]);
+    let mut applied = committed.clone();
+    change.apply_to(&mut applied);
+    assert_eq!(applied, observed);
+    assert!(SetsChange::between(&observed, &observed).is_empty());
+    // Applied to an older map, every set it names is right; the rest is put right by the next
+    // change, computed from what is committed then.
+    let mut older = BTreeMap::from([(set("acme.stale"), seen(1, 1, 1))]);
+    change.apply_to(&mut older);
+    let next = SetsChange::between(&older, &observed);
+    assert_eq!(next.removed, vec![set("acme.stale")]);
+    next.apply_to(&mut older);
+    assert_eq!(older, observed);
+    // It travels in the log as JSON and comes back unchanged.
+    let encoded = serde_json::to_string(&change).unwrap();
+    assert_eq!(serde_json::from_str::<SetsChange>(&encoded).unwrap(), change);
 }

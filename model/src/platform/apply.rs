@@ -58,8 +58,10 @@ fn forbidden(message: impl Into<String>) -> PlatformError {
 impl Platform {
     /// Applies one command. Pure: the outcome depends only on `self` and `command`.
     pub fn apply(&mut self, command: &PlatformCommand) -> Outcome {
-        // Only placements keep the clusters' reservations up to date themselves.
+        // Tenants, accounts and environments may change many services at once: the derived
+        // indexes are rebuilt by their next reader.
         self.reservations.clear();
+        self.usage.clear();
         let grant = self.authorize(&command.caller, command.op.requirement())?;
         // Every arm checks everything before it changes anything.
         self.change(&command.caller, &grant, &command.op)

@@ -154,10 +154,11 @@ fn cluster_not_found(cluster: &ClusterRef) -> PlatformError {
 impl Platform {
     /// Applies one cluster command. Pure: the outcome depends on `self`, `now_ms` and `command`.
     pub fn apply_cluster(&mut self, now_ms: u64, command: &ClusterCommand) -> Result<(), PlatformError> {
-        // Pinned sets and removed clusters change what clusters have committed.
-        self.reservations.clear();
         match command {
             ClusterCommand::User { caller, change } => {
+                // Pinned sets and removed clusters change what clusters have committed; an
+                // observation changes nothing the reservations count.
+                self.reservations.clear();
                 let tenant = change.tenant();
                 self.authorize(
                     caller,
@@ -426,6 +427,9 @@ impl Platform {
         }
         if let Some(sets) = &observation.sets {
             stored.status.sets = sets.clone();
+        }
+        if let Some(change) = &observation.sets_changed {
+            change.apply_to(&mut stored.status.sets);
         }
         if let Some(metrics) = &observation.metrics {
             // A reading started before the cluster's metrics changed keeps only what it lists.

@@ -17,6 +17,7 @@ pub mod selector;
 mod services;
 #[cfg(test)]
 mod tests;
+mod usage;
 pub mod views;
 
 use std::collections::BTreeMap;
@@ -291,6 +292,9 @@ pub struct Platform {
     /// [`crate::service::reservations`]).
     #[serde(skip)]
     pub(crate) reservations: crate::service::reservations::ReservationCache,
+    /// What each tenant's services use in each environment (derived; see [`usage`]).
+    #[serde(skip)]
+    pub(crate) usage: usage::UsageIndex,
 }
 
 impl Platform {

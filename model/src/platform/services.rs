@@ -10,6 +10,7 @@ use serde_json::json;
 
 use super::entities::{Role, Tenant, TenantRules};
 use super::selection::{select_environment, Candidate, NeededResource, SelectionError, SelectionInput};
+use super::usage::{counted, UsageIndex};
 use super::{Grant, Platform, PlatformError, Requirement};
 use crate::service::reconcile::{
     record_event, EventSource, EventTime, Phase, Progress, ReconcileStatus, ServiceReport,
@@ -41,27 +42,20 @@ fn service_not_found(tenant: &str, service: &str) -> PlatformError {
     PlatformError::NotFound(format!("service {service:?} of tenant {tenant:?} not found"))
 }
 
-/// What the services deployed in `environment` use, `except` one service.
-fn used_in(tenant: &Tenant, environment: &EnvironmentRef, except: &str) -> Usage {
-    tenant
-        .services
-        .iter()
-        .filter(|(name, service)| *name != except && service.environment == *environment)
-        .map(|(_, service)| service.deployed_usage())
-        .fold(Usage::default(), |sum, usage| Usage {
-            vcpu_millis: sum.vcpu_millis.saturating_add(usage.vcpu_millis),
-            memory_mib: sum.memory_mib.saturating_add(usage.memory_mib),
-        })
-}
-
 /// Why `usage` does not fit the environment's marks beside what the others use, if it does not.
-fn over_marks(tenant: &Tenant, environment: &EnvironmentRef, service: &str, usage: Usage) -> Option<String> {
+fn over_marks(
+    index: &UsageIndex,
+    (name, tenant): (&str, &Tenant),
+    environment: &EnvironmentRef,
+    service: &str,
+    usage: Usage,
+) -> Option<String> {
     let spec = tenant
         .accounts
         .get(&environment.account)?
         .environments
         .get(&environment.environment)?;
-    let others = used_in(tenant, environment, service);
+    let others = index.used_in(name, tenant, environment, service);
     let dimensions = [
         ("vcpu", "m", others.vcpu_millis, usage.vcpu_millis),
         ("memory", "MB", others.memory_mib, usage.memory_mib),
@@ -90,8 +84,56 @@ fn not_deleting(stored: &Service, service: &str) -> Result<(), PlatformError> {
 impl Platform {
     /// Applies one service command. Pure: the outcome depends on `self`, `now_ms` and `command`.
     pub fn apply_service(&mut self, now_ms: u64, command: &ServiceCommand) -> Outcome {
-        // New revisions and deletions change what clusters have committed.
-        self.reservations.clear();
+        // The derived indexes (reservations by cluster, usage by environment) follow the
+        // services the command names, the only ones it can change.
+        let mut touched = command.change.services();
+        touched.sort();
+        touched.dedup();
+        let before: Vec<_> = touched.iter().map(|(t, s)| self.footprint(t, s)).collect();
+        let outcome = self.apply_service_op(now_ms, command);
+        for ((tenant, service), (held, counted)) in touched.iter().zip(before) {
+            let (held_after, counted_after) = self.footprint(tenant, service);
+            self.reservations.replace(&held, &held_after);
+            self.usage
+                .replace(tenant, counted.as_ref(), counted_after.as_ref());
+        }
+        #[cfg(test)]
+        self.assert_derived_consistent();
+        outcome
+    }
+
+    /// What one service holds in the derived indexes: its reservations and its usage.
+    fn footprint(
+        &self,
+        tenant: &str,
+        service: &str,
+    ) -> (
+        Vec<(crate::cluster::ClusterRef, crate::cluster::agent_api::Resources)>,
+        Option<super::usage::Counted>,
+    ) {
+        match self.tenant(tenant).and_then(|t| t.services.get(service)) {
+            Some(stored) => (held_by(stored), Some(counted(stored))),
+            None => (Vec::new(), None),
+        }
+    }
+
+    /// The model's tests check after every command that the derived indexes hold what
+    /// recounting every service gives.
+    #[cfg(test)]
+    pub(crate) fn assert_derived_consistent(&self) {
+        let kept = self.reservations.get_or_build(|| self.reserved_uncached());
+        let fresh = self.reserved_uncached();
+        let nonzero = |p: &crate::service::placement::Promised| {
+            p.iter()
+                .filter(|(_, r)| **r != Default::default())
+                .map(|(c, r)| (c.clone(), *r))
+                .collect::<BTreeMap<_, _>>()
+        };
+        assert_eq!(nonzero(&kept), nonzero(&fresh), "the reservations kept drifted");
+        assert!(self.usage.consistent(&self.tenants), "the usage kept drifted");
+    }
+
+    fn apply_service_op(&mut self, now_ms: u64, command: &ServiceCommand) -> Outcome {
         let tenant_name = command.change.tenant();
         let grant = self.authorize(
             &command.caller,
@@ -170,8 +212,9 @@ impl Platform {
                 let selectable = self.select(&grant, tenant, service, &next, Some(&environment))?;
                 let usage = next.usage();
                 let tenant_ref = self.tenant_ref(tenant)?;
-                let accepted =
-                    *accept && selectable && over_marks(tenant_ref, &environment, service, usage).is_none();
+                let accepted = *accept
+                    && selectable
+                    && over_marks(&self.usage, (tenant, tenant_ref), &environment, service, usage).is_none();
                 let stored = self.service_mut(tenant, service)?;
                 let role_revisions =
                     Revision::role_revisions_of(number, &next, stored.revisions.get(previous));
@@ -227,7 +270,10 @@ impl Platform {
                         .get(&pending)
                         .map(|r| r.usage)
                         .unwrap_or_default();
-                    if let Some(why) = over_marks(self.tenant_ref(tenant)?, &environment, service, usage) {
+                    let tenant_ref = self.tenant_ref(tenant)?;
+                    if let Some(why) =
+                        over_marks(&self.usage, (tenant, tenant_ref), &environment, service, usage)
+                    {
                         return Err(conflict(format!("revision {pending} exceeds the marks: {why}")));
                     }
                     // A link made while the revision waited may use a channel it drops.
@@ -309,7 +355,14 @@ impl Platform {
         }
         let (environment, selection_accepted) = self.choose(grant, tenant, service, deployment)?;
         let usage = deployment.usage();
-        let within = over_marks(self.tenant_ref(tenant)?, &environment, service, usage).is_none();
+        let within = over_marks(
+            &self.usage,
+            (tenant, self.tenant_ref(tenant)?),
+            &environment,
+            service,
+            usage,
+        )
+        .is_none();
         let accepted = accept && selection_accepted && within;
         let revision = Revision {
             number: 1,
@@ -434,11 +487,15 @@ impl Platform {
                 )));
             }
             let held = held_by(stored);
+            let counted = counted(stored);
             if let Some(tenant) = self.tenants.get_mut(&report.tenant) {
                 tenant.services.remove(&report.service);
             }
             self.reservations.replace(&held, &[]);
+            self.usage.replace(&report.tenant, Some(&counted), None);
             self.forget_links_of(&report.tenant, &report.service);
+            #[cfg(test)]
+            self.assert_derived_consistent();
             return Ok(true);
         }
         let mut switched = false;
@@ -566,10 +623,10 @@ impl Platform {
 
 /// The selection input for a revision of `service` deploying `deployment`.
 fn selection_input<'a>(
+    index: &UsageIndex,
     grant: &Grant,
-    tenant: &'a Tenant,
+    (tenant_name, tenant): (&str, &'a Tenant),
     rules: &'a TenantRules,
-    tenant_name: &str,
     service: &str,
     deployment: &Deployment,
     current: Option<&EnvironmentRef>,
@@ -584,7 +641,7 @@ fn selection_input<'a>(
                     account: account.clone(),
                     environment: name.clone(),
                 };
-                let used = used_in(tenant, &reference, service);
+                let used = index.used_in(tenant_name, tenant, &reference, service);
                 let free_vcpu = spec.marks.get("vcpu").map_or(i64::MAX / 2, |mark| {
                     i64::try_from(mark.max).unwrap_or(i64::MAX / 2)
                         - i64::try_from(used.vcpu_millis).unwrap_or(i64::MAX / 2)
@@ -653,7 +710,15 @@ impl Platform {
             (Some(rules), false) => rules,
             _ => &no_rules,
         };
-        let input = selection_input(grant, tenant, rules, tenant_name, service, deployment, current)?;
+        let input = selection_input(
+            &self.usage,
+            grant,
+            (tenant_name, tenant),
+            rules,
+            service,
+            deployment,
+            current,
+        )?;
         match select_environment(&input) {
             Ok(selection) => Ok((selection.environment, selection.accepted)),
             Err(SelectionError::NoEnvironment { .. }) if input.environments.is_empty() => {
@@ -712,7 +777,7 @@ impl Platform {
         let Some(stored) = self.tenant(tenant) else {
             return BTreeMap::new();
         };
-        let used = used_in(stored, environment, "");
+        let used = self.usage.used_in(tenant, stored, environment, "");
         BTreeMap::from([
             ("vcpu".to_string(), used.vcpu_millis),
             ("memory".to_string(), used.memory_mib),

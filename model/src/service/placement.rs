@@ -76,6 +76,8 @@ impl Platform {
         let before = held_by(stored);
         let changed = Self::place(stored, now_ms, placement);
         self.reservations.replace(&before, &held_by(stored));
+        #[cfg(test)]
+        self.assert_derived_consistent();
         Ok(changed)
     }
 
@@ -230,11 +232,39 @@ impl Platform {
         ))
     }
 
-    /// The sets of every service placed on (or moving to) `cluster`, deleted ones included: the
-    /// cluster's actor leaves them to their service actors and removes any other set no pinned
-    /// set or service owns (what a forced delete orphaned, or the old copies of a service that
-    /// moved away).
-    pub fn service_sets_on(&self, cluster: &ClusterRef) -> BTreeSet<SetName> {
+    /// Which of `sets` belong to a service placed on (or moving to) `cluster`, deleted ones
+    /// included: the cluster's actor leaves them to their service actors and removes any other
+    /// set no pinned set or service owns (what a forced delete orphaned, or the old copies of a
+    /// service that moved away). A set is named `tenant.service`; every way of cutting its name
+    /// at a dot is looked up, so the cost is a few lookups per set, not a walk of every service.
+    pub fn service_sets_among<'a>(
+        &self,
+        cluster: &ClusterRef,
+        sets: impl IntoIterator<Item = &'a SetName>,
+    ) -> BTreeSet<SetName> {
+        sets.into_iter()
+            .filter(|set| {
+                let name = set.as_str();
+                name.match_indices('.').any(|(at, _)| {
+                    let (tenant, service) = (&name[..at], &name[at + 1..]);
+                    self.tenants
+                        .get(tenant)
+                        .and_then(|t| t.services.get(service))
+                        .is_some_and(|service| {
+                            service.placement.as_ref() == Some(cluster)
+                                || service.migrating_to.as_ref() == Some(cluster)
+                        })
+                })
+            })
+            .cloned()
+            .collect()
+    }
+
+    /// The sets of every service placed on (or moving to) `cluster`, deleted ones included
+    /// (the walk of every service that [`Self::service_sets_among`] answers for given sets;
+    /// kept for the tables that check the two agree).
+    #[cfg(test)]
+    pub(crate) fn service_sets_on(&self, cluster: &ClusterRef) -> BTreeSet<SetName> {
         self.tenants()
             .flat_map(|(tenant, stored)| {
                 stored

@@ -1,8 +1,11 @@
 //! What is committed to run on each cluster ([`Platform::reserved`]), kept between placements
 //! so that taking capacity in the apply costs a lookup instead of a scan of every service (at
 //! 5,000 services that scan, on every replica for every placement, was most of a placement's
-//! cost). Derived data only: never serialized, equal whatever it holds, emptied by every
-//! command but a placement (a placement updates it in place), rebuilt by the next reader.
+//! cost). Derived data only: never serialized, equal whatever it holds. Placements, service
+//! commands and reports update it in place for the services they touch (a create scan at
+//! 10,000 services made the rebuild the cost of every create); observations leave it alone;
+//! the rare commands that may change many services or a cluster's pinned sets empty it, and
+//! the next reader rebuilds it.
 
 use std::sync::Mutex;
 

@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use serde_json::{json, Value};
 
 use super::*;
-use crate::cluster::agent_api::{ExecSpec, Resources};
+use crate::cluster::agent_api::{ExecSpec, Resources, SetName};
 use crate::platform::{
     AccountSpec, EnvironmentSpec, Identity, Platform, PlatformCommand, PlatformError, PlatformOp,
     ResourceKind, ResourceSpec, Role, TenantAccount, TenantSpec, UserProfile,
@@ -733,6 +733,7 @@ fn report_capacity(
         instances: None,
         set_errors: None,
         sets: None,
+        sets_changed: None,
         restarted: Vec::new(),
         metrics: None,
     };
@@ -808,6 +809,19 @@ fn capacity_is_taken_in_the_apply_so_two_placements_cannot_share_room() {
         !place(&mut platform, "api", &small, false).unwrap(),
         "already there: nothing changes"
     );
+    // Which sets belong to services, looked up set by set, is what the walk of every service
+    // says (a set of no service, or of a service placed elsewhere, belongs to none).
+    for cluster in [&small, &edge] {
+        let owned = platform.service_sets_on(cluster);
+        assert!(!owned.is_empty());
+        let mut asked: Vec<SetName> = platform
+            .service_sets_on(&small)
+            .into_iter()
+            .chain(platform.service_sets_on(&edge))
+            .collect();
+        asked.extend(["acme.nothing", "nobody.web"].map(|n| SetName::parse(n).unwrap()));
+        assert_eq!(platform.service_sets_among(cluster, &asked), owned);
+    }
     // The reservations kept between placements are what counting every service gives, after
     // placements, a move's end, a scale and a deletion's end alike.
     assert_eq!(platform.reserved(), platform.reserved_uncached());
@@ -1252,6 +1266,7 @@ fn report_state(
         instances: None,
         set_errors: None,
         sets: None,
+        sets_changed: None,
         restarted: Vec::new(),
         metrics,
     };
