@@ -142,12 +142,11 @@ impl Agent {
     /// Every instance (of `set`, if given), ordered by id, with the highest fence.
     pub fn inventory(&self, set: Option<&SetName>) -> Inventory {
         let memory = self.shared.lock();
-        let instances = memory
-            .instances
-            .values()
-            .filter(|e| set.is_none_or(|s| &e.set == s))
-            .map(|e| e.status())
-            .collect();
+        // A set's members are indexed: its inventory does not walk every instance.
+        let instances = match set {
+            Some(_) => memory.members(set).map(|e| e.status()).collect(),
+            None => memory.instances.values().map(|e| e.status()).collect(),
+        };
         Inventory {
             agent: self.name.clone(),
             fence: memory.fence,

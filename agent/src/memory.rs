@@ -113,6 +113,36 @@ pub struct Memory {
     pub instances: BTreeMap<InstanceId, Entry>,
     /// The next entry epoch.
     pub next_epoch: u64,
+    /// The requests of every desired instance, summed (kept with `instances`, so that checking
+    /// a set against the capacity does not walk every instance of every other set).
+    requested: Totals,
+}
+
+/// Requests summed without overflow; saturated only when read, which gives what a saturating
+/// fold over the same requests gives.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+struct Totals {
+    cpu_millis: u128,
+    memory_mib: u128,
+}
+
+impl Totals {
+    fn add(&mut self, r: Resources) {
+        self.cpu_millis += u128::from(r.cpu_millis);
+        self.memory_mib += u128::from(r.memory_mib);
+    }
+
+    fn remove(&mut self, r: Resources) {
+        self.cpu_millis = self.cpu_millis.saturating_sub(u128::from(r.cpu_millis));
+        self.memory_mib = self.memory_mib.saturating_sub(u128::from(r.memory_mib));
+    }
+
+    fn saturated(self) -> Resources {
+        Resources {
+            cpu_millis: u64::try_from(self.cpu_millis).unwrap_or(u64::MAX),
+            memory_mib: u64::try_from(self.memory_mib).unwrap_or(u64::MAX),
+        }
+    }
 }
 
 impl Memory {
@@ -124,9 +154,12 @@ impl Memory {
         };
         let mut runs = doc.runs;
         for (set, specs) in doc.sets {
-            let members = memory.sets.entry(set.clone()).or_default();
             for spec in specs {
-                members.insert(spec.id.clone());
+                memory
+                    .sets
+                    .entry(set.clone())
+                    .or_default()
+                    .insert(spec.id.clone());
                 let run = runs.remove(&spec.id).unwrap_or_default();
                 memory.next_epoch += 1;
                 let entry = Entry {
@@ -135,10 +168,25 @@ impl Memory {
                     run,
                     epoch: memory.next_epoch,
                 };
-                memory.instances.insert(entry.spec.id.clone(), entry);
+                memory.insert(entry);
             }
         }
         memory
+    }
+
+    /// Adds (or replaces) an instance, keeping the totals.
+    fn insert(&mut self, entry: Entry) {
+        self.requested.add(entry.spec.resources);
+        if let Some(old) = self.instances.insert(entry.spec.id.clone(), entry) {
+            self.requested.remove(old.spec.resources);
+        }
+    }
+
+    /// Removes an instance, keeping the totals.
+    fn remove(&mut self, id: &InstanceId) {
+        if let Some(old) = self.instances.remove(id) {
+            self.requested.remove(old.spec.resources);
+        }
     }
 
     /// What the state files store.
@@ -171,20 +219,18 @@ impl Memory {
     /// that set to and write the set's file from, without copying every other set.
     pub fn only(&self, set: &SetName) -> Memory {
         let members = self.sets.get(set).cloned().unwrap_or_default();
-        let instances = members
-            .iter()
-            .filter_map(|id| self.instances.get(id).map(|e| (id.clone(), e.clone())))
-            .collect();
-        let mut sets = BTreeMap::new();
-        if !members.is_empty() {
-            sets.insert(set.clone(), members);
-        }
-        Memory {
+        let mut only = Memory {
             fence: self.fence,
-            sets,
-            instances,
             next_epoch: self.next_epoch,
+            ..Memory::default()
+        };
+        for entry in members.iter().filter_map(|id| self.instances.get(id)) {
+            only.insert(entry.clone());
         }
+        if !members.is_empty() {
+            only.sets.insert(set.clone(), members);
+        }
+        only
     }
 
     /// The instances of `set` with their run records, ordered by id: what its file stores.
@@ -208,10 +254,19 @@ impl Memory {
 
     /// Sum of the requests of every desired instance, except those of `except`.
     pub fn requested(&self, except: Option<&SetName>) -> Resources {
-        self.instances
-            .values()
-            .filter(|e| Some(&e.set) != except)
-            .fold(Resources::default(), |sum, e| sum.plus(e.spec.resources))
+        let mut total = self.requested;
+        for entry in self.members(except) {
+            total.remove(entry.spec.resources);
+        }
+        total.saturated()
+    }
+
+    /// The entries of `set`, ordered by id (none without a set).
+    pub fn members<'a>(&'a self, set: Option<&SetName>) -> impl Iterator<Item = &'a Entry> + 'a {
+        set.and_then(|set| self.sets.get(set))
+            .into_iter()
+            .flatten()
+            .filter_map(|id| self.instances.get(id))
     }
 
     /// Works out what making `set` hold exactly `desired` changes (with `fence` recorded).
@@ -251,27 +306,24 @@ impl Memory {
             return;
         };
         for id in &plan.remove {
-            self.instances.remove(id);
+            self.remove(id);
         }
-        let members = self.sets.entry(set.clone()).or_default();
+        let mut members = self.sets.remove(set).unwrap_or_default();
         for id in &plan.remove {
             members.remove(id);
         }
         for (spec, epoch) in plan.start.iter().chain(&plan.replace) {
             members.insert(spec.id.clone());
             self.next_epoch = self.next_epoch.max(*epoch);
-            self.instances.insert(
-                spec.id.clone(),
-                Entry {
-                    set: set.clone(),
-                    spec: spec.clone(),
-                    run: Run::default(),
-                    epoch: *epoch,
-                },
-            );
+            self.insert(Entry {
+                set: set.clone(),
+                spec: spec.clone(),
+                run: Run::default(),
+                epoch: *epoch,
+            });
         }
-        if members.is_empty() {
-            self.sets.remove(set);
+        if !members.is_empty() {
+            self.sets.insert(set.clone(), members);
         }
     }
 }
@@ -333,6 +385,47 @@ mod tests {
         let plan = memory.plan(&set, fence, vec![]);
         memory.apply(&plan);
         assert!(memory.sets.is_empty() && memory.instances.is_empty());
+    }
+
+    /// What summing every instance's requests gives, `except` one set.
+    fn summed(memory: &Memory, except: Option<&SetName>) -> Resources {
+        memory
+            .instances
+            .values()
+            .filter(|e| Some(&e.set) != except)
+            .fold(Resources::default(), |sum, e| sum.plus(e.spec.resources))
+    }
+
+    #[test]
+    fn the_requests_kept_are_what_summing_every_instance_gives() {
+        let web = SetName::parse("web").unwrap();
+        let api = SetName::parse("api").unwrap();
+        let fence = Fence::new(1, 1);
+        let sized = |id: &str, cpu: u64| {
+            let mut s = spec(id, &["x"]);
+            s.resources.cpu_millis = cpu;
+            s
+        };
+        let mut memory = Memory::default();
+        let steps = [
+            (&web, vec![sized("w1", 100), sized("w2", 200)]),
+            (&api, vec![sized("a1", u64::MAX), sized("a2", 5)]),
+            (&web, vec![sized("w1", 300), sized("w3", 1)]),
+            (&api, vec![sized("a2", 7)]),
+            (&web, vec![]),
+        ];
+        for (set, desired) in steps {
+            memory.apply(&memory.plan(set, fence, desired));
+            for except in [None, Some(&web), Some(&api)] {
+                assert_eq!(memory.requested(except), summed(&memory, except), "{except:?}");
+            }
+            let reloaded = Memory::from_doc(memory.doc());
+            assert_eq!(reloaded.requested(None), summed(&memory, None));
+            for set in [&web, &api] {
+                let only = memory.only(set);
+                assert_eq!(only.requested(None), summed(&only, None));
+            }
+        }
     }
 
     #[test]
