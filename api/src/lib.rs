@@ -21,6 +21,7 @@ pub mod kube;
 pub mod ops;
 pub mod pool_metrics;
 pub mod pools;
+pub mod service_metrics;
 pub mod snapshot;
 pub mod state;
 

@@ -49,6 +49,7 @@ async fn readyz(State(state): State<ApiState>) -> Response {
 
 async fn metrics(State(state): State<ApiState>) -> Response {
     state.pool_metrics.refresh(&state.raft);
+    state.service_metrics.refresh(&state.raft);
     state.raft.refresh_metrics();
     let mut buffer = Vec::new();
     let families = state.registry.gather();

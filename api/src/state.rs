@@ -14,6 +14,7 @@ use crate::claimer::ClaimerOptions;
 use crate::error::ApiError;
 use crate::http_metrics::HttpMetrics;
 use crate::pool_metrics::PoolMetrics;
+use crate::service_metrics::ServiceMetrics;
 
 /// Settings of the API that come from the node's configuration.
 #[derive(Debug, Clone)]
@@ -79,6 +80,8 @@ pub struct ApiShared {
     pub max_body_bytes: usize,
     /// Boskos pool metrics.
     pub pool_metrics: PoolMetrics,
+    /// The services' gauges.
+    pub service_metrics: ServiceMetrics,
     /// First-poll times of waiting acquire requests.
     pub acquire_clock: AcquireClock,
     /// The platform API's verifier, settings and rate limiter.
@@ -99,6 +102,7 @@ impl ApiState {
     ) -> Result<Self, ApiError> {
         let http = HttpMetrics::register(&registry)?;
         let pool_metrics = PoolMetrics::register(&registry)?;
+        let service_metrics = ServiceMetrics::register(&registry)?;
         let ApiOptions {
             claimer,
             verifier,
@@ -115,6 +119,7 @@ impl ApiState {
             claimer,
             max_body_bytes,
             pool_metrics,
+            service_metrics,
             acquire_clock: AcquireClock::default(),
             watches: Arc::new(tokio::sync::Semaphore::new(crate::kube::watch::MAX_WATCHES)),
             agents,

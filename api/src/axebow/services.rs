@@ -263,10 +263,19 @@ async fn create_service(
     }
     let outcome = store::write_service(&state, caller.0.clone(), change, &headers).await?;
     let finished = !outcome.accepted || converged(&state, &tenant, &service, 1, wait).await;
-    let mut status = store::read(&state, &caller.0, PlatformRead::Tenant(&tenant), |p, _| {
-        status_of(p)
-    })
-    .await?;
+    // The write waited until this node applied it, and the caller was authorized for the
+    // tenant where it was applied: this replica answers without another round to the leader
+    // (which cost every create a second linearizable read). Only when the wait for the apply
+    // ran out is the leader asked.
+    let mut status = match state.raft.local_read(|s| status_of(s.platform()).ok()) {
+        Some(status) => status,
+        None => {
+            store::read(&state, &caller.0, PlatformRead::Tenant(&tenant), |p, _| {
+                status_of(p)
+            })
+            .await?
+        }
+    };
     if finished {
         return Ok((StatusCode::OK, ok(status)));
     }

@@ -1,0 +1,73 @@
+//! The services' Prometheus gauges, counted from this node's replica on every scrape (as
+//! kube-state-metrics counts objects): `drover_services{phase}` by the phase their actors last
+//! committed, and `drover_services_converged`, those that run exactly their current revision
+//! by what their cluster's actor last committed (the `converged` of a service's status). Any
+//! node answers, so a follower can be watched without loading the leader.
+
+use drover_model::service::reconcile::Phase;
+use drover_raft::RaftHandle;
+use prometheus::{IntGauge, IntGaugeVec, Opts, Registry};
+
+use crate::error::ApiError;
+
+/// Every phase, in the order they are exported.
+const PHASES: [Phase; 6] = [
+    Phase::Waiting,
+    Phase::Progressing,
+    Phase::Running,
+    Phase::Unreachable,
+    Phase::Deleting,
+    Phase::Failed,
+];
+
+/// The service gauges of one node.
+#[derive(Clone)]
+pub struct ServiceMetrics {
+    by_phase: IntGaugeVec,
+    converged: IntGauge,
+}
+
+impl ServiceMetrics {
+    /// Creates and registers the gauges.
+    pub fn register(registry: &Registry) -> Result<Self, ApiError> {
+        let by_phase = IntGaugeVec::new(
+            Opts::new(
+                "drover_services",
+                "Services by the phase their actors last committed",
+            ),
+            &["phase"],
+        )?;
+        let converged = IntGauge::new(
+            "drover_services_converged",
+            "Services running exactly their current revision, by their cluster's last observation",
+        )?;
+        registry.register(Box::new(by_phase.clone()))?;
+        registry.register(Box::new(converged.clone()))?;
+        Ok(Self { by_phase, converged })
+    }
+
+    /// Recounts the services from the local replica.
+    pub fn refresh(&self, raft: &RaftHandle) {
+        let (counts, converged) = raft.local_read(|state| {
+            let platform = state.platform();
+            let mut counts = [0i64; PHASES.len()];
+            let mut converged = 0i64;
+            for (name, tenant) in platform.tenants() {
+                for (service, stored) in &tenant.services {
+                    if let Some(slot) = PHASES.iter().position(|p| *p == stored.reconcile.phase) {
+                        counts[slot] += 1;
+                    }
+                    let run = platform.service_run_status(name, service);
+                    converged += i64::from(run.is_ok_and(|run| run.converged));
+                }
+            }
+            (counts, converged)
+        });
+        for (phase, count) in PHASES.iter().zip(counts) {
+            self.by_phase
+                .with_label_values(&[phase.event_reason()])
+                .set(count);
+        }
+        self.converged.set(converged);
+    }
+}
