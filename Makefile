@@ -70,11 +70,13 @@ bench-services: setup
 	$(CARGO_TARGET_DIR)/release/drover-bench services --services 200 --roles 3
 	$(CARGO_TARGET_DIR)/release/drover-bench services --services 2000 --roles 1 --placement-burst
 
-## bench-services-scale: 10,000 services of ten instances (100,000 on sim agents): memory per
-## service, Raft entries and driver calls per second while nothing changes, five leader failovers
+## bench-services-scale: 1,000 then 10,000 services of ten instances (100,000 on sim agents),
+## each in a fresh cluster: creates/s, placements/s, time to all running, CPU and memory per
+## service on every node, Raft entries and driver calls per second while nothing changes, three
+## leader failovers; then the growth from 1,000 to 10,000 as ratios
 bench-services-scale: setup
 	cargo build --release -p drover-node -p drover-bench
-	$(CARGO_TARGET_DIR)/release/drover-bench services --services 10000 --roles 1 --instances 10 --steady 30 --failovers 5
+	$(CARGO_TARGET_DIR)/release/drover-bench services --services 1000,10000 --roles 1 --instances 10 --steady 30 --failovers 3
 
 ## bench-scheduling: decisions per second of the pure scheduler, 10,000 services over 100
 ## clusters (release build)

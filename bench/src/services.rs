@@ -1,7 +1,14 @@
-//! `drover-bench services`: how long 200 services of three roles take to be placed and to run
-//! on three `sim` clusters (no start latency), placements per second, and the leader's CPU per
-//! placement. Three `drover serve` processes with the binary's defaults; figures are printed,
-//! never asserted.
+//! `drover-bench services`: how long services take to be created, placed and to run on three
+//! `sim` clusters (no start latency): creates/s, placements/s, the time until every one runs
+//! exactly its revision, and each node's CPU per service. Three `drover serve` processes with
+//! the binary's defaults; figures are printed, never asserted. `--services 1000,10000` runs each
+//! size in a fresh cluster and prints the growth from the first to the last as ratios (1.00x:
+//! the cost per service did not grow with their number).
+//!
+//! Progress is read from gauges, not by reading every service: the leader's
+//! `drover_service_placements_total`, and `drover_services_converged` counted on a follower's
+//! replica (every 250 ms), so that the counting loads no leader. The leader is asked at the
+//! start and at the end of the run; when it moved, the figures say so.
 //!
 //! With `--placement-burst`, the services are created while every cluster is drained (nothing
 //! can be placed), then the clusters return to service at once: the figure is how long the
@@ -9,12 +16,15 @@
 //! committed every placement (its `drover_service_placements_total`), i.e. end-to-end
 //! placements per second through Raft, the way Nomad's C1M figure counts them.
 //!
-//! With `--steady SECONDS` (after every service runs), the scale figures: the nodes' resident
-//! memory per service, the Raft entries and driver calls per second while nothing changes, and
-//! `--failovers N` leader SIGKILLs (default 1), each followed by a restart of the killed node
-//! and a wait until all three agree again: how long until the new leader's service actors are
-//! all up and every service reports converged again, and how many driver calls the new leader
-//! made meanwhile (unchanged sets are not sent again); with several, the median and the worst.
+//! With `--steady SECONDS` (after every service runs), the scale figures: each node's resident
+//! memory per service (sampled together once no snapshot has been built or installed for two
+//! seconds), the Raft entries, driver calls and leader CPU per second while nothing changes,
+//! and `--failovers N` leader SIGKILLs, each of the node that is leader just then, followed by
+//! its restart and a wait until all three agree again: how long until a new leader is named,
+//! until its service actors are all up, and until it has evidence of its own that every
+//! service converged (its reconcile passes grew by the number of services, and then its
+//! replica counts every service converged with no backlog), and how many driver calls the new
+//! leader made meanwhile (unchanged sets are not sent again); the median and the worst.
 
 use std::time::{Duration, Instant};
 
@@ -31,9 +41,10 @@ use crate::histogram::Samples;
 /// `drover-bench services` flags.
 #[derive(Debug, Args)]
 pub struct ServicesArgs {
-    /// Services to create.
-    #[arg(long, default_value_t = 200)]
-    services: usize,
+    /// Services to create; several sizes (`1000,10000`) run one after the other, each in a
+    /// fresh cluster, and the growth from the first to the last is printed as ratios.
+    #[arg(long, value_delimiter = ',', default_value = "200")]
+    services: Vec<usize>,
     /// Roles per service.
     #[arg(long, default_value_t = 3)]
     roles: usize,
@@ -139,108 +150,107 @@ fn differing(a: &Value, b: &Value, at: String, out: &mut Vec<String>) {
     }
 }
 
-/// Times a status read answered `503` is asked again before the service counts as unknown.
-const UNAVAILABLE_RETRIES: usize = 50;
-
-/// Counts the services that are placed and those that run exactly their revision.
-async fn progress(client: &PlatformClient, services: usize) -> Result<(usize, usize)> {
-    let mut placed = 0;
-    let mut converged = 0;
-    let mut unavailable = 0;
-    for i in 0..services {
-        let path = format!("/tenant/bench/service/s{i}");
-        let mut answer = client.call(reqwest::Method::GET, &path, None).await?;
-        // No quorum for a moment: ask again, as a client would (a service skipped here would
-        // count as not converged).
-        for _ in 0..UNAVAILABLE_RETRIES {
-            if answer.status != StatusCode::SERVICE_UNAVAILABLE {
-                break;
-            }
-            tokio::time::sleep(Duration::from_millis(20)).await;
-            answer = client.call(reqwest::Method::GET, &path, None).await?;
-        }
-        if answer.status == StatusCode::SERVICE_UNAVAILABLE {
-            unavailable += 1;
-            continue;
-        }
-        if answer.status != StatusCode::OK {
-            bail!("GET {path}: {answer:?}");
-        }
-        let status = &answer.body["data"]["status"];
-        placed += usize::from(!status["cluster"].is_null());
-        converged += usize::from(status["converged"] == true);
-    }
-    if unavailable > 0 {
-        println!(
-            "{unavailable} of {services} status reads answered 503 {UNAVAILABLE_RETRIES} times in a row"
-        );
-    }
-    Ok((placed, converged))
+/// Three nodes, three sim agents registered as clusters `sim-0..2`, and the `bench` tenant with
+/// one environment, ready for services.
+struct World {
+    nodes: ProcessCluster,
+    _agents: Vec<AgentProcess>,
+    _dir: tempfile::TempDir,
 }
 
-/// Runs the benchmark.
-pub async fn run(args: ServicesArgs) -> Result<()> {
-    let dir = tempfile::TempDir::new()?;
-    let mut flags = process_platform_args(dir.path())?;
-    // One caller makes every call here: lift the per-caller rate limit (50/s by default).
-    flags.extend([
-        "--rate-limit=1000000".to_string(),
-        "--rate-burst=1000000".to_string(),
-    ]);
-    let nodes = ProcessCluster::start_with_exact_args(3, &flags)?;
-    let leader = nodes.leader(Duration::from_secs(30)).await?;
-    let address = nodes.api_addr(leader);
-    let agents = (0..3)
-        .map(|_| AgentProcess::start(&["--executor=sim", "--sim-start-latency-ms=0", "--sim-nodes=40"]))
-        .collect::<Result<Vec<_>>>()?;
-    let root = PlatformClient::new(&address, Some(token(OPERATOR_SUBJECT)));
-    root.register(OPERATOR_SUBJECT).await?;
-    for (i, agent) in agents.iter().enumerate() {
-        let registration = json!({"endpoint": format!("http://{}", agent.addr()), "join_token": AGENT_TOKEN});
+impl World {
+    async fn start() -> Result<Self> {
+        let dir = tempfile::TempDir::new()?;
+        let mut flags = process_platform_args(dir.path())?;
+        // One caller makes every call here: lift the per-caller rate limit (50/s by default).
+        flags.extend([
+            "--rate-limit=1000000".to_string(),
+            "--rate-burst=1000000".to_string(),
+        ]);
+        let nodes = ProcessCluster::start_with_exact_args(3, &flags)?;
+        let leader = nodes.leader(Duration::from_secs(30)).await?;
+        let agents = (0..3)
+            .map(|_| AgentProcess::start(&["--executor=sim", "--sim-start-latency-ms=0", "--sim-nodes=40"]))
+            .collect::<Result<Vec<_>>>()?;
+        let root = PlatformClient::new(&nodes.api_addr(leader), Some(token(OPERATOR_SUBJECT)));
+        root.register(OPERATOR_SUBJECT).await?;
+        for (i, agent) in agents.iter().enumerate() {
+            let registration =
+                json!({"endpoint": format!("http://{}", agent.addr()), "join_token": AGENT_TOKEN});
+            call(
+                &root,
+                reqwest::Method::POST,
+                &format!("/tenant/operator/cluster/sim-{i}"),
+                Some(&registration),
+            )
+            .await?;
+        }
+        call(&root, reqwest::Method::POST, "/tenant/bench", Some(&json!({}))).await?;
         call(
             &root,
             reqwest::Method::POST,
-            &format!("/tenant/operator/cluster/sim-{i}"),
-            Some(&registration),
+            "/tenant/bench/account/main",
+            Some(&json!({"spec": {"iaas": "sim"}})),
         )
         .await?;
-    }
-    call(&root, reqwest::Method::POST, "/tenant/bench", Some(&json!({}))).await?;
-    call(
-        &root,
-        reqwest::Method::POST,
-        "/tenant/bench/account/main",
-        Some(&json!({"spec": {"iaas": "sim"}})),
-    )
-    .await?;
-    call(
-        &root,
-        reqwest::Method::POST,
-        "/tenant/bench/account/main/environment/prod",
-        Some(&json!({})),
-    )
-    .await?;
-    // Wait for the three clusters to report their capacity.
-    let deadline = Instant::now() + Duration::from_secs(60);
-    loop {
-        let usable = call(
+        call(
             &root,
-            reqwest::Method::GET,
-            "/tenant/bench/account/main/environment/prod/clusters",
-            None,
+            reqwest::Method::POST,
+            "/tenant/bench/account/main/environment/prod",
+            Some(&json!({})),
         )
         .await?;
-        let online = usable["data"]["clusters"]
-            .as_array()
-            .map_or(0, |c| c.iter().filter(|c| c["state"] == "ONLINE").count());
-        if online == 3 {
-            break;
+        // Wait for the three clusters to report their capacity.
+        let deadline = Instant::now() + Duration::from_secs(60);
+        loop {
+            let usable = call(
+                &root,
+                reqwest::Method::GET,
+                "/tenant/bench/account/main/environment/prod/clusters",
+                None,
+            )
+            .await?;
+            let online = usable["data"]["clusters"]
+                .as_array()
+                .map_or(0, |c| c.iter().filter(|c| c["state"] == "ONLINE").count());
+            if online == 3 {
+                break;
+            }
+            if Instant::now() > deadline {
+                bail!("the clusters did not come online");
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
         }
-        if Instant::now() > deadline {
-            bail!("the clusters did not come online");
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
+        Ok(Self {
+            nodes,
+            _agents: agents,
+            _dir: dir,
+        })
     }
+
+    /// A client of the operator through node `id`.
+    fn root(&self, id: u64) -> PlatformClient {
+        PlatformClient::new(&self.nodes.api_addr(id), Some(token(OPERATOR_SUBJECT)))
+    }
+
+    /// CPU seconds of each node (`None`: not running).
+    fn cpu(&self) -> [Option<f64>; 3] {
+        [1, 2, 3].map(|id| self.nodes.pid_of(id).and_then(cpu_seconds))
+    }
+
+    /// Resident MiB of each node (`None`: not running).
+    fn rss(&self) -> [Option<f64>; 3] {
+        [1, 2, 3].map(|id| self.nodes.pid_of(id).and_then(rss_mib))
+    }
+
+    /// The leader, confirmed by every running node.
+    async fn leader(&self) -> Result<u64> {
+        self.nodes.leader(Duration::from_secs(30)).await
+    }
+}
+
+/// The deployment every service gets.
+fn deployment(args: &ServicesArgs) -> Value {
     let roles: serde_json::Map<String, Value> = (0..args.roles)
         .map(|r| {
             let (cpu, memory) = if args.instances > 1 { (1, 4) } else { (10, 16) };
@@ -248,21 +258,19 @@ pub async fn run(args: ServicesArgs) -> Result<()> {
             (format!("r{r}"), role)
         })
         .collect();
-    let deployment = json!({"deployment": {"roles": roles}});
-    if args.placement_burst {
-        drain_all(&root, true, "NOTREADY").await?;
-    }
-    let leader_pid = nodes.pid_of(leader).context("no leader pid")?;
-    let rss_before: Vec<f64> = (1..=3).filter_map(|id| rss_mib(nodes.pid_of(id)?)).collect();
-    let cpu_before = cpu_seconds(leader_pid).context("leader CPU")?;
-    let started = Instant::now();
+    json!({"deployment": {"roles": roles}})
+}
+
+/// Creates services `s0..s{services}` with `clients` clients, spread over the three nodes;
+/// returns how many creates answered `503` and were sent again.
+async fn create_all(world: &World, args: &ServicesArgs, services: usize) -> Result<usize> {
     let clients = args.clients.max(1);
+    let deployment = deployment(args);
     let retried = std::sync::atomic::AtomicUsize::new(0);
     let retried = &retried;
     let creators = (0..clients).map(|c| {
-        let client = PlatformClient::new(&nodes.api_addr(1 + (c as u64 % 3)), Some(token(OPERATOR_SUBJECT)));
+        let client = world.root(1 + (c as u64 % 3));
         let deployment = deployment.clone();
-        let services = args.services;
         async move {
             for i in (c..services).step_by(clients) {
                 let path = format!("/tenant/bench/service/s{i}?accept=true");
@@ -292,111 +300,279 @@ pub async fn run(args: ServicesArgs) -> Result<()> {
     for result in futures::future::join_all(creators).await {
         result?;
     }
-    let created = started.elapsed();
-    let retried = retried.load(std::sync::atomic::Ordering::Relaxed);
-    if retried > 0 {
-        println!("services: {retried} creates answered 503 (no quorum for a moment) and were sent again");
+    Ok(retried.load(std::sync::atomic::Ordering::Relaxed))
+}
+
+/// Runs the benchmark: each size in a fresh cluster, then the growth from the first size to
+/// the last as ratios.
+pub async fn run(args: ServicesArgs) -> Result<()> {
+    let sizes = args.services.clone();
+    if sizes.is_empty() || sizes.contains(&0) {
+        bail!("--services needs one or more sizes above 0");
     }
     if args.placement_burst {
-        let before = drover_tests::process::scraped(&address, "drover_service_placements_total").await?;
-        drain_all(&root, false, "ONLINE").await?;
-        let online = Instant::now();
-        let cpu_online = cpu_seconds(leader_pid).context("leader CPU")?;
-        let wanted = before + args.services as u64;
-        let deadline = online + Duration::from_secs(300);
-        while drover_tests::process::scraped(&address, "drover_service_placements_total").await? < wanted {
-            if Instant::now() > deadline {
-                bail!("not every service was placed within 300 s");
-            }
-            tokio::time::sleep(Duration::from_millis(10)).await;
+        for &services in &sizes {
+            placement_burst(&args, services).await?;
         }
-        let took = online.elapsed();
-        let cpu = cpu_seconds(leader_pid).context("leader CPU")? - cpu_online;
-        println!(
-            "placement burst: {} services (created in {:.2} s while every cluster was drained) placed {:.3} s after the clusters were ONLINE again: {:.0} placements/s through Raft; leader CPU {:.2} s ({:.0} µs per placement; the service actors starting meanwhile included)",
-            args.services,
-            created.as_secs_f64(),
-            took.as_secs_f64(),
-            args.services as f64 / took.as_secs_f64(),
-            cpu,
-            cpu / args.services as f64 * 1e6
-        );
         return Ok(());
     }
-    let mut all_placed = None;
-    let deadline = Instant::now() + Duration::from_secs(300);
-    let converged_at = loop {
-        let (placed, converged) = progress(&root, args.services).await?;
-        if placed == args.services && all_placed.is_none() {
-            all_placed = Some(started.elapsed());
+    let mut runs = Vec::new();
+    for &services in &sizes {
+        runs.push(run_size(&args, services).await?);
+    }
+    if let (Some(first), Some(last)) = (runs.first(), runs.last()) {
+        if runs.len() > 1 {
+            print_growth(first, last);
         }
-        if converged == args.services {
-            break started.elapsed();
-        }
-        if Instant::now() > deadline {
-            bail!("{converged} of {} services converged within 300 s", args.services);
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    };
-    let cpu = cpu_seconds(leader_pid).context("leader CPU")? - cpu_before;
-    let placed_at = all_placed.unwrap_or(converged_at);
-    println!(
-        "services: {} services x {} roles created by {clients} clients in {:.2} s; all placed after {:.2} s ({:.0} placements/s); all running exactly their revision on 3 sim clusters after {:.2} s",
-        args.services,
-        args.roles,
-        created.as_secs_f64(),
-        placed_at.as_secs_f64(),
-        args.services as f64 / placed_at.as_secs_f64(),
-        converged_at.as_secs_f64()
-    );
-    println!(
-        "services: leader CPU {:.2} s over the run, {:.1} ms per service (creating, placing, sending and observing it; the status polls of this program included)",
-        cpu,
-        cpu / args.services as f64 * 1000.0
-    );
-    if let Some(seconds) = args.steady {
-        let mut nodes = nodes;
-        steady_and_failover(&mut nodes, leader, &args, &rss_before, seconds).await?;
     }
     Ok(())
 }
 
-/// The scale figures of `--steady`: memory per service, the write and driver-call rates while
-/// nothing changes, and a leader failover.
-async fn steady_and_failover(
-    nodes: &mut ProcessCluster,
+/// `--placement-burst`: the services are created while every cluster is drained, then the
+/// clusters return to service at once.
+async fn placement_burst(args: &ServicesArgs, services: usize) -> Result<()> {
+    let world = World::start().await?;
+    let leader = world.leader().await?;
+    let address = world.nodes.api_addr(leader);
+    let root = world.root(leader);
+    drain_all(&root, true, "NOTREADY").await?;
+    let started = Instant::now();
+    let retried = create_all(&world, args, services).await?;
+    let created = started.elapsed();
+    if retried > 0 {
+        println!("services: {retried} creates answered 503 (no quorum for a moment) and were sent again");
+    }
+    let leader_pid = world.nodes.pid_of(leader).context("no leader pid")?;
+    let before = drover_tests::process::scraped(&address, "drover_service_placements_total").await?;
+    drain_all(&root, false, "ONLINE").await?;
+    let online = Instant::now();
+    let cpu_online = cpu_seconds(leader_pid).context("leader CPU")?;
+    let wanted = before + services as u64;
+    let deadline = online + Duration::from_secs(300);
+    while drover_tests::process::scraped(&address, "drover_service_placements_total").await? < wanted {
+        if Instant::now() > deadline {
+            bail!("not every service was placed within 300 s");
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let took = online.elapsed();
+    let cpu = cpu_seconds(leader_pid).context("leader CPU")? - cpu_online;
+    if world.leader().await? != leader {
+        println!("placement burst: leadership moved during the burst; the figures below are node {leader}'s");
+    }
+    println!(
+        "placement burst: {services} services (created in {:.2} s while every cluster was drained) placed {:.3} s after the clusters were ONLINE again: {:.0} placements/s through Raft; leader CPU {:.2} s ({:.0} µs per placement; the service actors starting meanwhile included)",
+        created.as_secs_f64(),
+        took.as_secs_f64(),
+        services as f64 / took.as_secs_f64(),
+        cpu,
+        cpu / services as f64 * 1e6
+    );
+    Ok(())
+}
+
+/// The figures of one size.
+struct SizeRun {
+    services: usize,
+    created: Duration,
+    placed: Duration,
+    running: Duration,
+    /// CPU seconds per node over the run (first create to all running).
+    cpu: [Option<f64>; 3],
+    /// The leader at the end of the run (checked to be the one at its start).
     leader: u64,
+    /// KiB per service per node, once settled.
+    memory: [Option<f64>; 3],
+    /// Median "converged again" after a leader SIGKILL, if failovers ran.
+    converged_again: Option<Duration>,
+}
+
+/// How far the services have come, read from the nodes' gauges: the leader's placements since
+/// the start, and the services that run exactly their revision by `watcher`'s replica (a
+/// follower: the counting does not load the leader).
+async fn progress(world: &World, leader: u64, watcher: u64, placements_before: u64) -> Result<(u64, u64)> {
+    let placed =
+        drover_tests::process::scraped(&world.nodes.api_addr(leader), "drover_service_placements_total")
+            .await?
+            .saturating_sub(placements_before);
+    let converged =
+        drover_tests::process::scraped(&world.nodes.api_addr(watcher), "drover_services_converged").await?;
+    Ok((placed, converged))
+}
+
+/// One size: create, place and run `services` services; then, with `--steady`, memory, the
+/// steady state and failovers.
+async fn run_size(args: &ServicesArgs, services: usize) -> Result<SizeRun> {
+    let mut world = World::start().await?;
+    let leader = world.leader().await?;
+    let watcher = [1, 2, 3].into_iter().find(|id| *id != leader).unwrap_or(leader);
+    let placements_before =
+        drover_tests::process::scraped(&world.nodes.api_addr(leader), "drover_service_placements_total")
+            .await?;
+    let rss_before = world.rss();
+    let cpu_before = world.cpu();
+    let started = Instant::now();
+    let clients = args.clients.max(1);
+    let create = create_all(&world, args, services);
+    // Placement and running are watched while the creates go on.
+    let watch = async {
+        let mut placed_at = None;
+        let deadline = started + Duration::from_secs(600);
+        loop {
+            let (placed, converged) = progress(&world, leader, watcher, placements_before).await?;
+            if placed >= services as u64 && placed_at.is_none() {
+                placed_at = Some(started.elapsed());
+            }
+            if converged >= services as u64 {
+                let running = started.elapsed();
+                return Ok::<_, anyhow::Error>((placed_at.unwrap_or(running), running));
+            }
+            if Instant::now() > deadline {
+                bail!("{converged} of {services} services ran their revision within 600 s ({placed} placed)");
+            }
+            tokio::time::sleep(Duration::from_millis(250)).await;
+        }
+    };
+    let (created, watched) = tokio::join!(
+        async {
+            let retried = create.await?;
+            Ok::<_, anyhow::Error>((started.elapsed(), retried))
+        },
+        watch
+    );
+    let (created, retried) = created?;
+    let (placed, running) = watched?;
+    let cpu_after = world.cpu();
+    let leader_after = world.leader().await?;
+    if retried > 0 {
+        println!("services: {retried} creates answered 503 (no quorum for a moment) and were sent again");
+    }
+    let cpu: [Option<f64>; 3] = std::array::from_fn(|i| Some(cpu_after[i]? - cpu_before[i]?));
+    let per_service_ms = |seconds: Option<f64>| {
+        seconds.map_or("-".to_string(), |s| {
+            format!("{:.2}", s / services as f64 * 1000.0)
+        })
+    };
+    println!(
+        "services {services}: {services} services x {} roles x {} instances created by {clients} clients in {:.2} s ({:.0} creates/s); all placed after {:.2} s ({:.0} placements/s); all running exactly their revision {:.2} s after the first create",
+        args.roles,
+        args.instances,
+        created.as_secs_f64(),
+        services as f64 / created.as_secs_f64(),
+        placed.as_secs_f64(),
+        services as f64 / placed.as_secs_f64(),
+        running.as_secs_f64(),
+    );
+    println!(
+        "services {services}: CPU per service over the run (ms), node 1 / 2 / 3: {} / {} / {}; the leader is node {leader}{}; node {watcher} also answered the progress scrapes (every 250 ms)",
+        per_service_ms(cpu[0]),
+        per_service_ms(cpu[1]),
+        per_service_ms(cpu[2]),
+        if leader_after == leader {
+            " for the whole run".to_string()
+        } else {
+            format!(" at the start and node {leader_after} at the end: leadership moved during the run")
+        }
+    );
+    let mut run = SizeRun {
+        services,
+        created,
+        placed,
+        running,
+        cpu,
+        leader: leader_after,
+        memory: [None; 3],
+        converged_again: None,
+    };
+    if let Some(seconds) = args.steady {
+        steady_and_failover(&mut world, &mut run, args, &rss_before, seconds).await?;
+    }
+    Ok(run)
+}
+
+/// Waits until no node builds or installs a snapshot for two seconds (their memory then holds
+/// the state, not a copy in flight), at most 60 s.
+async fn settled(world: &World) -> Result<()> {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let snapshots = || async {
+        let mut total = 0.0;
+        for id in 1..=3 {
+            let addr = world.nodes.api_addr(id);
+            total += drover_tests::process::scraped_sum(&addr, "drover_raft_snapshots_built")
+                .await
+                .unwrap_or(0.0);
+            total += drover_tests::process::scraped_sum(&addr, "drover_raft_snapshots_installed")
+                .await
+                .unwrap_or(0.0);
+        }
+        total
+    };
+    let mut last = snapshots().await;
+    let mut quiet_since = Instant::now();
+    while Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(250)).await;
+        let now = snapshots().await;
+        if now != last {
+            last = now;
+            quiet_since = Instant::now();
+        } else if quiet_since.elapsed() >= Duration::from_secs(2) {
+            return Ok(());
+        }
+    }
+    Ok(())
+}
+
+/// The scale figures of `--steady`: memory per service on every node, the write and
+/// driver-call rates while nothing changes, and leader failovers.
+async fn steady_and_failover(
+    world: &mut World,
+    run: &mut SizeRun,
     args: &ServicesArgs,
-    rss_before: &[f64],
+    rss_before: &[Option<f64>; 3],
     seconds: u64,
 ) -> Result<()> {
-    let services = args.services as f64;
-    let rss_after: Vec<f64> = (1..=3).filter_map(|id| rss_mib(nodes.pid_of(id)?)).collect();
-    for (id, (before, after)) in rss_before.iter().zip(&rss_after).enumerate() {
+    let services = run.services;
+    settled(world).await?;
+    let leader = world.leader().await?;
+    let rss_after = world.rss();
+    let mut memory = [None; 3];
+    for id in 0..3 {
+        let (Some(before), Some(after)) = (rss_before[id], rss_after[id]) else {
+            continue;
+        };
+        let per_service = (after - before) * 1024.0 / services as f64;
+        memory[id] = Some(per_service);
         println!(
-            "scale: node {} resident {:.0} MiB -> {:.0} MiB: {:.1} KiB per service ({} instances each){}",
+            "services {services}: node {} resident {:.0} MiB -> {:.0} MiB: {:.1} KiB per service ({} instances each){}",
             id + 1,
             before,
             after,
-            (after - before) * 1024.0 / services,
+            per_service,
             args.roles as u32 * args.instances,
-            if id as u64 + 1 == leader {
-                " (the leader: actors too)"
-            } else {
-                ""
-            }
+            if id as u64 + 1 == leader { " (the leader: actors too)" } else { "" }
         );
     }
-    let leader_addr = nodes.api_addr(leader);
+    let followers: Vec<f64> = (0..3)
+        .filter(|id| *id as u64 + 1 != leader)
+        .filter_map(|id| memory[id])
+        .collect();
+    if let [a, b] = followers[..] {
+        println!(
+            "services {services}: memory per service between the followers: {:.2}x",
+            a.max(b) / a.min(b).max(f64::MIN_POSITIVE)
+        );
+    }
+    run.memory = memory;
+    let leader_addr = world.nodes.api_addr(leader);
     let commit =
         |addr: String| async move { drover_tests::process::scraped(&addr, "drover_raft_commit_index").await };
     let calls = |addr: String| async move {
         drover_tests::process::scraped_sum(&addr, "drover_service_driver_calls_total").await
     };
-    let through_leader = PlatformClient::new(&leader_addr, Some(token(OPERATOR_SUBJECT)));
+    let through_leader = world.root(leader);
     let watched: Vec<String> = (0..3)
         .map(|i| format!("/tenant/operator/cluster/sim-{i}"))
-        .chain((0..args.services.min(10)).map(|i| format!("/tenant/bench/service/s{i}")))
+        .chain((0..services.min(10)).map(|i| format!("/tenant/bench/service/s{i}")))
         .collect();
     let mut before = Vec::new();
     for path in &watched {
@@ -406,7 +582,9 @@ async fn steady_and_failover(
         commit(leader_addr.clone()).await?,
         calls(leader_addr.clone()).await?,
     );
+    let cpu0 = world.cpu();
     tokio::time::sleep(Duration::from_secs(seconds)).await;
+    let cpu1 = world.cpu();
     let (commit1, calls1) = (
         commit(leader_addr.clone()).await?,
         calls(leader_addr.clone()).await?,
@@ -418,60 +596,65 @@ async fn steady_and_failover(
         differing(earlier, &now, String::new(), &mut changed);
         if !changed.is_empty() {
             changed.truncate(6);
-            println!("scale: {path} changed while nothing did: {}", changed.join(", "));
+            println!(
+                "services {services}: {path} changed while nothing did: {}",
+                changed.join(", ")
+            );
         }
     }
+    let leader_cpu = cpu1[leader as usize - 1]
+        .zip(cpu0[leader as usize - 1])
+        .map_or(0.0, |(a, b)| a - b);
     println!(
-        "scale: steady state over {seconds} s with nothing changing: {:.2} Raft entries/s, {:.2} service driver calls/s",
+        "services {services}: steady state over {seconds} s with nothing changing: {:.2} Raft entries/s, {:.2} service driver calls/s, leader CPU {:.1}% of a core",
         (commit1 - commit0) as f64 / seconds as f64,
-        (calls1 - calls0) / seconds as f64
+        (calls1 - calls0) / seconds as f64,
+        leader_cpu / seconds as f64 * 100.0
     );
 
-    let mut leader = leader;
     let mut failovers = Vec::new();
     for round in 1..=args.failovers {
-        let failover = failover(nodes, leader, args.services, &calls).await?;
+        let failover = failover(world, services, &calls).await?;
         println!(
-            "scale: failover {round}: leader SIGKILL -> new leader after {:.2} s, all {} service actors up after {:.2} s, all converged again after {:.2} s; the new leader's service driver calls meanwhile: {:.0}",
+            "services {services}: failover {round}: leader {} SIGKILLed -> node {} leader after {:.2} s, all {services} service actors up after {:.2} s, every actor's pass made and all converged again after {:.2} s; the new leader's service driver calls meanwhile: {:.0}",
+            failover.killed,
+            failover.next,
             failover.elected.as_secs_f64(),
-            args.services,
             failover.actors_up.as_secs_f64(),
             failover.converged.as_secs_f64(),
             failover.driver_calls
         );
-        nodes.restart(leader)?;
-        leader = failover.next;
+        world.nodes.restart(failover.killed)?;
         failovers.push(failover);
-        if round < args.failovers {
-            all_caught_up(nodes).await?;
-        }
+        all_caught_up(&world.nodes).await?;
     }
-    if failovers.len() > 1 {
+    if !failovers.is_empty() {
         let figure = |f: fn(&Failover) -> Duration| {
             let mut samples = Samples::default();
             for failover in &failovers {
                 samples.record(f(failover));
             }
-            format!(
-                "median {:.2} s, worst {:.2} s",
+            (
                 samples.quantile_ms(0.5) / 1000.0,
-                samples.quantile_ms(1.0) / 1000.0
+                samples.quantile_ms(1.0) / 1000.0,
             )
         };
+        let (elected, elected_worst) = figure(|f| f.elected);
+        let (up, up_worst) = figure(|f| f.actors_up);
+        let (converged, converged_worst) = figure(|f| f.converged);
         println!(
-            "scale: over {} failovers: new leader {}; all service actors up {}; all converged again {}; driver calls by the new leaders {:.0} in all",
+            "services {services}: over {} failovers (median, worst): new leader {elected:.2} s, {elected_worst:.2} s; all service actors up {up:.2} s, {up_worst:.2} s; all converged again {converged:.2} s, {converged_worst:.2} s; driver calls by the new leaders {:.0} in all",
             failovers.len(),
-            figure(|f| f.elected),
-            figure(|f| f.actors_up),
-            figure(|f| f.converged),
             failovers.iter().map(|f| f.driver_calls).sum::<f64>()
         );
+        run.converged_again = Some(Duration::from_secs_f64(converged));
     }
     Ok(())
 }
 
 /// What one leader SIGKILL cost, counted from the kill.
 struct Failover {
+    killed: u64,
     next: u64,
     elected: Duration,
     actors_up: Duration,
@@ -479,54 +662,66 @@ struct Failover {
     driver_calls: f64,
 }
 
-/// Kills `leader` and measures until every service reports converged on the next one.
-async fn failover<F, Fut>(
-    nodes: &mut ProcessCluster,
-    leader: u64,
-    services: usize,
-    calls: &F,
-) -> Result<Failover>
+/// Kills the leader (asked for just before) and measures until the next one has made a pass
+/// of every service actor and counts every service converged on its own replica.
+async fn failover<F, Fut>(world: &mut World, services: usize, calls: &F) -> Result<Failover>
 where
     F: Fn(String) -> Fut,
     Fut: std::future::Future<Output = Result<f64>>,
 {
-    nodes.kill(leader)?;
+    let leader = world.leader().await?;
+    world.nodes.kill(leader)?;
     let killed = Instant::now();
-    let next = nodes.leader(Duration::from_secs(30)).await?;
-    let elected = killed.elapsed();
-    let next_addr = nodes.api_addr(next);
-    let calls_at_election = calls(next_addr.clone()).await?;
-    let through_next = PlatformClient::new(&next_addr, Some(token(OPERATOR_SUBJECT)));
     let deadline = killed + Duration::from_secs(120);
+    // The survivors name the killed node until they elect another.
+    let next = loop {
+        match world.nodes.leader(Duration::from_secs(5)).await {
+            Ok(next) if next != leader => break next,
+            _ if Instant::now() > deadline => bail!("no new leader within 120 s"),
+            _ => tokio::time::sleep(Duration::from_millis(10)).await,
+        }
+    };
+    let elected = killed.elapsed();
+    let next_addr = world.nodes.api_addr(next);
+    let calls_at_election = calls(next_addr.clone()).await?;
     let actors_up = loop {
         let actors = drover_tests::process::scraped(&next_addr, "drover_service_actors").await?;
         if actors as usize >= services {
             break killed.elapsed();
         }
         if Instant::now() > deadline {
-            bail!("{actors} of {} service actors after 120 s", services);
+            bail!("{actors} of {services} service actors after 120 s");
         }
         tokio::time::sleep(Duration::from_millis(20)).await;
     };
-    let all_converged = loop {
-        let (_, converged) = progress(&through_next, services).await?;
-        if converged == services {
-            break killed.elapsed();
+    // Evidence from the new term: every actor made a pass (the new leader's reconciles grew by
+    // at least the number of services since they were all up), and then its replica counts
+    // every service converged with no backlog.
+    let passes_at_up =
+        drover_tests::process::scraped_sum(&next_addr, "drover_service_reconciles_total").await?;
+    let converged = loop {
+        let passes =
+            drover_tests::process::scraped_sum(&next_addr, "drover_service_reconciles_total").await?;
+        if passes - passes_at_up >= services as f64 {
+            let converged = drover_tests::process::scraped(&next_addr, "drover_services_converged").await?;
+            let backlog =
+                drover_tests::process::scraped(&next_addr, "drover_service_reconcile_backlog").await?;
+            if converged >= services as u64 && backlog == 0 {
+                break killed.elapsed();
+            }
         }
         if Instant::now() > deadline {
-            bail!(
-                "{converged} of {} services converged 120 s after the failover",
-                services
-            );
+            bail!("the services did not all converge again within 120 s of the failover");
         }
-        tokio::time::sleep(Duration::from_millis(200)).await;
+        tokio::time::sleep(Duration::from_millis(50)).await;
     };
     let driver_calls = calls(next_addr.clone()).await? - calls_at_election;
     Ok(Failover {
+        killed: leader,
         next,
         elected,
         actors_up,
-        converged: all_converged,
+        converged,
         driver_calls,
     })
 }
@@ -550,4 +745,41 @@ async fn all_caught_up(nodes: &ProcessCluster) -> Result<()> {
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
+}
+
+/// The growth from the smallest run to the largest, as ratios (1.00: the cost per service did
+/// not grow).
+fn print_growth(small: &SizeRun, large: &SizeRun) {
+    let rate = |r: &SizeRun, d: Duration| r.services as f64 / d.as_secs_f64();
+    let leader_cpu = |r: &SizeRun| r.cpu[r.leader as usize - 1].map(|s| s / r.services as f64);
+    let ratio = |a: Option<f64>, b: Option<f64>| {
+        a.zip(b).map_or("-".to_string(), |(a, b)| {
+            format!("{:.2}x", b / a.max(f64::MIN_POSITIVE))
+        })
+    };
+    println!(
+        "growth {} -> {} services: creates/s {:.0} -> {:.0}; placements/s {:.0} -> {:.0}; all running after {:.2} s -> {:.2} s; leader CPU per service {} (node {} / node {}); memory per service node 1 / 2 / 3: {} / {} / {}{}",
+        small.services,
+        large.services,
+        rate(small, small.created),
+        rate(large, large.created),
+        rate(small, small.placed),
+        rate(large, large.placed),
+        small.running.as_secs_f64(),
+        large.running.as_secs_f64(),
+        ratio(leader_cpu(small), leader_cpu(large)),
+        small.leader,
+        large.leader,
+        ratio(small.memory[0], large.memory[0]),
+        ratio(small.memory[1], large.memory[1]),
+        ratio(small.memory[2], large.memory[2]),
+        match (small.converged_again, large.converged_again) {
+            (Some(a), Some(b)) => format!(
+                "; converged again after a leader SIGKILL {:.2} s -> {:.2} s",
+                a.as_secs_f64(),
+                b.as_secs_f64()
+            ),
+            _ => String::new(),
+        }
+    );
 }
