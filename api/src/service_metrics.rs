@@ -1,8 +1,9 @@
 //! The services' Prometheus gauges, counted from this node's replica on every scrape (as
 //! kube-state-metrics counts objects): `drover_services{phase}` by the phase their actors last
-//! committed, and `drover_services_converged`, those that run exactly their current revision
-//! by what their cluster's actor last committed (the `converged` of a service's status). Any
-//! node answers, so a follower can be watched without loading the leader.
+//! committed, `drover_services_placed`, those placed on a cluster, and
+//! `drover_services_converged`, those that run exactly their current revision by what their
+//! cluster's actor last committed (the `converged` of a service's status). Any node answers,
+//! so a follower can be watched without loading the leader.
 
 use drover_model::service::reconcile::Phase;
 use drover_raft::RaftHandle;
@@ -24,6 +25,7 @@ const PHASES: [Phase; 6] = [
 #[derive(Clone)]
 pub struct ServiceMetrics {
     by_phase: IntGaugeVec,
+    placed: IntGauge,
     converged: IntGauge,
 }
 
@@ -41,33 +43,41 @@ impl ServiceMetrics {
             "drover_services_converged",
             "Services running exactly their current revision, by their cluster's last observation",
         )?;
+        let placed = IntGauge::new("drover_services_placed", "Services placed on a cluster")?;
         registry.register(Box::new(by_phase.clone()))?;
+        registry.register(Box::new(placed.clone()))?;
         registry.register(Box::new(converged.clone()))?;
-        Ok(Self { by_phase, converged })
+        Ok(Self {
+            by_phase,
+            placed,
+            converged,
+        })
     }
 
     /// Recounts the services from the local replica.
     pub fn refresh(&self, raft: &RaftHandle) {
-        let (counts, converged) = raft.local_read(|state| {
+        let (counts, placed, converged) = raft.local_read(|state| {
             let platform = state.platform();
             let mut counts = [0i64; PHASES.len()];
-            let mut converged = 0i64;
+            let (mut placed, mut converged) = (0i64, 0i64);
             for (name, tenant) in platform.tenants() {
                 for (service, stored) in &tenant.services {
                     if let Some(slot) = PHASES.iter().position(|p| *p == stored.reconcile.phase) {
                         counts[slot] += 1;
                     }
+                    placed += i64::from(stored.placement.is_some());
                     let run = platform.service_run_status(name, service);
                     converged += i64::from(run.is_ok_and(|run| run.converged));
                 }
             }
-            (counts, converged)
+            (counts, placed, converged)
         });
         for (phase, count) in PHASES.iter().zip(counts) {
             self.by_phase
                 .with_label_values(&[phase.event_reason()])
                 .set(count);
         }
+        self.placed.set(placed);
         self.converged.set(converged);
     }
 }

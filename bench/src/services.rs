@@ -5,9 +5,9 @@
 //! size in a fresh cluster and prints the growth from the first to the last as ratios (1.00x:
 //! the cost per service did not grow with their number).
 //!
-//! Progress is read from gauges, not by reading every service: the leader's
-//! `drover_service_placements_total`, and `drover_services_converged` counted on a follower's
-//! replica (every 250 ms), so that the counting loads no leader. The leader is asked at the
+//! Progress is read from gauges, not by reading every service: `drover_services_placed` and
+//! `drover_services_converged`, counted on a follower's replica (every 250 ms), so that the
+//! counting loads no leader. The leader is asked at the
 //! start and at the end of the run; when it moved, the figures say so.
 //!
 //! With `--placement-burst`, the services are created while every cluster is drained (nothing
@@ -387,17 +387,21 @@ struct SizeRun {
     converged_again: Option<Duration>,
 }
 
-/// How far the services have come, read from the nodes' gauges: the leader's placements since
-/// the start, and the services that run exactly their revision by `watcher`'s replica (a
-/// follower: the counting does not load the leader).
-async fn progress(world: &World, leader: u64, watcher: u64, placements_before: u64) -> Result<(u64, u64)> {
-    let placed =
-        drover_tests::process::scraped(&world.nodes.api_addr(leader), "drover_service_placements_total")
-            .await?
-            .saturating_sub(placements_before);
-    let converged =
-        drover_tests::process::scraped(&world.nodes.api_addr(watcher), "drover_services_converged").await?;
-    Ok((placed, converged))
+/// How far the services have come: those placed and those that run exactly their revision,
+/// by `watcher`'s replica (a follower: the counting loads no leader).
+async fn progress(world: &World, watcher: u64) -> Result<(u64, u64)> {
+    let addr = world.nodes.api_addr(watcher);
+    let text = drover_tests::process::metrics_text(&addr).await?;
+    let gauge = |name: &str| {
+        let prefix = format!("{name} ");
+        text.lines()
+            .find_map(|line| line.strip_prefix(&prefix)?.parse::<f64>().ok())
+            .map_or(0, |value| value as u64)
+    };
+    Ok((
+        gauge("drover_services_placed"),
+        gauge("drover_services_converged"),
+    ))
 }
 
 /// One size: create, place and run `services` services; then, with `--steady`, memory, the
@@ -406,9 +410,6 @@ async fn run_size(args: &ServicesArgs, services: usize) -> Result<SizeRun> {
     let mut world = World::start().await?;
     let leader = world.leader().await?;
     let watcher = [1, 2, 3].into_iter().find(|id| *id != leader).unwrap_or(leader);
-    let placements_before =
-        drover_tests::process::scraped(&world.nodes.api_addr(leader), "drover_service_placements_total")
-            .await?;
     let rss_before = world.rss();
     let cpu_before = world.cpu();
     let started = Instant::now();
@@ -419,7 +420,7 @@ async fn run_size(args: &ServicesArgs, services: usize) -> Result<SizeRun> {
         let mut placed_at = None;
         let deadline = started + Duration::from_secs(600);
         loop {
-            let (placed, converged) = progress(&world, leader, watcher, placements_before).await?;
+            let (placed, converged) = progress(&world, watcher).await?;
             if placed >= services as u64 && placed_at.is_none() {
                 placed_at = Some(started.elapsed());
             }

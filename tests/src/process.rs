@@ -49,7 +49,7 @@ const STARTUP_ATTEMPTS: usize = 3;
 const STARTUP_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(20);
 
 /// The `/metrics` text of the node whose API listens at `addr`.
-async fn metrics_text(addr: &str) -> Result<String> {
+pub async fn metrics_text(addr: &str) -> Result<String> {
     Ok(reqwest::Client::builder()
         .no_proxy()
         .build()?

@@ -285,7 +285,7 @@ impl Platform {
         let stored = self.service(tenant, service)?;
         let revision = stored.current.and_then(|n| stored.revisions.get(&n));
         let desired = revision.map_or(Vec::new(), |r| {
-            set_name(tenant, service).map_or(Vec::new(), |set| instances_of(&set, r))
+            set_name(tenant, service).map_or(Vec::new(), |set| instance_ids_of(&set, r))
         });
         let observed = stored
             .placement
@@ -293,7 +293,7 @@ impl Platform {
             .and_then(|cluster| self.cluster(cluster))
             .and_then(|cluster| cluster.status.sets.get(&set_name(tenant, service)?).copied())
             .unwrap_or_default();
-        let wanted = ids_digest(desired.iter().map(|i| &i.id));
+        let wanted = ids_digest(desired.iter());
         let count = u32::try_from(desired.len()).unwrap_or(u32::MAX);
         Ok(RunStatus {
             cluster: stored.placement.clone(),
@@ -380,6 +380,24 @@ pub(crate) fn instances_of(set: &SetName, revision: &Revision) -> Vec<InstanceSp
         }
     }
     instances
+}
+
+/// The ids of every instance of `revision` in set `set`: those of [`instances_of`], without
+/// building their specs (a status needs only the ids).
+pub(crate) fn instance_ids_of(set: &SetName, revision: &Revision) -> Vec<InstanceId> {
+    let mut ids = Vec::new();
+    for (role, spec) in &revision.deployment.roles {
+        let role_revision = revision
+            .role_revisions
+            .get(role)
+            .copied()
+            .unwrap_or(revision.number);
+        ids.extend(
+            (0..spec.instances)
+                .filter_map(|ordinal| InstanceId::derive(set.as_str(), role_revision, role, ordinal).ok()),
+        );
+    }
+    ids
 }
 
 /// Where a service runs and whether it has converged.

@@ -1503,3 +1503,31 @@ fn the_placement_pass_moves_only_what_must_or_should_move() {
         .placement = None;
     assert!(platform.placement_pass(NOW, INTERVAL, |_| false).is_empty());
 }
+
+#[test]
+fn a_status_derives_the_same_ids_as_the_instances_it_runs() {
+    let mut two_roles = deployment(3, 10);
+    let mut backend = two_roles.roles["frontend"].clone();
+    backend.instances = 2;
+    two_roles.roles.insert("backend".into(), backend);
+    let revision = Revision {
+        number: 4,
+        kind: RevisionType::Put,
+        previous: Some(3),
+        reinstates: None,
+        comment: String::new(),
+        usage: two_roles.usage(),
+        accepted: true,
+        created_ms: 0,
+        role_revisions: BTreeMap::from([("backend".to_string(), 2)]),
+        deployment: two_roles,
+    };
+    let set = SetName::parse("acme.web").unwrap();
+    let specs: Vec<_> = placement::instances_of(&set, &revision)
+        .into_iter()
+        .map(|spec| spec.id)
+        .collect();
+    assert_eq!(specs.len(), 5);
+    assert!(specs.iter().any(|id| id.as_str() == "acme.web.backend.r2.1"));
+    assert_eq!(placement::instance_ids_of(&set, &revision), specs);
+}
