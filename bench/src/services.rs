@@ -671,6 +671,12 @@ where
     Fut: std::future::Future<Output = Result<f64>>,
 {
     let leader = world.leader().await?;
+    // Each follower's passes so far (of earlier terms it led, if any): the next leader's passes
+    // beyond them are its own term's.
+    let mut passes_before = std::collections::BTreeMap::new();
+    for id in (1..=3).filter(|id| *id != leader) {
+        passes_before.insert(id, passes(&world.nodes.api_addr(id)).await?);
+    }
     world.nodes.kill(leader)?;
     let killed = Instant::now();
     let deadline = killed + Duration::from_secs(120);
@@ -695,24 +701,21 @@ where
         }
         tokio::time::sleep(Duration::from_millis(20)).await;
     };
-    // Evidence from the new term: every actor made a pass (the new leader's reconciles grew by
-    // at least the number of services since they were all up), and then its replica counts
-    // every service converged with no backlog.
-    let passes_at_up =
-        drover_tests::process::scraped_sum(&next_addr, "drover_service_reconciles_total").await?;
+    // Evidence from the new term: every actor made a pass (the new leader's passes that decided
+    // grew by at least the number of services since before the kill; an actor's first pass
+    // always decides), and then its replica counts every service converged with no backlog.
+    let passes_at_up = passes_before.get(&next).copied().unwrap_or(0.0);
     let converged = loop {
-        let passes =
-            drover_tests::process::scraped_sum(&next_addr, "drover_service_reconciles_total").await?;
-        if passes - passes_at_up >= services as f64 {
-            let converged = drover_tests::process::scraped(&next_addr, "drover_services_converged").await?;
-            let backlog =
-                drover_tests::process::scraped(&next_addr, "drover_service_reconcile_backlog").await?;
-            if converged >= services as u64 && backlog == 0 {
-                break killed.elapsed();
-            }
+        let made = passes(&next_addr).await? - passes_at_up;
+        let converged = drover_tests::process::scraped(&next_addr, "drover_services_converged").await?;
+        let backlog = drover_tests::process::scraped(&next_addr, "drover_service_reconcile_backlog").await?;
+        if made >= services as f64 && converged >= services as u64 && backlog == 0 {
+            break killed.elapsed();
         }
         if Instant::now() > deadline {
-            bail!("the services did not all converge again within 120 s of the failover");
+            bail!(
+                "the services did not all converge again within 120 s of the failover: node {next} made {made} passes in its term, counts {converged} converged, backlog {backlog}"
+            );
         }
         tokio::time::sleep(Duration::from_millis(50)).await;
     };
@@ -725,6 +728,17 @@ where
         converged,
         driver_calls,
     })
+}
+
+/// The service actor passes a node's actors made that decided anything (the passes skipped as
+/// unchanged are not counted).
+async fn passes(addr: &str) -> Result<f64> {
+    let text = drover_tests::process::metrics_text(addr).await?;
+    Ok(text
+        .lines()
+        .filter(|line| line.starts_with("drover_service_reconciles_total{") && !line.contains("unchanged"))
+        .filter_map(|line| line.rsplit(' ').next()?.parse::<f64>().ok())
+        .sum())
 }
 
 /// Waits until the three nodes report the same applied index (the restarted one caught up).

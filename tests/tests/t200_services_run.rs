@@ -126,6 +126,22 @@ async fn an_accepted_service_runs_scales_changes_rolls_back_and_goes() -> Result
     let started = runs_exactly(&client, &with_worker(1, 2)).await?;
     let worker = *started.get(WORKER).context("no worker")?;
     converged(&alice, 3).await?;
+    // With nothing changing, the leader's service actor skips its passes (nothing it decides
+    // from changed since a pass that sent and wrote nothing); every change below is still
+    // carried out.
+    let unchanged = || async {
+        let text = drover_tests::process::metrics_text(&addresses[&leader])
+            .await
+            .ok()?;
+        text.lines()
+            .find_map(|l| l.strip_prefix("drover_service_reconciles_total{result=\"unchanged\"} "))
+            .and_then(|v| v.parse::<f64>().ok())
+    };
+    let first = unchanged().await.unwrap_or(0.0);
+    eventually(CONVERGE, "passes skipped as unchanged", || async {
+        (unchanged().await? > first).then_some(())
+    })
+    .await?;
     let service = expect_ok(&alice, Method::GET, "/tenant/acme/service/t200", None).await?;
     ensure!(
         service["data"]["cluster"] == json!({"tenant": "operator", "name": "exec"}),

@@ -35,7 +35,7 @@ use super::driver::{Driver, DriverError};
 use super::identity::{ownership, Ownership};
 use super::lifecycle::{next_state, with_metrics, ProbeOutcome};
 use super::metrics_reader::read_metrics;
-use super::observed::{by_set, Observation, Observations};
+use super::observed::{by_set, Observation, Observations, ObservedSets};
 use super::plan::{desired_sets, plan_sets};
 use super::{ClusterActorMetrics, ClusterActorsConfig, DriverFactory};
 use crate::root::LeaderContext;
@@ -79,6 +79,8 @@ pub struct ClusterActorState {
     metrics_task: Option<tokio::task::JoinHandle<MetricReadings>>,
     /// When the metrics are read next.
     metrics_due: Instant,
+    /// The sets last published, whose unchanged ones the next publication shares.
+    published: Arc<ObservedSets>,
 }
 
 /// What the actor reads of its committed cluster.
@@ -479,12 +481,13 @@ impl ClusterActor {
                             state.last_answer = Instant::now();
                         }
                     }
+                    state.published = Arc::new(by_set(&inventory, &state.published));
                     let observation = Observation {
                         term: state.args.context.term,
                         uid: state.args.uid.clone(),
                         read_at,
                         reachable: true,
-                        sets: Arc::new(by_set(&inventory)),
+                        sets: state.published.clone(),
                         driver: driver.clone(),
                     };
                     state.args.observations.publish(&state.args.cluster, observation);
@@ -631,6 +634,7 @@ impl Actor for ClusterActor {
             http,
             metrics_task: None,
             metrics_due: Instant::now(),
+            published: Arc::default(),
         })
     }
 

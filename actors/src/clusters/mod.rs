@@ -25,7 +25,7 @@ use ractor::{Actor, ActorCell};
 
 pub use agent_driver::AgentDriver;
 pub use driver::{bounded, Driver, DriverError};
-pub use observed::{Observation, Observations};
+pub use observed::{Observation, Observations, ObservedSets, SetInstances};
 pub use supervisor::ClustersSupervisor;
 
 use crate::root::{ChildSpec, LeaderContext, StartFuture};

@@ -24,21 +24,36 @@ pub struct Observation {
     pub read_at: Instant,
     /// Whether the agent answered the last probe (when not, `sets` is from an earlier one).
     pub reachable: bool,
-    /// Each set's instances.
-    pub sets: Arc<BTreeMap<SetName, Vec<InstanceStatus>>>,
+    /// Each set's instances. A set that did not change since the actor's previous inventory
+    /// keeps the same allocation, so a service actor tells "unchanged" by pointer.
+    pub sets: Arc<ObservedSets>,
     /// How to reach the cluster.
     pub driver: Arc<dyn Driver>,
 }
 
-/// The instances of each set in `inventory`.
-pub fn by_set(inventory: &Inventory) -> BTreeMap<SetName, Vec<InstanceStatus>> {
-    let mut sets: BTreeMap<SetName, Vec<InstanceStatus>> = BTreeMap::new();
+/// One set's instances, shared.
+pub type SetInstances = Arc<[InstanceStatus]>;
+
+/// Each set's instances.
+pub type ObservedSets = BTreeMap<SetName, SetInstances>;
+
+/// The instances of each set in `inventory`; a set whose instances equal those in `previous`
+/// shares its allocation.
+pub fn by_set(inventory: &Inventory, previous: &ObservedSets) -> ObservedSets {
+    let mut grouped: BTreeMap<&SetName, Vec<InstanceStatus>> = BTreeMap::new();
     for instance in &inventory.instances {
-        sets.entry(instance.set.clone())
-            .or_default()
-            .push(instance.clone());
+        grouped.entry(&instance.set).or_default().push(instance.clone());
     }
-    sets
+    grouped
+        .into_iter()
+        .map(|(set, instances)| {
+            let shared = match previous.get(set) {
+                Some(before) if **before == *instances => before.clone(),
+                _ => SetInstances::from(instances),
+            };
+            (set.clone(), shared)
+        })
+        .collect()
 }
 
 /// The shared map, one per node; cheap to clone.
@@ -50,6 +65,19 @@ impl Observations {
     pub fn get(&self, cluster: &ClusterRef, term: u64) -> Option<Observation> {
         let map = self.0.read().unwrap_or_else(|poisoned| poisoned.into_inner());
         map.get(cluster).filter(|o| o.term == term).cloned()
+    }
+
+    /// What was last seen of one set of `cluster` in `term`, without copying the observation:
+    /// when it was read, whether the agent answered, and the set's instances.
+    pub fn set_view(
+        &self,
+        cluster: &ClusterRef,
+        term: u64,
+        set: &SetName,
+    ) -> Option<(Instant, bool, Option<SetInstances>)> {
+        let map = self.0.read().unwrap_or_else(|poisoned| poisoned.into_inner());
+        let o = map.get(cluster).filter(|o| o.term == term)?;
+        Some((o.read_at, o.reachable, o.sets.get(set).cloned()))
     }
 
     /// Records what `cluster`'s actor saw.

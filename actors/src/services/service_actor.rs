@@ -30,7 +30,7 @@ use ractor::{Actor, ActorProcessingErr, ActorRef};
 
 use super::backoff::{phase, retry_delay};
 use super::{ServiceActorsConfig, ServiceMetrics};
-use crate::clusters::{DriverError, Observations};
+use crate::clusters::{DriverError, Observations, SetInstances};
 use crate::root::LeaderContext;
 
 /// Messages of a service actor.
@@ -79,9 +79,47 @@ impl Refused {
     }
 }
 
+/// What a pass decides from besides the committed service, which its `version` stands for
+/// (stamped by every change of the service: a revision, a placement, a report). The plan is a
+/// pure function of the service, the set's instances and the actor's own memory of its last
+/// send, so a pass whose inputs are all those of an earlier pass that wanted nothing sent
+/// would decide that nothing again: it is skipped. An unplaced service is never skipped (its
+/// pass asks the scheduler, which reads every cluster), nor is anything after a pass that
+/// acted, wanted to act, wrote or failed.
+struct PassInputs {
+    version: u64,
+    /// The cluster's last observation, when there is one: whether it answered, this set's
+    /// instances (shared while unchanged), and whether it predates this actor's last send
+    /// (then the agent's answer to the send stands in for it) or its last failed send.
+    observed: Option<(bool, Option<SetInstances>, bool, bool)>,
+}
+
+impl PassInputs {
+    fn same_as(&self, other: &PassInputs) -> bool {
+        let same_observed = match (&self.observed, &other.observed) {
+            (None, None) => true,
+            (Some((reachable, set, after_sent, after_failed)), Some((r, s, a, f))) => {
+                reachable == r
+                    && after_sent == a
+                    && after_failed == f
+                    && match (set, s) {
+                        (None, None) => true,
+                        (Some(x), Some(y)) => Arc::ptr_eq(x, y),
+                        _ => false,
+                    }
+            }
+            _ => false,
+        };
+        self.version == other.version && same_observed
+    }
+}
+
 /// State of a service actor.
 pub struct ServiceState {
     args: ServiceArgs,
+    /// The inputs of the last pass, when it wanted nothing sent or written (see
+    /// [`PassInputs`]).
+    quiet: Option<PassInputs>,
     sent: Option<Sent>,
     /// The last set sent, when the agent refused it.
     refused: Option<Refused>,
@@ -169,6 +207,36 @@ impl ServiceActor {
         state.first_read.get_or_insert(fresh).clone()
     }
 
+    /// What the next pass would decide from, or `None` when it must run whatever it finds
+    /// (the service is gone, or accepted and unplaced).
+    fn pass_inputs(state: &ServiceState) -> Option<PassInputs> {
+        let args = &state.args;
+        let (version, cluster) = args.context.raft.local_read(|s| {
+            let service = s
+                .platform()
+                .service(&args.tenant, &args.service)
+                .ok()
+                .filter(|service| service.uid == args.uid)?;
+            if service.placement.is_none() && service.current.is_some() {
+                return None;
+            }
+            let cluster = service.migrating_to.clone().or_else(|| service.placement.clone());
+            Some((service.version, cluster))
+        })?;
+        let observed = cluster.as_ref().and_then(|cluster| {
+            let (read_at, reachable, set) =
+                args.observations
+                    .set_view(cluster, args.context.term, &args.set)?;
+            let after_sent = state
+                .sent
+                .as_ref()
+                .is_some_and(|sent| sent.cluster == *cluster && read_at <= sent.at);
+            let after_failed = state.failed_at.is_some_and(|failed_at| read_at <= failed_at);
+            Some((reachable, set, after_sent, after_failed))
+        });
+        Some(PassInputs { version, observed })
+    }
+
     fn set_backlog(state: &mut ServiceState, busy: bool) {
         if busy != state.in_backlog {
             if busy {
@@ -180,8 +248,28 @@ impl ServiceActor {
         }
     }
 
-    /// One pass; `false` when the service is gone (the actor stops).
-    async fn tick(state: &mut ServiceState) -> Result<bool, ActorProcessingErr> {
+    /// The inputs of the next pass, unless they are those of the last quiet one: then the pass
+    /// is skipped (see [`PassInputs`]) and this says so with `Err(())`.
+    fn changed_inputs(state: &mut ServiceState) -> Result<Option<PassInputs>, ()> {
+        let inputs = Self::pass_inputs(state);
+        if let (Some(inputs), Some(quiet)) = (&inputs, &state.quiet) {
+            if inputs.same_as(quiet) {
+                state
+                    .args
+                    .metrics
+                    .reconciles
+                    .with_label_values(&["unchanged"])
+                    .inc();
+                return Err(());
+            }
+        }
+        state.quiet = None;
+        Ok(inputs)
+    }
+
+    /// One pass with `inputs` read before it; `false` when the service is gone (the actor
+    /// stops).
+    async fn tick(state: &mut ServiceState, inputs: Option<PassInputs>) -> Result<bool, ActorProcessingErr> {
         let started = Instant::now();
         let Some(committed) = Self::committed(&state.args) else {
             return Ok(false);
@@ -209,7 +297,7 @@ impl ServiceActor {
                 Some(sent) if sent.cluster == *cluster && o.read_at <= sent.at => {
                     Seen::Instances(&sent.instances)
                 }
-                _ => Seen::Instances(o.sets.get(&args.set).map_or(&[], Vec::as_slice)),
+                _ => Seen::Instances(o.sets.get(&args.set).map_or(&[], |set| &set[..])),
             },
         };
         let wanted = Wanted {
@@ -228,6 +316,7 @@ impl ServiceActor {
         let mut failed = false;
         let waiting = state.retry_at.is_some_and(|at| Instant::now() < at);
         let mut apply = None;
+        let wants_apply = actions.iter().any(|action| matches!(action, Action::Apply(_)));
         for action in actions {
             match action {
                 Action::Finalize => finalize = true,
@@ -300,8 +389,12 @@ impl ServiceActor {
         }
         // Work left: anything but a service running exactly its revision.
         Self::set_backlog(state, status.phase != Phase::Running);
+        let writes = finalize || switch || status != committed.reported;
+        if !wants_apply && !writes && !failed && committed.unplaced.is_none() {
+            state.quiet = inputs;
+        }
         let args = &state.args;
-        if finalize || switch || status != committed.reported {
+        if writes {
             let report = ServiceReport {
                 tenant: args.tenant.clone(),
                 service: args.service.clone(),
@@ -360,6 +453,7 @@ impl Actor for ServiceActor {
         args.metrics.actors.inc();
         Ok(ServiceState {
             args,
+            quiet: None,
             sent: None,
             refused: None,
             failures: 0,
@@ -389,15 +483,20 @@ impl Actor for ServiceActor {
     ) -> Result<(), ActorProcessingErr> {
         match message {
             ServiceMsg::Tick => {
-                // Every line a pass logs names the service, the leader and its term.
-                let span = tracing::info_span!(
-                    "reconcile",
-                    node = state.args.context.raft.id(),
-                    term = state.args.context.term,
-                    tenant = %state.args.tenant,
-                    service = %state.args.service,
-                );
-                let alive = tracing::Instrument::instrument(Self::tick(state), span).await?;
+                let alive = match Self::changed_inputs(state) {
+                    Err(()) => true,
+                    Ok(inputs) => {
+                        // Every line a pass logs names the service, the leader and its term.
+                        let span = tracing::info_span!(
+                            "reconcile",
+                            node = state.args.context.raft.id(),
+                            term = state.args.context.term,
+                            tenant = %state.args.tenant,
+                            service = %state.args.service,
+                        );
+                        tracing::Instrument::instrument(Self::tick(state, inputs), span).await?
+                    }
+                };
                 if alive {
                     let next = state.retry_at.map_or(state.args.config.interval, |at| {
                         at.saturating_duration_since(Instant::now())
