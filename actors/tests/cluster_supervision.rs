@@ -54,6 +54,7 @@ impl Driver for Flaky {
             },
             pressure: None,
             version: "test".into(),
+            generation: None,
         })
     }
 
@@ -62,6 +63,7 @@ impl Driver for Flaky {
             agent: "flaky".into(),
             fence: Fence::default(),
             instances: Vec::new(),
+            generation: None,
         })
     }
 
@@ -108,52 +110,119 @@ fn counter(registry: &prometheus::Registry, name: &str) -> f64 {
         .unwrap_or(0.0)
 }
 
+/// A single-node Raft with an operator and one registered cluster, and the clusters
+/// supervisor running under the leader gate with `drivers` (probes every 50 ms).
+struct World {
+    _dir: tempfile::TempDir,
+    raft: RaftHandle,
+    cluster: ClusterRef,
+    registry: prometheus::Registry,
+    shutdown: CancellationToken,
+    gate: LeaderGate,
+}
+
+impl World {
+    async fn start(drivers: DriverFactory) -> Result<Self> {
+        let (dir, raft) = single_node().await?;
+        let operator = Identity {
+            issuer: "https://idp.test".into(),
+            subject: "root".into(),
+        };
+        let register_user = PlatformOp::RegisterUser {
+            uid: "u-root".into(),
+            profile: UserProfile {
+                name: "root".into(),
+                ..UserProfile::default()
+            },
+            operator: true,
+        };
+        commit(
+            &raft,
+            Command::Platform(PlatformCommand {
+                caller: operator.clone(),
+                op: register_user,
+            }),
+        )
+        .await?;
+        let cluster = ClusterRef {
+            tenant: "operator".into(),
+            name: "flaky".into(),
+        };
+        let register = ClusterOp::Register {
+            cluster: cluster.clone(),
+            uid: "c-1".into(),
+            registration: ClusterRegistration {
+                metrics: Vec::new(),
+                endpoint: "http://127.0.0.1:9".into(),
+                join_token: "a-join-token-of-some-length".into(),
+                labels: BTreeMap::new(),
+            },
+        };
+        commit(
+            &raft,
+            Command::Cluster(ClusterCommand::User {
+                caller: operator,
+                change: register,
+            }),
+        )
+        .await?;
+        let registry = prometheus::Registry::new();
+        let config = ClusterActorsConfig {
+            probe_interval: Duration::from_millis(50),
+            sync_interval: Duration::from_millis(50),
+            ..ClusterActorsConfig::default()
+        };
+        let child: Arc<dyn ChildSpec> = Arc::new(ClustersChild::with_drivers(
+            config,
+            &registry,
+            drivers,
+            Default::default(),
+        )?);
+        let shutdown = CancellationToken::new();
+        let gate = LeaderGate::start(
+            raft.clone(),
+            vec![child],
+            RestartPolicyConfig::default(),
+            &registry,
+            shutdown.clone(),
+        )?;
+        Ok(Self {
+            _dir: dir,
+            raft,
+            cluster,
+            registry,
+            shutdown,
+            gate,
+        })
+    }
+
+    /// Waits until the cluster is `ONLINE`.
+    async fn online(&self) -> Result<()> {
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+        loop {
+            let state = self
+                .raft
+                .local_read(|s| s.platform().cluster(&self.cluster).map(|c| c.status.state));
+            if state == Some(ClusterState::Online) {
+                return Ok(());
+            }
+            ensure!(
+                tokio::time::Instant::now() < deadline,
+                "the cluster stayed {state:?}"
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+
+    async fn stop(self) {
+        self.shutdown.cancel();
+        self.gate.join().await;
+        self.raft.shutdown().await;
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_crashing_cluster_actor_is_restarted_and_then_brings_its_cluster_online() -> Result<()> {
-    let (_dir, raft) = single_node().await?;
-    let operator = Identity {
-        issuer: "https://idp.test".into(),
-        subject: "root".into(),
-    };
-    let register_user = PlatformOp::RegisterUser {
-        uid: "u-root".into(),
-        profile: UserProfile {
-            name: "root".into(),
-            ..UserProfile::default()
-        },
-        operator: true,
-    };
-    commit(
-        &raft,
-        Command::Platform(PlatformCommand {
-            caller: operator.clone(),
-            op: register_user,
-        }),
-    )
-    .await?;
-    let cluster = ClusterRef {
-        tenant: "operator".into(),
-        name: "flaky".into(),
-    };
-    let register = ClusterOp::Register {
-        cluster: cluster.clone(),
-        uid: "c-1".into(),
-        registration: ClusterRegistration {
-            metrics: Vec::new(),
-            endpoint: "http://127.0.0.1:9".into(),
-            join_token: "a-join-token-of-some-length".into(),
-            labels: BTreeMap::new(),
-        },
-    };
-    commit(
-        &raft,
-        Command::Cluster(ClusterCommand::User {
-            caller: operator,
-            change: register,
-        }),
-    )
-    .await?;
-
     let probes = Arc::new(AtomicUsize::new(0));
     let seen = probes.clone();
     let drivers: DriverFactory = Arc::new(move |_: &str, _: &str| {
@@ -162,54 +231,131 @@ async fn a_crashing_cluster_actor_is_restarted_and_then_brings_its_cluster_onlin
             crashes: 3,
         }) as Arc<dyn Driver>)
     });
-    let registry = prometheus::Registry::new();
-    let config = ClusterActorsConfig {
-        probe_interval: Duration::from_millis(50),
-        sync_interval: Duration::from_millis(50),
-        ..ClusterActorsConfig::default()
-    };
-    let child: Arc<dyn ChildSpec> = Arc::new(ClustersChild::with_drivers(
-        config,
-        &registry,
-        drivers,
-        Default::default(),
-    )?);
-    let shutdown = CancellationToken::new();
-    let gate = LeaderGate::start(
-        raft.clone(),
-        vec![child],
-        RestartPolicyConfig::default(),
-        &registry,
-        shutdown.clone(),
-    )?;
-
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
-    loop {
-        let state = raft.local_read(|s| s.platform().cluster(&cluster).map(|c| c.status.state));
-        if state == Some(ClusterState::Online) {
-            break;
-        }
-        ensure!(
-            tokio::time::Instant::now() < deadline,
-            "the cluster stayed {state:?}"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    let world = World::start(drivers).await?;
+    world.online().await?;
     ensure!(
         probes.load(Ordering::SeqCst) > 3,
         "three crashes, then probes that answered"
     );
-    let restarts = counter(&registry, "drover_cluster_actor_restarts_total");
+    let restarts = counter(&world.registry, "drover_cluster_actor_restarts_total");
     ensure!(
         restarts >= 3.0,
         "each crash was followed by a restart: {restarts}"
     );
     // The clusters supervisor absorbed the crashes: the root never had to restart it.
-    let root_failures = counter(&registry, "drover_actors_root_failures_total");
+    let root_failures = counter(&world.registry, "drover_actors_root_failures_total");
     ensure!(root_failures == 0.0, "the root failed {root_failures} times");
+    world.stop().await;
+    Ok(())
+}
 
-    shutdown.cancel();
-    gate.join().await;
-    raft.shutdown().await;
+/// An agent whose facts carry a generation the test sets, counting the inventories read.
+struct Generations {
+    generation: Arc<AtomicUsize>,
+    inventories: Arc<AtomicUsize>,
+}
+
+#[async_trait]
+impl Driver for Generations {
+    async fn facts(&self) -> Result<NodeFacts, DriverError> {
+        let mut facts = Flaky {
+            probes: Arc::default(),
+            crashes: 0,
+        }
+        .facts()
+        .await?;
+        facts.generation = Some(self.generation.load(Ordering::SeqCst) as u64);
+        Ok(facts)
+    }
+
+    async fn inventory(&self) -> Result<Inventory, DriverError> {
+        self.inventories.fetch_add(1, Ordering::SeqCst);
+        Ok(Inventory {
+            agent: "flaky".into(),
+            fence: Fence::default(),
+            instances: Vec::new(),
+            generation: Some(self.generation.load(Ordering::SeqCst) as u64),
+        })
+    }
+
+    async fn raise_fence(&self, _: Fence) -> Result<Inventory, DriverError> {
+        self.inventory().await
+    }
+
+    async fn apply_set(&self, _: Fence, _: &SetName, _: Vec<InstanceSpec>) -> Result<Inventory, DriverError> {
+        self.inventory().await
+    }
+
+    async fn restart(&self, _: Fence, _: &InstanceId) -> Result<(), DriverError> {
+        Ok(())
+    }
+
+    async fn logs(&self, _: &InstanceId, _: &LogQuery) -> Result<LogChunk, DriverError> {
+        Ok(LogChunk::default())
+    }
+}
+
+/// Waits until `count` exceeds `floor`.
+async fn grows(count: &AtomicUsize, floor: usize, what: &str) -> Result<()> {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+    while count.load(Ordering::SeqCst) <= floor {
+        ensure!(
+            tokio::time::Instant::now() < deadline,
+            "{what} did not grow past {floor}"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_inventory_is_read_again_only_when_the_agents_generation_changed() -> Result<()> {
+    let generation = Arc::new(AtomicUsize::new(7));
+    let inventories = Arc::new(AtomicUsize::new(0));
+    let (g, i) = (generation.clone(), inventories.clone());
+    let drivers: DriverFactory = Arc::new(move |_: &str, _: &str| {
+        Ok(Arc::new(Generations {
+            generation: g.clone(),
+            inventories: i.clone(),
+        }) as Arc<dyn Driver>)
+    });
+    let world = World::start(drivers).await?;
+    world.online().await?;
+    // The term's first probe reads the inventory with the fence; then, at the same generation,
+    // a dozen more probes (50 ms apart) read none.
+    let read = inventories.load(Ordering::SeqCst);
+    ensure!(read >= 1, "the first probe read the inventory");
+    let probes_made = || {
+        world
+            .registry
+            .gather()
+            .iter()
+            .find(|family| family.name() == "drover_cluster_probe_seconds")
+            .and_then(|family| {
+                family
+                    .get_metric()
+                    .first()
+                    .map(|m| m.get_histogram().get_sample_count())
+            })
+            .unwrap_or(0)
+    };
+    let floor = probes_made();
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+    while probes_made() < floor + 12 {
+        ensure!(
+            tokio::time::Instant::now() < deadline,
+            "the actor stopped probing"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    ensure!(
+        inventories.load(Ordering::SeqCst) == read,
+        "{} inventories read at an unchanged generation",
+        inventories.load(Ordering::SeqCst) - read
+    );
+    // A change on the agent: the next probe reads it.
+    generation.fetch_add(1, Ordering::SeqCst);
+    grows(&inventories, read, "the inventories read").await?;
+    world.stop().await;
     Ok(())
 }

@@ -151,13 +151,17 @@ impl Agent {
             agent: self.name.clone(),
             fence: memory.fence,
             instances,
+            generation: Some(memory.generation()),
         }
     }
 
     /// The machine, its capacity and what is free of it.
     pub fn facts(&self) -> NodeFacts {
         let machine = self.executor.machine();
-        let requested = self.shared.lock().requested(None);
+        let (requested, generation) = {
+            let memory = self.shared.lock();
+            (memory.requested(None), memory.generation())
+        };
         let pressure = self.faults().pressure.clone().or(machine.pressure);
         NodeFacts {
             agent: self.name.clone(),
@@ -170,6 +174,7 @@ impl Agent {
             free: self.capacity.minus(requested),
             pressure,
             version: env!("CARGO_PKG_VERSION").to_string(),
+            generation: Some(generation),
         }
     }
 

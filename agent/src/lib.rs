@@ -70,7 +70,11 @@ impl std::fmt::Debug for Opened {
 pub fn open(config: &AgentConfig) -> Result<Opened, AgentError> {
     let layout = Layout::new(&config.data_dir);
     let lock = layout.open()?;
-    let memory = Memory::from_doc(store::load(&layout)?);
+    let mut memory = Memory::from_doc(store::load(&layout)?);
+    let started = (config.wall_clock)()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |since| u64::try_from(since.as_nanos()).unwrap_or(u64::MAX));
+    memory.start_generation(started);
     let identity = store::load_identity(&layout)?;
     let loaded = memory.instances.len();
     let metrics = metrics::Metrics::new()?;

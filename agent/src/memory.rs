@@ -116,6 +116,10 @@ pub struct Memory {
     /// The requests of every desired instance, summed (kept with `instances`, so that checking
     /// a set against the capacity does not walk every instance of every other set).
     requested: Totals,
+    /// Grows with every change of what the inventory shows: every change goes through
+    /// [`Memory::apply`], [`Memory::run_mut`] or [`Memory::set_fence`] (see
+    /// `NodeFacts::generation`).
+    generation: u64,
 }
 
 /// Requests summed without overflow; saturated only when read, which gives what a saturating
@@ -172,6 +176,23 @@ impl Memory {
             }
         }
         memory
+    }
+
+    /// Starts the generation at `start` (the agent's start time in nanoseconds, so that a
+    /// restarted agent's generations do not repeat its predecessor's).
+    pub fn start_generation(&mut self, start: u64) {
+        self.generation = start;
+    }
+
+    /// The generation (see `NodeFacts::generation`).
+    pub fn generation(&self) -> u64 {
+        self.generation
+    }
+
+    /// Records a fence newer than the one held.
+    pub fn set_fence(&mut self, fence: Fence) {
+        self.fence = fence;
+        self.generation = self.generation.wrapping_add(1);
     }
 
     /// Adds (or replaces) an instance, keeping the totals.
@@ -246,10 +267,16 @@ impl Memory {
 
     /// The run record of `id` if it still belongs to `epoch`.
     pub fn run_mut(&mut self, id: &InstanceId, epoch: u64) -> Option<&mut Run> {
-        self.instances
+        let run = self
+            .instances
             .get_mut(id)
             .filter(|e| e.epoch == epoch)
-            .map(|e| &mut e.run)
+            .map(|e| &mut e.run);
+        if run.is_some() {
+            // Whoever asks may change it.
+            self.generation = self.generation.wrapping_add(1);
+        }
+        run
     }
 
     /// Sum of the requests of every desired instance, except those of `except`.
@@ -301,6 +328,7 @@ impl Memory {
 
     /// Applies `plan`.
     pub fn apply(&mut self, plan: &Plan) {
+        self.generation = self.generation.wrapping_add(1);
         self.fence = plan.fence;
         let Some(set) = &plan.set else {
             return;
@@ -426,6 +454,31 @@ mod tests {
                 assert_eq!(only.requested(None), summed(&only, None));
             }
         }
+    }
+
+    #[test]
+    fn the_generation_grows_with_every_change_the_inventory_shows() {
+        let web = SetName::parse("web").unwrap();
+        let mut memory = Memory::default();
+        memory.start_generation(1_000);
+        let mut last = memory.generation();
+        let mut changed = |memory: &Memory, what: &str| {
+            assert!(memory.generation() > last, "{what}");
+            last = memory.generation();
+        };
+        let plan = memory.plan(&web, Fence::new(1, 1), vec![spec("a", &["x"])]);
+        memory.apply(&plan);
+        changed(&memory, "a set applied");
+        let epoch = memory.instances[&InstanceId::parse("a").unwrap()].epoch;
+        memory.run_mut(&InstanceId::parse("a").unwrap(), epoch).unwrap().state = InstanceState::Running;
+        changed(&memory, "a run record changed");
+        memory.set_fence(Fence::new(2, 1));
+        changed(&memory, "a newer fence");
+        // Reads change nothing.
+        let before = memory.generation();
+        let _ = (memory.requested(None), memory.set_instances(&web), memory.doc());
+        assert!(memory.run_mut(&InstanceId::parse("gone").unwrap(), 1).is_none());
+        assert_eq!(memory.generation(), before);
     }
 
     #[test]

@@ -94,7 +94,7 @@ impl Shared {
         if newer_fence {
             let (layout, fence) = (self.layout.clone(), plan.fence);
             blocking(move || store::save_fence(&layout, fence)).await?;
-            self.lock().fence = fence;
+            self.lock().set_fence(fence);
             self.metrics.set_fence_term(fence.term);
         }
         if let Some((set, instances)) = set {

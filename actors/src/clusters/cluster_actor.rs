@@ -81,6 +81,25 @@ pub struct ClusterActorState {
     metrics_due: Instant,
     /// The sets last published, whose unchanged ones the next publication shares.
     published: Arc<ObservedSets>,
+    /// The last inventory read and what was derived from it, kept while the agent's generation
+    /// says nothing changed (then it is not read, decoded or walked again).
+    last: Option<LastInventory>,
+}
+
+/// An inventory and what the actor derived from it.
+struct LastInventory {
+    inventory: Arc<Inventory>,
+    sets: BTreeMap<SetName, SetObservation>,
+    counts: InstanceCounts,
+}
+
+impl LastInventory {
+    /// Whether `facts` were answered at the generation this inventory was.
+    fn still_exact(&self, facts: &NodeFacts) -> bool {
+        facts.generation.is_some()
+            && self.inventory.generation == facts.generation
+            && self.inventory.agent == facts.agent
+    }
 }
 
 /// What the actor reads of its committed cluster.
@@ -105,7 +124,7 @@ enum Probed {
     /// inventory was asked for.
     Driven {
         facts: Box<NodeFacts>,
-        inventory: Inventory,
+        inventory: Arc<Inventory>,
         read_at: Instant,
     },
     /// The agent answered, but another cluster drives it: nothing is sent to it.
@@ -254,8 +273,9 @@ impl ClusterActor {
     /// from that answer, so nothing a deposed leader sends afterwards can change what this
     /// leader acts on. Records when the agent answered.
     async fn probe(state: &mut ClusterActorState, driver: &dyn Driver) -> Result<Probed, DriverError> {
+        let asked = Instant::now();
         let (facts, identity) = driver.identified_facts().await?;
-        let read_at = Instant::now();
+        let mut read_at = Instant::now();
         state.last_answer = read_at;
         if let Some(identity) = &identity {
             if let Some(seen) = state.agent_id.as_ref().filter(|seen| **seen != identity.agent_id) {
@@ -264,6 +284,7 @@ impl ClusterActor {
                 tracing::warn!(cluster = %state.args.cluster, from = %seen, to = %identity.agent_id, "another agent answers at the cluster's endpoint");
                 state.fenced = false;
                 state.sent_all = false;
+                state.last = None;
             }
             state.agent_id = Some(identity.agent_id.clone());
         }
@@ -290,19 +311,31 @@ impl ClusterActor {
             Ownership::Drive if state.fenced => None,
             Ownership::Drive => Some(driver.raise_fence(fence).await),
         };
-        let inventory = match changed {
-            None => driver.inventory().await?,
-            Some(Ok(inventory)) => {
+        let kept = state
+            .last
+            .as_ref()
+            .filter(|last| last.still_exact(&facts))
+            .map(|last| last.inventory.clone());
+        let inventory = match (changed, kept) {
+            // Nothing the inventory shows changed since the one kept was answered: it is what
+            // the agent held when the facts were asked for (so anything answered before then
+            // is in it).
+            (None, Some(kept)) => {
+                read_at = asked;
+                kept
+            }
+            (None, None) => Arc::new(driver.inventory().await?),
+            (Some(Ok(inventory)), _) => {
                 state.fenced = true;
-                inventory
+                Arc::new(inventory)
             }
             // Another cluster object bound the agent first (or took it over first).
-            Some(Err(DriverError::Bound(message))) => {
+            (Some(Err(DriverError::Bound(message))), _) => {
                 return Ok(Probed::NotDriven {
                     reason: format!("the agent refuses this cluster: {message}"),
                 })
             }
-            Some(Err(error)) => return Err(error),
+            (Some(Err(error)), _) => return Err(error),
         };
         state.last_answer = Instant::now();
         Ok(Probed::Driven {
@@ -476,12 +509,23 @@ impl ClusterActor {
                     if sent.changed {
                         let again = Instant::now();
                         if let Ok(after) = driver.inventory().await {
-                            inventory = after;
+                            inventory = Arc::new(after);
                             read_at = again;
                             state.last_answer = Instant::now();
                         }
                     }
-                    state.published = Arc::new(by_set(&inventory, &state.published));
+                    let kept = state
+                        .last
+                        .as_ref()
+                        .is_some_and(|last| Arc::ptr_eq(&last.inventory, &inventory));
+                    if !kept {
+                        state.published = Arc::new(by_set(&inventory, &state.published));
+                        state.last = Some(LastInventory {
+                            sets: set_observations(&inventory),
+                            counts: counts(&inventory),
+                            inventory: inventory.clone(),
+                        });
+                    }
                     let observation = Observation {
                         term: state.args.context.term,
                         uid: state.args.uid.clone(),
@@ -525,18 +569,21 @@ impl ClusterActor {
         let driven = matches!(probed, Ok(Probed::Driven { .. }));
         // Only the sets that differ from what is committed are committed.
         let sets_changed = match &probed {
-            Ok(Probed::Driven { inventory, .. }) => {
-                Some(SetsChange::between(&committed.sets, &set_observations(inventory)))
+            Ok(Probed::Driven { .. }) => {
+                let observed = state.last.as_ref().map(|last| &last.sets);
+                observed
+                    .map(|sets| SetsChange::between(&committed.sets, sets))
                     .filter(|change| !change.is_empty())
             }
             _ => None,
         };
         let (outcome, facts, instances) = match probed {
-            Ok(Probed::Driven { facts, inventory, .. }) => {
+            Ok(Probed::Driven { facts, .. }) => {
                 let outcome = ProbeOutcome::Answered {
                     pressure: facts.pressure.clone(),
                 };
-                (outcome, Some(replicated_facts(&facts)), Some(counts(&inventory)))
+                let instances = state.last.as_ref().map(|last| last.counts);
+                (outcome, Some(replicated_facts(&facts)), instances)
             }
             Ok(Probed::NotDriven { reason }) => (ProbeOutcome::NotDriven { reason }, None, None),
             Err(error) => (
@@ -635,6 +682,7 @@ impl Actor for ClusterActor {
             metrics_task: None,
             metrics_due: Instant::now(),
             published: Arc::default(),
+            last: None,
         })
     }
 

@@ -117,6 +117,7 @@ mod tests {
             agent: "a".into(),
             fence: Fence::default(),
             instances,
+            generation: None,
         }
     }
 

@@ -341,6 +341,9 @@ pub struct Inventory {
     pub fence: Fence,
     /// Every instance, ordered by id.
     pub instances: Vec<InstanceStatus>,
+    /// The agent's generation when it answered (see [`NodeFacts::generation`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub generation: Option<u64>,
 }
 
 /// `GET /v1/facts`: the agent's machine.
@@ -367,6 +370,14 @@ pub struct NodeFacts {
     pub pressure: Option<String>,
     /// Agent version.
     pub version: String,
+    /// A number that grows with every change of what the agent's inventory shows (a set, an
+    /// instance's state, the fence) and with nothing else, so that a reader who holds an
+    /// inventory answered at the same generation knows it is still exact without reading it
+    /// again. It starts again when the agent restarts (compare it only with answers of the
+    /// same agent process: an inventory's generation together with its agent's name and
+    /// fence).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub generation: Option<u64>,
 }
 
 /// `PUT /v1/sim/faults` (sim executor only): switches for fault tests.

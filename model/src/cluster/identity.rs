@@ -172,6 +172,7 @@ mod tests {
             free: Resources::default(),
             pressure: None,
             version: "test".into(),
+            generation: None,
         };
         let identified = IdentifiedFacts {
             facts: facts.clone(),

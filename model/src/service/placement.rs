@@ -12,7 +12,7 @@ use serde::{Deserialize, Serialize};
 
 use super::reservations::held_by;
 use super::rollout::RoleTarget;
-use super::{Revision, Service};
+use super::{Revision, RoleSpec, Service};
 use crate::cluster::agent_api::{InstanceId, InstanceSpec, Resources, SetName};
 use crate::cluster::{ids_digest, ClusterRef};
 use crate::platform::{Platform, PlatformError};
@@ -359,45 +359,42 @@ pub fn role_targets(set: &SetName, service: &Service) -> Vec<RoleTarget> {
         .collect()
 }
 
-/// Every instance of `revision` in set `set`, with ids `{set}.{role}.r{role revision}.{ordinal}`.
-pub(crate) fn instances_of(set: &SetName, revision: &Revision) -> Vec<InstanceSpec> {
-    let mut instances = Vec::new();
-    for (role, spec) in &revision.deployment.roles {
+/// Each instance of `revision` in set `set`: its role's spec and its id
+/// `{set}.{role}.r{role revision}.{ordinal}`.
+fn each_instance<'a>(
+    set: &'a SetName,
+    revision: &'a Revision,
+) -> impl Iterator<Item = (&'a RoleSpec, InstanceId)> + 'a {
+    revision.deployment.roles.iter().flat_map(move |(role, spec)| {
         let role_revision = revision
             .role_revisions
             .get(role)
             .copied()
             .unwrap_or(revision.number);
-        for ordinal in 0..spec.instances {
-            if let Ok(id) = InstanceId::derive(set.as_str(), role_revision, role, ordinal) {
-                instances.push(InstanceSpec {
-                    id,
-                    exec: spec.exec.clone(),
-                    resources: spec.resources,
-                    env: spec.env.clone(),
-                });
-            }
-        }
-    }
-    instances
+        (0..spec.instances).filter_map(move |ordinal| {
+            InstanceId::derive(set.as_str(), role_revision, role, ordinal)
+                .ok()
+                .map(|id| (spec, id))
+        })
+    })
 }
 
-/// The ids of every instance of `revision` in set `set`: those of [`instances_of`], without
-/// building their specs (a status needs only the ids).
+/// Every instance of `revision` in set `set`.
+pub(crate) fn instances_of(set: &SetName, revision: &Revision) -> Vec<InstanceSpec> {
+    each_instance(set, revision)
+        .map(|(spec, id)| InstanceSpec {
+            id,
+            exec: spec.exec.clone(),
+            resources: spec.resources,
+            env: spec.env.clone(),
+        })
+        .collect()
+}
+
+/// The ids of every instance of `revision` in set `set`, without building their specs (a
+/// status needs only the ids).
 pub(crate) fn instance_ids_of(set: &SetName, revision: &Revision) -> Vec<InstanceId> {
-    let mut ids = Vec::new();
-    for (role, spec) in &revision.deployment.roles {
-        let role_revision = revision
-            .role_revisions
-            .get(role)
-            .copied()
-            .unwrap_or(revision.number);
-        ids.extend(
-            (0..spec.instances)
-                .filter_map(|ordinal| InstanceId::derive(set.as_str(), role_revision, role, ordinal).ok()),
-        );
-    }
-    ids
+    each_instance(set, revision).map(|(_, id)| id).collect()
 }
 
 /// Where a service runs and whether it has converged.
