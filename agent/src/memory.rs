@@ -470,7 +470,10 @@ mod tests {
         memory.apply(&plan);
         changed(&memory, "a set applied");
         let epoch = memory.instances[&InstanceId::parse("a").unwrap()].epoch;
-        memory.run_mut(&InstanceId::parse("a").unwrap(), epoch).unwrap().state = InstanceState::Running;
+        memory
+            .run_mut(&InstanceId::parse("a").unwrap(), epoch)
+            .unwrap()
+            .state = InstanceState::Running;
         changed(&memory, "a run record changed");
         memory.set_fence(Fence::new(2, 1));
         changed(&memory, "a newer fence");
