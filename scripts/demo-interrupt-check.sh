@@ -32,11 +32,16 @@ if [ -n "$before" ]; then
   exit 1
 fi
 
-# With job control on, the demo runs in a process group of its own (its id is the demo's pid)
-# and, unlike a background job of a script without it, does not start with SIGINT ignored:
-# as `make demo` in a terminal.
+# With job control on, the demo runs in a process group of its own (its id is the demo's pid),
+# as `make demo` in a terminal. It starts with SIGINT and SIGQUIT at their defaults even when
+# this script's caller ignores them (a background job of a non-interactive shell starts with
+# them ignored, and bash cannot trap a signal that was ignored when it started): python3
+# restores them and becomes the demo's bash.
 set -m
-bash scripts/demo.sh >"$log" 2>&1 &
+python3 -c 'import os, signal
+signal.signal(signal.SIGINT, signal.SIG_DFL)
+signal.signal(signal.SIGQUIT, signal.SIG_DFL)
+os.execvp("bash", ["bash", "scripts/demo.sh"])' >"$log" 2>&1 &
 demo=$!
 set +m
 deadline=$((SECONDS + 300))

@@ -1,7 +1,8 @@
 //! The clusters supervisor on a real single-node Raft: a cluster actor that crashes (its cluster
 //! answers in a way that makes it panic) is started again after a backoff and counted; once
-//! the cluster behaves, the actor moves it to `ONLINE` through Raft. The driver here stands in
-//! for the world outside (an agent), the only place a fake belongs.
+//! the cluster behaves, the actor moves it to `ONLINE` through Raft; and a cluster actor reads
+//! an agent's inventory again only when the agent's generation changed. The driver here stands
+//! in for the world outside (an agent), the only place a fake belongs.
 
 mod common;
 
@@ -24,10 +25,20 @@ use drover_model::{Command, CommandResult, Proposal};
 use drover_raft::RaftHandle;
 use tokio_util::sync::CancellationToken;
 
-/// A cluster whose first `crashes` probes make its actor panic.
+/// A cluster whose first `crashes` probes make its actor panic; its facts and inventories carry
+/// `generation` when it is set, and the inventories read are counted.
+#[derive(Default)]
 struct Flaky {
     probes: Arc<AtomicUsize>,
     crashes: usize,
+    generation: Option<Arc<AtomicUsize>>,
+    inventories: Arc<AtomicUsize>,
+}
+
+impl Flaky {
+    fn generation(&self) -> Option<u64> {
+        self.generation.as_ref().map(|g| g.load(Ordering::SeqCst) as u64)
+    }
 }
 
 #[async_trait]
@@ -54,16 +65,17 @@ impl Driver for Flaky {
             },
             pressure: None,
             version: "test".into(),
-            generation: None,
+            generation: self.generation(),
         })
     }
 
     async fn inventory(&self) -> Result<Inventory, DriverError> {
+        self.inventories.fetch_add(1, Ordering::SeqCst);
         Ok(Inventory {
             agent: "flaky".into(),
             fence: Fence::default(),
             instances: Vec::new(),
-            generation: None,
+            generation: self.generation(),
         })
     }
 
@@ -229,6 +241,7 @@ async fn a_crashing_cluster_actor_is_restarted_and_then_brings_its_cluster_onlin
         Ok(Arc::new(Flaky {
             probes: seen.clone(),
             crashes: 3,
+            ..Flaky::default()
         }) as Arc<dyn Driver>)
     });
     let world = World::start(drivers).await?;
@@ -247,52 +260,6 @@ async fn a_crashing_cluster_actor_is_restarted_and_then_brings_its_cluster_onlin
     ensure!(root_failures == 0.0, "the root failed {root_failures} times");
     world.stop().await;
     Ok(())
-}
-
-/// An agent whose facts carry a generation the test sets, counting the inventories read.
-struct Generations {
-    generation: Arc<AtomicUsize>,
-    inventories: Arc<AtomicUsize>,
-}
-
-#[async_trait]
-impl Driver for Generations {
-    async fn facts(&self) -> Result<NodeFacts, DriverError> {
-        let mut facts = Flaky {
-            probes: Arc::default(),
-            crashes: 0,
-        }
-        .facts()
-        .await?;
-        facts.generation = Some(self.generation.load(Ordering::SeqCst) as u64);
-        Ok(facts)
-    }
-
-    async fn inventory(&self) -> Result<Inventory, DriverError> {
-        self.inventories.fetch_add(1, Ordering::SeqCst);
-        Ok(Inventory {
-            agent: "flaky".into(),
-            fence: Fence::default(),
-            instances: Vec::new(),
-            generation: Some(self.generation.load(Ordering::SeqCst) as u64),
-        })
-    }
-
-    async fn raise_fence(&self, _: Fence) -> Result<Inventory, DriverError> {
-        self.inventory().await
-    }
-
-    async fn apply_set(&self, _: Fence, _: &SetName, _: Vec<InstanceSpec>) -> Result<Inventory, DriverError> {
-        self.inventory().await
-    }
-
-    async fn restart(&self, _: Fence, _: &InstanceId) -> Result<(), DriverError> {
-        Ok(())
-    }
-
-    async fn logs(&self, _: &InstanceId, _: &LogQuery) -> Result<LogChunk, DriverError> {
-        Ok(LogChunk::default())
-    }
 }
 
 /// Waits until `count` exceeds `floor`.
@@ -314,9 +281,10 @@ async fn an_inventory_is_read_again_only_when_the_agents_generation_changed() ->
     let inventories = Arc::new(AtomicUsize::new(0));
     let (g, i) = (generation.clone(), inventories.clone());
     let drivers: DriverFactory = Arc::new(move |_: &str, _: &str| {
-        Ok(Arc::new(Generations {
-            generation: g.clone(),
+        Ok(Arc::new(Flaky {
+            generation: Some(g.clone()),
             inventories: i.clone(),
+            ..Flaky::default()
         }) as Arc<dyn Driver>)
     });
     let world = World::start(drivers).await?;
