@@ -392,12 +392,7 @@ struct SizeRun {
 async fn progress(world: &World, watcher: u64) -> Result<(u64, u64)> {
     let addr = world.nodes.api_addr(watcher);
     let text = drover_tests::process::metrics_text(&addr).await?;
-    let gauge = |name: &str| {
-        let prefix = format!("{name} ");
-        text.lines()
-            .find_map(|line| line.strip_prefix(&prefix)?.parse::<f64>().ok())
-            .map_or(0, |value| value as u64)
-    };
+    let gauge = |name| drover_tests::process::gauge_in(&text, name);
     Ok((
         gauge("drover_services_placed"),
         gauge("drover_services_converged"),

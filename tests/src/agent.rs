@@ -514,6 +514,19 @@ impl AgentClient {
         self.get("/v1/inventory").await?.ok()
     }
 
+    /// The instances whose id starts with `prefix` (a set's, a role's), or `None` when the
+    /// agent does not answer.
+    pub async fn instances_with_prefix(&self, prefix: &str) -> Option<Vec<InstanceStatus>> {
+        let inventory = self.inventory().await.ok()?;
+        Some(
+            inventory
+                .instances
+                .into_iter()
+                .filter(|i| i.id.as_str().starts_with(prefix))
+                .collect(),
+        )
+    }
+
     /// Turns the `sim` agent's `unreachable` fault on or off (every other call then answers
     /// `503`, as a cut-off agent would not answer at all).
     pub async fn set_unreachable(&self, unreachable: bool) -> Result<()> {

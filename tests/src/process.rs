@@ -63,12 +63,15 @@ pub async fn metrics_text(addr: &str) -> Result<String> {
 /// The value of an unlabelled counter or gauge `name` in the `/metrics` of the node whose API
 /// listens at `addr` (0 when the node does not report it yet).
 pub async fn scraped(addr: &str, name: &str) -> Result<u64> {
-    let text = metrics_text(addr).await?;
+    Ok(gauge_in(&metrics_text(addr).await?, name))
+}
+
+/// The value of an unlabelled counter or gauge `name` in a `/metrics` text (0 when absent).
+pub fn gauge_in(text: &str, name: &str) -> u64 {
     let prefix = format!("{name} ");
-    Ok(text
-        .lines()
+    text.lines()
         .find_map(|line| line.strip_prefix(&prefix)?.parse::<f64>().ok())
-        .map_or(0, |value| value as u64))
+        .map_or(0, |value| value as u64)
 }
 
 /// The sum of every series of counter or gauge `name` (all its labels) on a node's `/metrics`.

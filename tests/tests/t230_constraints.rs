@@ -31,14 +31,7 @@ fn constrained(labels: &[&str]) -> Value {
 }
 
 async fn count_of(agent: &AgentClient, prefix: &str) -> Option<usize> {
-    let inventory = agent.inventory().await.ok()?;
-    Some(
-        inventory
-            .instances
-            .iter()
-            .filter(|i| i.id.as_str().starts_with(prefix))
-            .count(),
-    )
+    agent.instances_with_prefix(prefix).await.map(|found| found.len())
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -57,12 +57,10 @@ fn service(env: Value) -> Value {
 
 /// Ids of the agent's instances that start with `prefix`, and whether each runs.
 async fn instances_of(agent: &AgentClient, prefix: &str) -> Option<Vec<(String, bool)>> {
-    let inventory = agent.inventory().await.ok()?;
+    let found = agent.instances_with_prefix(prefix).await?;
     Some(
-        inventory
-            .instances
-            .iter()
-            .filter(|i| i.id.as_str().starts_with(prefix))
+        found
+            .into_iter()
             .map(|i| (i.id.to_string(), i.state == InstanceState::Running))
             .collect(),
     )
