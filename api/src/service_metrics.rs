@@ -3,7 +3,11 @@
 //! committed, `drover_services_placed`, those placed on a cluster, and
 //! `drover_services_converged`, those that run exactly their current revision by what their
 //! cluster's actor last committed (the `converged` of a service's status). Any node answers,
-//! so a follower can be watched without loading the leader.
+//! so a follower can be watched without loading the leader. Scrapes within 200 ms of a
+//! recount get its figures.
+
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use drover_model::service::reconcile::Phase;
 use drover_raft::RaftHandle;
@@ -27,7 +31,12 @@ pub struct ServiceMetrics {
     by_phase: IntGaugeVec,
     placed: IntGauge,
     converged: IntGauge,
+    /// When the gauges were last recounted.
+    counted_at: Arc<Mutex<Option<Instant>>>,
 }
+
+/// Scrapes within this of a recount are answered with its figures.
+const RECOUNT_EVERY: Duration = Duration::from_millis(200);
 
 impl ServiceMetrics {
     /// Creates and registers the gauges.
@@ -51,11 +60,24 @@ impl ServiceMetrics {
             by_phase,
             placed,
             converged,
+            counted_at: Arc::default(),
         })
     }
 
-    /// Recounts the services from the local replica.
+    /// Recounts the services from the local replica, at most five times a second: `/metrics` needs
+    /// no credential, and a recount walks every service under the state's read lock, so a
+    /// caller scraping in a loop must not make every apply wait behind it.
     pub fn refresh(&self, raft: &RaftHandle) {
+        {
+            let mut last = self
+                .counted_at
+                .lock()
+                .unwrap_or_else(|poisoned| poisoned.into_inner());
+            if last.is_some_and(|at| at.elapsed() < RECOUNT_EVERY) {
+                return;
+            }
+            *last = Some(Instant::now());
+        }
         let (counts, placed, converged) = raft.local_read(|state| {
             let platform = state.platform();
             let mut counts = [0i64; PHASES.len()];
