@@ -79,8 +79,6 @@ pub struct ClusterActorState {
     metrics_task: Option<tokio::task::JoinHandle<MetricReadings>>,
     /// When the metrics are read next.
     metrics_due: Instant,
-    /// The sets last published, whose unchanged ones the next publication shares.
-    published: Arc<ObservedSets>,
     /// The last inventory read and what was derived from it, kept while the agent's generation
     /// says nothing changed (then it is not read, decoded or walked again).
     last: Option<LastInventory>,
@@ -89,6 +87,9 @@ pub struct ClusterActorState {
 /// An inventory and what the actor derived from it.
 struct LastInventory {
     inventory: Arc<Inventory>,
+    /// Its instances by set, as published to the service actors (the next inventory's
+    /// unchanged sets share these).
+    published: Arc<ObservedSets>,
     sets: BTreeMap<SetName, SetObservation>,
     counts: InstanceCounts,
 }
@@ -514,24 +515,26 @@ impl ClusterActor {
                             state.last_answer = Instant::now();
                         }
                     }
-                    let kept = state
-                        .last
-                        .as_ref()
-                        .is_some_and(|last| Arc::ptr_eq(&last.inventory, &inventory));
-                    if !kept {
-                        state.published = Arc::new(by_set(&inventory, &state.published));
-                        state.last = Some(LastInventory {
+                    let last = match state.last.take() {
+                        Some(last) if Arc::ptr_eq(&last.inventory, &inventory) => last,
+                        previous => LastInventory {
+                            published: Arc::new(by_set(
+                                &inventory,
+                                previous.as_ref().map_or(&ObservedSets::new(), |l| &l.published),
+                            )),
                             sets: set_observations(&inventory),
                             counts: counts(&inventory),
                             inventory: inventory.clone(),
-                        });
-                    }
+                        },
+                    };
+                    let published = last.published.clone();
+                    state.last = Some(last);
                     let observation = Observation {
                         term: state.args.context.term,
                         uid: state.args.uid.clone(),
                         read_at,
                         reachable: true,
-                        sets: state.published.clone(),
+                        sets: published,
                         driver: driver.clone(),
                     };
                     state.args.observations.publish(&state.args.cluster, observation);
@@ -681,7 +684,6 @@ impl Actor for ClusterActor {
             http,
             metrics_task: None,
             metrics_due: Instant::now(),
-            published: Arc::default(),
             last: None,
         })
     }
