@@ -8,6 +8,7 @@ pub mod audit;
 pub mod cluster;
 pub mod command;
 mod command_decode;
+pub mod derived;
 pub mod error;
 pub mod limits;
 pub mod merge_patch;

@@ -11,9 +11,9 @@
 //! saturates if and only if the true sum exceeds `u64::MAX`.
 
 use std::collections::BTreeMap;
-use std::sync::Mutex;
 
 use super::entities::Tenant;
+use crate::derived::Derived;
 use crate::service::{EnvironmentRef, Service, Usage};
 
 /// One environment's sums.
@@ -56,12 +56,12 @@ fn sums_of(tenant: &Tenant) -> Sums {
 }
 
 /// The index; see the module.
-#[derive(Default)]
-pub struct UsageIndex(Mutex<BTreeMap<String, Sums>>);
+#[derive(Default, Clone, PartialEq, Eq, Debug)]
+pub struct UsageIndex(Derived<BTreeMap<String, Sums>>);
 
 impl UsageIndex {
     fn lock(&self) -> std::sync::MutexGuard<'_, BTreeMap<String, Sums>> {
-        self.0.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+        self.0.lock()
     }
 
     /// What the services of `tenant` (named `name`) deployed in `environment` use, but
@@ -129,25 +129,5 @@ impl UsageIndex {
             };
             nonzero(sums) == nonzero(&fresh)
         })
-    }
-}
-
-impl Clone for UsageIndex {
-    fn clone(&self) -> Self {
-        Self::default()
-    }
-}
-
-impl PartialEq for UsageIndex {
-    fn eq(&self, _: &Self) -> bool {
-        true
-    }
-}
-
-impl Eq for UsageIndex {}
-
-impl std::fmt::Debug for UsageIndex {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("UsageIndex")
     }
 }

@@ -7,20 +7,19 @@
 //! the rare commands that may change many services or a cluster's pinned sets empty it, and
 //! the next reader rebuilds it.
 
-use std::sync::Mutex;
-
 use super::placement::{requests, Promised};
 use super::Service;
 use crate::cluster::agent_api::Resources;
 use crate::cluster::ClusterRef;
+use crate::derived::Derived;
 
 /// The cache; see the module.
-#[derive(Default)]
-pub struct ReservationCache(Mutex<Option<Promised>>);
+#[derive(Default, Clone, PartialEq, Eq, Debug)]
+pub struct ReservationCache(Derived<Option<Promised>>);
 
 impl ReservationCache {
     fn lock(&self) -> std::sync::MutexGuard<'_, Option<Promised>> {
-        self.0.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+        self.0.lock()
     }
 
     /// The reservations, built by `build` when nothing is kept.
@@ -70,24 +69,4 @@ pub fn held_by(service: &Service) -> Vec<(ClusterRef, Resources)> {
         .chain(service.migrating_to.iter())
         .map(|cluster| (cluster.clone(), requests(revision)))
         .collect()
-}
-
-impl Clone for ReservationCache {
-    fn clone(&self) -> Self {
-        Self::default()
-    }
-}
-
-impl PartialEq for ReservationCache {
-    fn eq(&self, _: &Self) -> bool {
-        true
-    }
-}
-
-impl Eq for ReservationCache {}
-
-impl std::fmt::Debug for ReservationCache {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("ReservationCache")
-    }
 }
