@@ -524,3 +524,37 @@ impl Actor for ServiceActor {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn set() -> SetInstances {
+        SetInstances::from(Vec::new())
+    }
+
+    #[test]
+    fn a_pass_is_skipped_only_when_every_input_is_the_same() {
+        let shared = set();
+        let inputs = |version, observed| PassInputs { version, observed };
+        let quiet = inputs(7, Some((true, Some(shared.clone()), false, false)));
+        // The same service version and the very same instances (shared, not equal): skipped.
+        assert!(inputs(7, Some((true, Some(shared.clone()), false, false))).same_as(&quiet));
+        // Anything else runs the pass: a newer version, another observation of the set (even
+        // with equal contents), the set gone or come, the agent silent, a send or a failed send
+        // the observation predates, no observation at all.
+        let differ = [
+            inputs(8, Some((true, Some(shared.clone()), false, false))),
+            inputs(7, Some((true, Some(set()), false, false))),
+            inputs(7, Some((true, None, false, false))),
+            inputs(7, Some((false, Some(shared.clone()), false, false))),
+            inputs(7, Some((true, Some(shared.clone()), true, false))),
+            inputs(7, Some((true, Some(shared.clone()), false, true))),
+            inputs(7, None),
+        ];
+        for (at, other) in differ.iter().enumerate() {
+            assert!(!other.same_as(&quiet), "case {at}");
+        }
+        assert!(inputs(7, None).same_as(&inputs(7, None)));
+    }
+}
