@@ -84,22 +84,39 @@ pub struct ClusterActorState {
     last: Option<LastInventory>,
 }
 
-/// An inventory and what the actor derived from it.
+/// What the actor derived from the last inventory read. The inventory itself is not kept: its
+/// instances are moved into the sets published to the service actors, so the leader holds each
+/// instance's status once.
 struct LastInventory {
-    inventory: Arc<Inventory>,
-    /// Its instances by set, as published to the service actors (the next inventory's
+    /// The agent that answered, and its generation then.
+    agent: String,
+    generation: Option<u64>,
+    /// The instances by set, as published to the service actors (the next inventory's
     /// unchanged sets share these).
     published: Arc<ObservedSets>,
+    /// What each set shows, as committed (an unchanged set's is not derived again).
     sets: BTreeMap<SetName, SetObservation>,
     counts: InstanceCounts,
 }
 
 impl LastInventory {
+    /// What `inventory` shows; the sets that did not change since `previous` share its
+    /// instances and observations.
+    fn of(inventory: Inventory, previous: Option<&LastInventory>) -> Self {
+        let empty = ObservedSets::new();
+        let published = by_set(inventory.instances, previous.map_or(&empty, |p| &p.published));
+        LastInventory {
+            agent: inventory.agent,
+            generation: inventory.generation,
+            sets: set_observations(&published, previous),
+            counts: counts(&published),
+            published: Arc::new(published),
+        }
+    }
+
     /// Whether `facts` were answered at the generation this inventory was.
     fn still_exact(&self, facts: &NodeFacts) -> bool {
-        facts.generation.is_some()
-            && self.inventory.generation == facts.generation
-            && self.inventory.agent == facts.agent
+        facts.generation.is_some() && self.generation == facts.generation && self.agent == facts.agent
     }
 }
 
@@ -121,13 +138,9 @@ struct Committed {
 
 /// What a probe found.
 enum Probed {
-    /// The agent answered and this cluster drives it: its facts, its inventory and when the
-    /// inventory was asked for.
-    Driven {
-        facts: Box<NodeFacts>,
-        inventory: Arc<Inventory>,
-        read_at: Instant,
-    },
+    /// The agent answered and this cluster drives it: its facts, and when the inventory (now
+    /// the actor's `last`) was asked for.
+    Driven { facts: Box<NodeFacts>, read_at: Instant },
     /// The agent answered, but another cluster drives it: nothing is sent to it.
     NotDriven { reason: String },
 }
@@ -146,9 +159,9 @@ struct Sent {
 /// The cluster actor.
 pub struct ClusterActor;
 
-fn counts(inventory: &Inventory) -> InstanceCounts {
+fn counts(sets: &ObservedSets) -> InstanceCounts {
     let mut counts = InstanceCounts::default();
-    for instance in &inventory.instances {
+    for instance in sets.values().flat_map(|set| set.iter()) {
         match instance.state {
             InstanceState::Starting => counts.starting = counts.starting.saturating_add(1),
             InstanceState::Running => counts.running = counts.running.saturating_add(1),
@@ -172,28 +185,34 @@ fn bounded(text: &str) -> String {
     super::driver::bounded(text, MAX_AGENT_TEXT)
 }
 
-/// Each set's instances, running ones and the digest of the running ones' ids.
-fn set_observations(inventory: &Inventory) -> BTreeMap<SetName, SetObservation> {
-    let mut running: BTreeMap<&SetName, Vec<&InstanceId>> = BTreeMap::new();
-    let mut totals: BTreeMap<&SetName, u32> = BTreeMap::new();
-    for instance in &inventory.instances {
-        let total = totals.entry(&instance.set).or_default();
-        *total = total.saturating_add(1);
-        let ids = running.entry(&instance.set).or_default();
-        if instance.state == InstanceState::Running {
-            ids.push(&instance.id);
-        }
-    }
-    totals
-        .into_iter()
+/// Each set's instances, running ones and the digest of the running ones' ids; a set that
+/// shares its instances with `previous` keeps the observation derived from them there.
+fn set_observations(
+    sets: &ObservedSets,
+    previous: Option<&LastInventory>,
+) -> BTreeMap<SetName, SetObservation> {
+    sets.iter()
         .take(MAX_OBSERVED_SETS)
-        .map(|(set, total)| {
-            let ids = running.remove(set).unwrap_or_default();
-            let observation = SetObservation {
-                total,
-                running: u32::try_from(ids.len()).unwrap_or(u32::MAX),
-                digest: ids_digest(ids),
-            };
+        .map(|(set, instances)| {
+            let kept = previous
+                .filter(|p| {
+                    p.published
+                        .get(set)
+                        .is_some_and(|before| Arc::ptr_eq(before, instances))
+                })
+                .and_then(|p| p.sets.get(set).copied());
+            let observation = kept.unwrap_or_else(|| {
+                let running: Vec<&InstanceId> = instances
+                    .iter()
+                    .filter(|i| i.state == InstanceState::Running)
+                    .map(|i| &i.id)
+                    .collect();
+                SetObservation {
+                    total: u32::try_from(instances.len()).unwrap_or(u32::MAX),
+                    running: u32::try_from(running.len()).unwrap_or(u32::MAX),
+                    digest: ids_digest(running),
+                }
+            });
             (set.clone(), observation)
         })
         .collect()
@@ -312,23 +331,19 @@ impl ClusterActor {
             Ownership::Drive if state.fenced => None,
             Ownership::Drive => Some(driver.raise_fence(fence).await),
         };
-        let kept = state
-            .last
-            .as_ref()
-            .filter(|last| last.still_exact(&facts))
-            .map(|last| last.inventory.clone());
-        let inventory = match (changed, kept) {
+        let exact = state.last.as_ref().is_some_and(|last| last.still_exact(&facts));
+        let inventory = match (changed, exact) {
             // Nothing the inventory shows changed since the one kept was answered: it is what
             // the agent held when the facts were asked for (so anything answered before then
             // is in it).
-            (None, Some(kept)) => {
+            (None, true) => {
                 read_at = asked;
-                kept
+                None
             }
-            (None, None) => Arc::new(driver.inventory().await?),
+            (None, false) => Some(driver.inventory().await?),
             (Some(Ok(inventory)), _) => {
                 state.fenced = true;
-                Arc::new(inventory)
+                Some(inventory)
             }
             // Another cluster object bound the agent first (or took it over first).
             (Some(Err(DriverError::Bound(message))), _) => {
@@ -338,10 +353,12 @@ impl ClusterActor {
             }
             (Some(Err(error)), _) => return Err(error),
         };
+        if let Some(inventory) = inventory {
+            state.last = Some(LastInventory::of(inventory, state.last.as_ref()));
+        }
         state.last_answer = Instant::now();
         Ok(Probed::Driven {
             facts: Box::new(facts),
-            inventory,
             read_at,
         })
     }
@@ -380,11 +397,9 @@ impl ClusterActor {
     /// Which sets of the inventory that no pinned set names belong to services placed on this
     /// cluster, read after the inventory: a set a service actor sent is then known to belong
     /// to a service.
-    fn service_sets(args: &ClusterArgs, committed: &Committed, inventory: &Inventory) -> BTreeSet<SetName> {
-        let unpinned: BTreeSet<&SetName> = inventory
-            .instances
-            .iter()
-            .map(|instance| &instance.set)
+    fn service_sets(args: &ClusterArgs, committed: &Committed, observed: &ObservedSets) -> BTreeSet<SetName> {
+        let unpinned: BTreeSet<&SetName> = observed
+            .keys()
             .filter(|set| !committed.desired.contains_key(*set))
             .collect();
         args.context
@@ -398,12 +413,12 @@ impl ClusterActor {
         state: &mut ClusterActorState,
         driver: &dyn Driver,
         committed: &Committed,
-        inventory: &Inventory,
+        observed: &ObservedSets,
     ) -> Sent {
         let args = &state.args;
         let fence = Self::fence(args);
-        let services = Self::service_sets(args, committed, inventory);
-        let pushes = plan_sets(&committed.desired, inventory, !state.sent_all, &services);
+        let services = Self::service_sets(args, committed, observed);
+        let pushes = plan_sets(&committed.desired, observed, !state.sent_all, &services);
         let mut sent = Sent {
             changed: !pushes.is_empty() || !committed.restarts.is_empty(),
             ..Sent::default()
@@ -501,34 +516,26 @@ impl ClusterActor {
         let mut sent = Sent::default();
         let probed = match Self::driver(state, &committed) {
             Ok(driver) => match Self::probe_within_budget(state, driver.as_ref()).await {
-                Ok(Probed::Driven {
-                    facts,
-                    mut inventory,
-                    mut read_at,
-                }) => {
-                    sent = Self::send(state, driver.as_ref(), &committed, &inventory).await;
+                Ok(Probed::Driven { facts, mut read_at }) => {
+                    let observed = state
+                        .last
+                        .as_ref()
+                        .map(|last| last.published.clone())
+                        .unwrap_or_default();
+                    sent = Self::send(state, driver.as_ref(), &committed, &observed).await;
                     if sent.changed {
                         let again = Instant::now();
                         if let Ok(after) = driver.inventory().await {
-                            inventory = Arc::new(after);
+                            state.last = Some(LastInventory::of(after, state.last.as_ref()));
                             read_at = again;
                             state.last_answer = Instant::now();
                         }
                     }
-                    let last = match state.last.take() {
-                        Some(last) if Arc::ptr_eq(&last.inventory, &inventory) => last,
-                        previous => LastInventory {
-                            published: Arc::new(by_set(
-                                &inventory,
-                                previous.as_ref().map_or(&ObservedSets::new(), |l| &l.published),
-                            )),
-                            sets: set_observations(&inventory),
-                            counts: counts(&inventory),
-                            inventory: inventory.clone(),
-                        },
-                    };
-                    let published = last.published.clone();
-                    state.last = Some(last);
+                    let published = state
+                        .last
+                        .as_ref()
+                        .map(|last| last.published.clone())
+                        .unwrap_or_default();
                     let observation = Observation {
                         term: state.args.context.term,
                         uid: state.args.uid.clone(),
@@ -538,11 +545,7 @@ impl ClusterActor {
                         driver: driver.clone(),
                     };
                     state.args.observations.publish(&state.args.cluster, observation);
-                    Ok(Probed::Driven {
-                        facts,
-                        inventory,
-                        read_at,
-                    })
+                    Ok(Probed::Driven { facts, read_at })
                 }
                 // Not reached, or driven by another cluster: the service actors must not send
                 // this cluster's sets to it either.
@@ -743,5 +746,93 @@ mod tests {
         let cut = bounded(&long);
         assert_eq!(cut.chars().count(), MAX_AGENT_TEXT + 1);
         assert!(cut.ends_with('…'));
+    }
+
+    fn status(id: &str, state: InstanceState) -> drover_model::cluster::agent_api::InstanceStatus {
+        let id = InstanceId::parse(id).unwrap();
+        drover_model::cluster::agent_api::InstanceStatus {
+            set: SetName::parse(id.as_str().split('.').next().unwrap()).unwrap(),
+            id,
+            state,
+            exit_code: None,
+            restarts: 1,
+            started_at: None,
+            health: drover_model::cluster::agent_api::Health::Unknown,
+            pid: None,
+            resources: Default::default(),
+        }
+    }
+
+    fn inventory(
+        instances: Vec<drover_model::cluster::agent_api::InstanceStatus>,
+        generation: u64,
+    ) -> Inventory {
+        Inventory {
+            agent: "a".into(),
+            fence: Fence::default(),
+            instances,
+            generation: Some(generation),
+        }
+    }
+
+    #[test]
+    fn an_inventory_is_derived_again_only_for_the_sets_that_changed() {
+        use InstanceState::{Running, Starting};
+        let first = LastInventory::of(
+            inventory(
+                vec![
+                    status("db.main.r1.0", Running),
+                    status("web.main.r1.0", Running),
+                    status("web.main.r1.1", Starting),
+                ],
+                1,
+            ),
+            None,
+        );
+        let web = set("web");
+        assert_eq!(first.published[&web].len(), 2);
+        assert_eq!(
+            first.sets[&web],
+            SetObservation {
+                total: 2,
+                running: 1,
+                digest: ids_digest([&InstanceId::parse("web.main.r1.0").unwrap()]),
+            }
+        );
+        assert_eq!(
+            (first.counts.running, first.counts.starting, first.counts.restarts),
+            (2, 1, 3)
+        );
+        // web's second instance runs now; db is unchanged.
+        let second = LastInventory::of(
+            inventory(
+                vec![
+                    status("db.main.r1.0", Running),
+                    status("web.main.r1.0", Running),
+                    status("web.main.r1.1", Running),
+                ],
+                2,
+            ),
+            Some(&first),
+        );
+        assert!(Arc::ptr_eq(
+            &first.published[&set("db")],
+            &second.published[&set("db")]
+        ));
+        assert!(!Arc::ptr_eq(&first.published[&web], &second.published[&web]));
+        assert_eq!((second.sets[&web].total, second.sets[&web].running), (2, 2));
+        assert_eq!(second.sets[&set("db")], first.sets[&set("db")]);
+        assert_eq!((second.counts.running, second.counts.starting), (3, 0));
+        // A set gone from the inventory is gone from what is derived.
+        let third = LastInventory::of(
+            inventory(vec![status("web.main.r1.0", Running)], 3),
+            Some(&second),
+        );
+        assert_eq!(third.sets.keys().collect::<Vec<_>>(), [&web]);
+        assert_eq!(third.generation, Some(3));
+    }
+
+    fn set(name: &str) -> SetName {
+        SetName::parse(name).unwrap()
     }
 }

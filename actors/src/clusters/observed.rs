@@ -8,7 +8,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, RwLock};
 use tokio::time::Instant;
 
-use drover_model::cluster::agent_api::{InstanceStatus, Inventory, SetName};
+use drover_model::cluster::agent_api::{InstanceStatus, SetName};
 use drover_model::cluster::ClusterRef;
 
 use super::driver::Driver;
@@ -37,21 +37,26 @@ pub type SetInstances = Arc<[InstanceStatus]>;
 /// Each set's instances.
 pub type ObservedSets = BTreeMap<SetName, SetInstances>;
 
-/// The instances of each set in `inventory`; a set whose instances equal those in `previous`
-/// shares its allocation.
-pub fn by_set(inventory: &Inventory, previous: &ObservedSets) -> ObservedSets {
-    let mut grouped: BTreeMap<&SetName, Vec<InstanceStatus>> = BTreeMap::new();
-    for instance in &inventory.instances {
-        grouped.entry(&instance.set).or_default().push(instance.clone());
+/// The instances of each set in `instances` (taken, not copied); a set whose instances equal
+/// those in `previous` shares its allocation.
+pub fn by_set(instances: Vec<InstanceStatus>, previous: &ObservedSets) -> ObservedSets {
+    let mut grouped: BTreeMap<SetName, Vec<InstanceStatus>> = BTreeMap::new();
+    for instance in instances {
+        match grouped.get_mut(&instance.set) {
+            Some(members) => members.push(instance),
+            None => {
+                grouped.insert(instance.set.clone(), vec![instance]);
+            }
+        }
     }
     grouped
         .into_iter()
         .map(|(set, instances)| {
-            let shared = match previous.get(set) {
+            let shared = match previous.get(&set) {
                 Some(before) if **before == *instances => before.clone(),
                 _ => SetInstances::from(instances),
             };
-            (set.clone(), shared)
+            (set, shared)
         })
         .collect()
 }

@@ -1,5 +1,5 @@
 //! Which desired sets a cluster actor sends: a pure function of the sets committed for the
-//! cluster and the inventory its agent reported.
+//! cluster and the instances its agent reported, by set.
 //!
 //! At the start of a term every pinned set is sent once; afterwards only sets whose instance ids
 //! differ from what the agent reports, and sets the agent runs that are neither pinned nor a
@@ -8,7 +8,9 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use drover_model::cluster::agent_api::{InstanceId, InstanceSpec, Inventory, SetName};
+use drover_model::cluster::agent_api::{InstanceId, InstanceSpec, SetName};
+
+use super::observed::ObservedSets;
 use drover_model::cluster::Cluster;
 
 /// The desired sets of a committed cluster, each instance with its deterministic id.
@@ -45,14 +47,14 @@ pub struct SetPush {
 /// alone. `full` sends every desired set, changed or not (the first pass of a term).
 pub fn plan_sets(
     desired: &BTreeMap<SetName, Vec<InstanceSpec>>,
-    observed: &Inventory,
+    observed: &ObservedSets,
     full: bool,
     services: &BTreeSet<SetName>,
 ) -> Vec<SetPush> {
-    let mut running: BTreeMap<&SetName, BTreeSet<&InstanceId>> = BTreeMap::new();
-    for instance in &observed.instances {
-        running.entry(&instance.set).or_default().insert(&instance.id);
-    }
+    let running: BTreeMap<&SetName, BTreeSet<&InstanceId>> = observed
+        .iter()
+        .map(|(set, instances)| (set, instances.iter().map(|i| &i.id).collect()))
+        .collect();
     let mut pushes: Vec<SetPush> = desired
         .iter()
         .filter(|(set, instances)| {
@@ -80,10 +82,9 @@ pub fn plan_sets(
 
 #[cfg(test)]
 mod tests {
-    use drover_model::cluster::agent_api::{
-        ExecSpec, Fence, Health, InstanceState, InstanceStatus, Resources,
-    };
+    use drover_model::cluster::agent_api::{ExecSpec, Health, InstanceState, InstanceStatus, Resources};
 
+    use super::super::observed::by_set;
     use super::*;
 
     fn spec(id: &str) -> InstanceSpec {
@@ -112,13 +113,8 @@ mod tests {
         }
     }
 
-    fn inventory(instances: Vec<InstanceStatus>) -> Inventory {
-        Inventory {
-            agent: "a".into(),
-            fence: Fence::default(),
-            instances,
-            generation: None,
-        }
+    fn inventory(instances: Vec<InstanceStatus>) -> ObservedSets {
+        by_set(instances, &ObservedSets::new())
     }
 
     fn set(name: &str) -> SetName {
@@ -140,20 +136,16 @@ mod tests {
             (set("new"), vec![spec("new.main.r1.0")]),
             (set("none"), vec![]),
         ]);
+        // web matches; db has one too many; new is missing; none is empty everywhere; gone is
+        // no longer desired; svc is a service's, left to its actor.
         let observed = inventory(vec![
             status("web", "web.main.r1.0"),
             status("web", "web.main.r1.1"),
             status("db", "db.main.r1.0"),
             status("db", "db.main.r1.1"),
             status("gone", "gone.main.r1.0"),
+            status("svc", "svc.main.r1.0"),
         ]);
-        // web matches; db has one too many; new is missing; none is empty everywhere; gone is
-        // no longer desired; svc is a service's, left to its actor.
-        let observed = {
-            let mut observed = observed;
-            observed.instances.push(status("svc", "svc.main.r1.0"));
-            observed
-        };
         let services = BTreeSet::from([set("svc")]);
         assert_eq!(
             names(&plan_sets(&desired, &observed, false, &services)),

@@ -92,7 +92,7 @@ impl InstanceId {
     /// The id of ordinal `ordinal` of `role` in `revision` of `service`:
     /// `{service}.{role}.r{revision}.{ordinal}`.
     pub fn derive(service: &str, revision: u64, role: &str, ordinal: u32) -> Result<Self, BadId> {
-        Self::parse(&format!("{service}.{role}.r{revision}.{ordinal}"))
+        Self::try_from(format!("{service}.{role}.r{revision}.{ordinal}"))
     }
 
     /// Checks a received id.
