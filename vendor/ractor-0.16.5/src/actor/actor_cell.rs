@@ -68,7 +68,7 @@ pub(crate) struct ActorPortSet {
     /// The inner stop port
     pub(crate) stop_rx: OneshotReceiver<StopMessage>,
     /// The inner supervisor port
-    pub(crate) supervisor_rx: InputPortReceiver<SupervisionEvent>,
+    pub(crate) supervisor_rx: InputPortReceiver<Box<SupervisionEvent>>,
     /// The inner message port
     pub(crate) message_rx: InputPortReceiver<MuxedMessage>,
 }
@@ -165,7 +165,7 @@ impl ActorPortSet {
                     stop.map(ActorPortMessage::Stop).map_err(|_| MessagingErr::ChannelClosed)
                 }
                 supervision = self.supervisor_rx.recv().fuse() => {
-                    supervision.map(ActorPortMessage::Supervision).ok_or(MessagingErr::ChannelClosed)
+                    supervision.map(|event| ActorPortMessage::Supervision(*event)).ok_or(MessagingErr::ChannelClosed)
                 }
                 message = self.message_rx.recv().fuse() => {
                     message.map(ActorPortMessage::Message).ok_or(MessagingErr::ChannelClosed)
@@ -182,7 +182,7 @@ impl ActorPortSet {
                     stop.map(ActorPortMessage::Stop).map_err(|_| MessagingErr::ChannelClosed)
                 }
                 supervision = self.supervisor_rx.recv() => {
-                    supervision.map(ActorPortMessage::Supervision).ok_or(MessagingErr::ChannelClosed)
+                    supervision.map(|event| ActorPortMessage::Supervision(*event)).ok_or(MessagingErr::ChannelClosed)
                 }
                 message = self.message_rx.recv() => {
                     message.map(ActorPortMessage::Message).ok_or(MessagingErr::ChannelClosed)

@@ -59,7 +59,7 @@ pub(crate) struct ActorProperties {
     pub(crate) wait_handler: mpsc::Notify,
     pub(crate) signal: Mutex<Option<OneshotInputPort<Signal>>>,
     pub(crate) stop: Mutex<Option<OneshotInputPort<StopMessage>>>,
-    pub(crate) supervision: InputPort<SupervisionEvent>,
+    pub(crate) supervision: InputPort<Box<SupervisionEvent>>,
     pub(crate) message: InputPort<MuxedMessage>,
     pub(crate) message_admission: AtomicUsize,
     pub(crate) tree: SupervisionTree,
@@ -87,7 +87,7 @@ impl ActorProperties {
         Self,
         OneshotReceiver<Signal>,
         OneshotReceiver<StopMessage>,
-        InputPortReceiver<SupervisionEvent>,
+        InputPortReceiver<Box<SupervisionEvent>>,
         InputPortReceiver<MuxedMessage>,
     )
     where
@@ -103,7 +103,7 @@ impl ActorProperties {
         Self,
         OneshotReceiver<Signal>,
         OneshotReceiver<StopMessage>,
-        InputPortReceiver<SupervisionEvent>,
+        InputPortReceiver<Box<SupervisionEvent>>,
         InputPortReceiver<MuxedMessage>,
     )
     where
@@ -162,7 +162,9 @@ impl ActorProperties {
         &self,
         message: SupervisionEvent,
     ) -> Result<(), MessagingErr<SupervisionEvent>> {
-        self.supervision.send(message).map_err(|e| e.into())
+        self.supervision
+            .send(Box::new(message))
+            .map_err(|e| MessagingErr::SendErr(*e.0))
     }
 
     pub(crate) fn send_message<TMessage>(

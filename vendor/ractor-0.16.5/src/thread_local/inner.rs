@@ -89,7 +89,7 @@ impl ActorProperties {
         Self,
         OneshotReceiver<Signal>,
         OneshotReceiver<StopMessage>,
-        mpsc::MpscUnboundedReceiver<SupervisionEvent>,
+        mpsc::MpscUnboundedReceiver<Box<SupervisionEvent>>,
         mpsc::MpscUnboundedReceiver<MuxedMessage>,
     )
     where
