@@ -6,40 +6,13 @@ use std::fmt::Write as _;
 use std::time::Duration;
 
 use anyhow::{bail, Result};
-use clap::Args;
 
-use crate::driver::{drive, http_client, Cell, Worker};
+use crate::compare_args::CompareArgs;
+use crate::driver::{drive, http_client, Worker};
 use crate::drover::{self, BoskosPair, DroverCluster, LeaseHolder, LeaseReader, LeaseWriter};
 use crate::etcd::{self, EtcdCluster, KeepAlive, Putter, Ranger};
-use crate::grpc::{self, GrpcCell};
-use crate::report;
-
-/// Arguments of `drover-bench compare`.
-#[derive(Debug, Args)]
-pub struct CompareArgs {
-    /// Client counts for the closed-loop workloads.
-    #[arg(long, value_delimiter = ',', default_value = "1,16,64,256")]
-    pub concurrency: Vec<usize>,
-    /// Lease holders for the heartbeat workload, each renewing once a second.
-    #[arg(long, value_delimiter = ',', default_value = "256,1024")]
-    pub holders: Vec<usize>,
-    /// Measured seconds per row and system.
-    #[arg(long, default_value_t = 5)]
-    pub duration: u64,
-    /// Unmeasured warm-up seconds per row and system.
-    #[arg(long, default_value_t = 1)]
-    pub warmup: u64,
-    /// Markdown file whose generated section receives the table (left alone when absent).
-    #[arg(long)]
-    pub write: Option<std::path::PathBuf>,
-    /// etcd's Go client load generator (`scripts/setup-bench.sh` builds it): when given, the
-    /// write and read rows also measure etcd over its native gRPC API.
-    #[arg(long)]
-    pub etcd_grpc_load: Option<std::path::PathBuf>,
-    /// Extra `drover serve` flag for every node (repeatable), to try other settings.
-    #[arg(long = "drover-flag", allow_hyphen_values = true)]
-    pub drover_flags: Vec<String>,
-}
+use crate::grpc;
+use crate::report::{self, Row};
 
 /// The workloads, in the lettering.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -71,20 +44,6 @@ impl Workload {
             Workload::LeasingPair | Workload::Heartbeat => None,
         }
     }
-}
-
-/// One row of the table.
-pub struct Row {
-    /// What ran.
-    pub workload: &'static str,
-    /// Clients (or holders).
-    pub clients: usize,
-    /// Drover's figures.
-    pub drover: Cell,
-    /// etcd's figures through its JSON gateway, where it has the workload.
-    pub etcd: Option<Cell>,
-    /// etcd's figures through its Go client over gRPC, when measured.
-    pub etcd_grpc: Option<GrpcCell>,
 }
 
 fn boxed<W: Worker>(workers: Vec<W>) -> Vec<Box<dyn Worker>> {

@@ -11,6 +11,7 @@
 
 mod clusters;
 mod compare;
+mod compare_args;
 mod driver;
 mod drover;
 mod etcd;
@@ -46,7 +47,7 @@ enum Workload {
     /// Boskos acquire+release pairs against a three-node cluster.
     Leasing(leasing::LeasingArgs),
     /// Drover and etcd side by side: writes, reads, leasing and heartbeats.
-    Compare(compare::CompareArgs),
+    Compare(compare_args::CompareArgs),
     /// Leader SIGKILLs under an outside write probe, Drover and etcd in one run.
     Failover(failover::FailoverArgs),
     /// Memory, disk, restart and catch-up figures with many objects stored.

@@ -8,8 +8,23 @@ use std::time::Duration;
 
 use anyhow::{Context, Result};
 
-use crate::compare::{CompareArgs, Row};
+use crate::compare_args::CompareArgs;
 use crate::driver::Cell;
+use crate::grpc::GrpcCell;
+
+/// One row of the table.
+pub struct Row {
+    /// What ran.
+    pub workload: &'static str,
+    /// Clients (or holders).
+    pub clients: usize,
+    /// Drover's figures.
+    pub drover: Cell,
+    /// etcd's figures through its JSON gateway, where it has the workload.
+    pub etcd: Option<Cell>,
+    /// etcd's figures through its Go client over gRPC, when measured.
+    pub etcd_grpc: Option<GrpcCell>,
+}
 
 /// Marks the start of the generated section.
 const START: &str = "<!-- drover-bench compare: start -->";

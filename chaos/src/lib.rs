@@ -9,6 +9,7 @@
 //! ([`service_workload`]). One seed reproduces one run's choices.
 
 pub mod checker;
+pub mod config;
 pub mod credentials;
 pub mod faults;
 pub mod history;

@@ -5,9 +5,9 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
+use crate::config::RunConfig;
 use crate::faults::FaultKind;
 use crate::history::History;
-use crate::runner::RunConfig;
 
 /// One injected fault.
 #[derive(Debug, Clone, Serialize)]

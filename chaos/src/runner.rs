@@ -17,6 +17,7 @@ use drover_tests::wait::eventually;
 use serde_json::Value;
 
 use crate::checker::{linearizable, mutex};
+use crate::config::RunConfig;
 use crate::faults::{self, FaultKind};
 use crate::history::{History, Recorder};
 use crate::report::{FaultRecord, Report};
@@ -24,27 +25,6 @@ use crate::rng::Rng;
 use crate::service_workload::{self, Known, Observed, ServiceHistory};
 use crate::workload::{self, DURABLE_NAMESPACE, REGISTER_NAMESPACE};
 use crate::{nemesis, pool_workload};
-
-/// What one run does.
-#[derive(Debug, Clone)]
-pub struct RunConfig {
-    /// Everything random derives from it.
-    pub seed: u64,
-    /// How long the workload runs.
-    pub duration: Duration,
-    /// Concurrent clients.
-    pub clients: usize,
-    /// Register keys.
-    pub keys: usize,
-    /// Concurrent Boskos clients contending for the pool.
-    pub pool_clients: usize,
-    /// Fault kinds to draw from; none for a fault-free run.
-    pub faults: Vec<faults::FaultKind>,
-    /// Cluster size: three or five nodes.
-    pub nodes: u64,
-    /// Concurrent clients of the services workload (none: no agent, no services).
-    pub service_clients: usize,
-}
 
 /// The longest time the history allows for the cluster to converge after healing.
 const CONVERGENCE: Duration = Duration::from_secs(30);

@@ -5,10 +5,7 @@ use std::process::Stdio;
 use std::time::Duration;
 
 use drover_model::pool::Resource;
-use ractor::ActorRef;
 use tokio::task::AbortHandle;
-
-use super::type_actor::TypeMsg;
 
 /// How one cleanup ended.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -70,20 +67,17 @@ impl Drop for ProcessGroup {
     }
 }
 
-/// Starts a cleanup; the type actor gets a [`TypeMsg::Cleaned`] when it ends.
+/// Starts a cleanup; `done` is given the resource and how the cleanup ended (the type actor
+/// sends itself a message with them).
 pub fn spawn_cleanup(
-    actor: ActorRef<TypeMsg>,
     command: String,
     resource: Resource,
     timeout: Duration,
+    done: impl FnOnce(Resource, CleanupOutcome) + Send + 'static,
 ) -> AbortHandle {
     let task = tokio::spawn(async move {
         let outcome = run(&command, &resource, timeout).await;
-        let _ = actor.send_message(TypeMsg::Cleaned {
-            name: resource.name.clone(),
-            token: resource.token,
-            outcome,
-        });
+        done(resource, outcome);
     });
     task.abort_handle()
 }

@@ -247,11 +247,18 @@ impl TypeState {
             let Some(granted) = granted.into_iter().next() else {
                 continue;
             };
+            let actor = myself.clone();
             let task = janitor::spawn_cleanup(
-                myself.clone(),
                 command.clone(),
                 granted.clone(),
                 self.args.config.janitor_timeout,
+                move |resource, outcome| {
+                    let _ = actor.send_message(TypeMsg::Cleaned {
+                        name: resource.name,
+                        token: resource.token,
+                        outcome,
+                    });
+                },
             );
             self.cleaning.insert(
                 granted.name.clone(),

@@ -6,9 +6,10 @@ use std::time::Duration;
 
 use anyhow::{bail, Result};
 use clap::Parser;
+use drover_chaos::config::RunConfig;
 use drover_chaos::faults::FaultKind;
 use drover_chaos::netns;
-use drover_chaos::runner::{run, RunConfig};
+use drover_chaos::runner::run;
 use drover_chaos::sim::{simulate_seeds, SimOptions};
 
 /// Chaos runs against a three-node Drover cluster on loopback, or in a deterministic simulation.
