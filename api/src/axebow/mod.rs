@@ -128,6 +128,12 @@ pub fn documented_routes() -> OpenApiRouter<ApiState> {
         ))
 }
 
+/// The OpenAPI document served at [`OPENAPI_PATH`].
+pub fn document() -> utoipa::openapi::OpenApi {
+    let (_, api) = documented_routes().split_for_parts();
+    openapi::finish(api)
+}
+
 /// The platform router: the documented routes, `/platform` without the prefix, the OpenAPI
 /// document, `/docs`, and envelope-shaped `404`s for every other `/api/…` path.
 pub fn routes() -> Router<ApiState> {
@@ -138,4 +144,25 @@ pub fn routes() -> Router<ApiState> {
         .method_not_allowed_fallback(reply::wrong_method)
         .route("/api/{*rest}", axum::routing::any(reply::no_route))
         .merge(SwaggerUi::new("/docs").url(OPENAPI_PATH, api))
+}
+
+#[cfg(test)]
+mod tests {
+    /// The committed copy of the document (`docs/openapi.json`): a change to the platform API's
+    /// description shows in review, and a refactoring that changes it fails here.
+    const COMMITTED: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/openapi.json");
+
+    #[test]
+    fn the_openapi_document_is_the_committed_one() {
+        let served = serde_json::to_string_pretty(&super::document()).unwrap() + "\n";
+        if std::env::var_os("DROVER_WRITE_OPENAPI").is_some() {
+            std::fs::write(COMMITTED, &served).unwrap();
+        }
+        let committed = std::fs::read_to_string(COMMITTED).unwrap();
+        assert!(
+            committed == served,
+            "the OpenAPI document differs from docs/openapi.json; if the change is meant, run \
+             DROVER_WRITE_OPENAPI=1 cargo test -p drover-api the_openapi_document and commit it"
+        );
+    }
 }
