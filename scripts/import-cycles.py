@@ -48,6 +48,10 @@ Circles are the strongly connected components (iterative Tarjan) with more than 
 file.  For each, the shortest cycle through its first file (by path) is found by BFS
 inside the component and printed with the `file:line  path` behind each step.
 
+Floors: for the crates listed in FLOORS (today `api`), files are sorted into floors
+(what every request shares; one room per dialect; the top that puts them together), and
+an import from a lower floor to a higher one is reported and fails the run like a circle.
+
 Usage:
   scripts/import-cycles.py                 # all crates; exit 1 if any circle
   scripts/import-cycles.py --crate api     # one crate (directory or package name)
@@ -735,6 +739,49 @@ def print_edges(crates: list[Crate], rel: str) -> int:
     return 2
 
 
+# Floors of a crate, lowest first: a file may import files of its own floor or below, never
+# above. A path ending in `/` names a directory (a room). Files not listed are not checked.
+FLOORS: dict[str, list[tuple[str, list[str]]]] = {
+    "api": [
+        # What every request shares, and the layers every dialect passes through.
+        ("shared", ["agents.rs", "audit.rs", "auth.rs", "core.rs", "error.rs", "guard.rs",
+                    "http_metrics.rs", "idempotency.rs"]),
+        # One room per dialect.
+        ("dialects", ["axebow/", "boskos/", "claimer.rs", "kube/", "ops/"]),
+        # The rooms put together.
+        ("top", ["state.rs", "lib.rs"]),
+    ],
+}
+
+
+def floor_of(crate, rel: str) -> int | None:
+    inside = rel.split("/src/", 1)[-1]
+    for level, (_, entries) in enumerate(FLOORS.get(crate.member, [])):
+        for entry in entries:
+            if inside == entry or (entry.endswith("/") and inside.startswith(entry)):
+                return level
+    return None
+
+
+def upward_imports(crate) -> list[str]:
+    """Imports from a lower floor to a higher one, as `file -> file (line: path)`."""
+    found = []
+    floors = FLOORS.get(crate.member, [])
+    for src, targets in sorted(crate.edges.items()):
+        low = floor_of(crate, src)
+        if low is None:
+            continue
+        for dst, sites in sorted(targets.items()):
+            high = floor_of(crate, dst)
+            if high is not None and high > low:
+                line, text, _ = sites[0]
+                found.append(
+                    f"{src} ({floors[low][0]}) imports {dst} ({floors[high][0]}): "
+                    f"{src}:{line}  {text}"
+                )
+    return found
+
+
 def main() -> int:
     if hasattr(signal, "SIGPIPE"):
         signal.signal(signal.SIGPIPE, signal.SIG_DFL)  # quiet under `| head`
@@ -778,10 +825,16 @@ def main() -> int:
             for a, b in zip(cycle, cycle[1:]):
                 print(f"    {site(crate, a, b)}")
         print()
+    upward = [line for crate in crates for line in upward_imports(crate)]
+    for line in upward:
+        print(f"upward import: {line}")
     files = sum(len(c.files) for c in crates)
     noun = "circle" if total == 1 else "circles"
-    print(f"import-cycles: {len(crates)} crates, {files} files, {total} {noun}")
-    return 1 if total else 0
+    print(
+        f"import-cycles: {len(crates)} crates, {files} files, {total} {noun}, "
+        f"{len(upward)} upward imports"
+    )
+    return 1 if total or upward else 0
 
 
 if __name__ == "__main__":

@@ -15,6 +15,9 @@ use jsonwebtoken::{DecodingKey, EncodingKey, Header, Validation};
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
+/// The group prefix that allows lease objects in a namespace (`namespace:*` allows all).
+pub const NAMESPACE_GROUP_PREFIX: &str = "namespace:";
+
 /// The issuer recorded for identities of static API tokens.
 pub const STATIC_ISSUER: &str = "drover-static";
 /// Seconds of clock skew tolerated on `exp` and `nbf`.
@@ -193,7 +196,7 @@ impl Verifier {
     /// such a namespace belongs to the machines holding that token, and no user may make it a
     /// tenant of their own.
     pub fn namespace_is_scoped(&self, namespace: &str) -> bool {
-        let group = format!("{}{namespace}", crate::guard::NAMESPACE_GROUP_PREFIX);
+        let group = format!("{}{namespace}", NAMESPACE_GROUP_PREFIX);
         self.tokens.values().any(|token| token.groups.contains(&group))
     }
 

@@ -18,10 +18,10 @@ use serde_json::json;
 
 use crate::auth::Verifier;
 use crate::boskos::run;
+use crate::core::{read_body, Core};
 
 /// The principal of k8s-claimer clients in the audit log (they share one token).
 const CLAIMER: &str = "k8s-claimer";
-use crate::state::ApiState;
 
 /// How the claimer endpoints are set up.
 #[derive(Debug, Clone)]
@@ -32,8 +32,33 @@ pub struct ClaimerOptions {
     pub auth_token: String,
 }
 
+/// The claimer room's state: the core, and the endpoints' settings when they are enabled.
+#[derive(Clone)]
+pub struct ClaimerState {
+    core: Core,
+    options: Option<std::sync::Arc<ClaimerOptions>>,
+}
+
+impl ClaimerState {
+    /// The room over `core`; without `options` every request is answered `404`.
+    pub fn new(core: Core, options: Option<ClaimerOptions>) -> Self {
+        Self {
+            core,
+            options: options.map(std::sync::Arc::new),
+        }
+    }
+}
+
+impl std::ops::Deref for ClaimerState {
+    type Target = Core;
+
+    fn deref(&self) -> &Core {
+        &self.core
+    }
+}
+
 /// Routes of the claimer dialect.
-pub fn routes() -> Router<ApiState> {
+pub fn routes() -> Router<ClaimerState> {
     Router::new()
         .route("/lease", post(lease))
         .route("/lease/{token}", delete(release))
@@ -47,8 +72,8 @@ fn text(status: StatusCode, message: impl Into<String>) -> Response {
 /// Why a claimer request was turned away.
 type Denied = (StatusCode, &'static str);
 
-fn authorize<'a>(state: &'a ApiState, headers: &HeaderMap) -> Result<&'a ClaimerOptions, Denied> {
-    let Some(options) = state.claimer.as_ref() else {
+fn authorize<'a>(state: &'a ClaimerState, headers: &HeaderMap) -> Result<&'a ClaimerOptions, Denied> {
+    let Some(options) = state.options.as_deref() else {
         return Err((
             StatusCode::NOT_FOUND,
             "the k8s-claimer endpoints are disabled: start drover with --claimer-auth-token-file",
@@ -58,7 +83,7 @@ fn authorize<'a>(state: &'a ApiState, headers: &HeaderMap) -> Result<&'a Claimer
     let presented = Verifier::credential(header).unwrap_or_default();
     let matches = drover_raft::constant_time_eq(presented.as_bytes(), options.auth_token.as_bytes());
     // The node's static tokens and tokens of trusted issuers are accepted too.
-    let verified = || !presented.is_empty() && state.axebow.verifier.verify(&presented).is_ok();
+    let verified = || !presented.is_empty() && state.verifier.verify(&presented).is_ok();
     if matches || verified() {
         Ok(options)
     } else {
@@ -78,14 +103,14 @@ struct LeaseRequest {
     cloud_provider: Option<String>,
 }
 
-async fn lease(State(state): State<ApiState>, headers: HeaderMap, body: Body) -> Response {
+async fn lease(State(state): State<ClaimerState>, headers: HeaderMap, body: Body) -> Response {
     // The credential is checked before the body is read: an unauthenticated caller cannot make
     // the node buffer a megabyte.
     let options = match authorize(&state, &headers) {
         Ok(options) => options.clone(),
         Err((status, message)) => return text(status, message),
     };
-    let body = match crate::read_body(body, state.max_body_bytes).await {
+    let body = match read_body(body, state.max_body_bytes).await {
         Ok(body) => body,
         Err(refused) => return refused,
     };
@@ -212,19 +237,23 @@ async fn lease(State(state): State<ApiState>, headers: HeaderMap, body: Body) ->
     }
 }
 
-async fn release(State(state): State<ApiState>, Path(token): Path<String>, headers: HeaderMap) -> Response {
+async fn release(
+    State(state): State<ClaimerState>,
+    Path(token): Path<String>,
+    headers: HeaderMap,
+) -> Response {
     release_token(state, token, headers).await
 }
 
 async fn release_with_provider(
-    State(state): State<ApiState>,
+    State(state): State<ClaimerState>,
     Path((_provider, token)): Path<(String, String)>,
     headers: HeaderMap,
 ) -> Response {
     release_token(state, token, headers).await
 }
 
-async fn release_token(state: ApiState, token: String, headers: HeaderMap) -> Response {
+async fn release_token(state: ClaimerState, token: String, headers: HeaderMap) -> Response {
     if let Err((status, message)) = authorize(&state, &headers) {
         return text(status, message);
     }

@@ -14,23 +14,18 @@
 
 use std::convert::Infallible;
 
-use axum::extract::{FromRequestParts, Request, State};
+use axum::extract::{FromRequestParts, Request};
+use axum::http::header;
 use axum::http::request::Parts;
-use axum::http::{header, Method, StatusCode};
-use axum::middleware::Next;
-use axum::response::{IntoResponse, Response};
 use drover_model::audit::principal_of;
 use drover_model::platform::Identity;
 
 use crate::auth::{AuthError, ClientCertificate, Verified, Verifier};
-use crate::boskos::BoskosError;
-use crate::kube::status::KubeError;
-use crate::state::ApiState;
+use crate::core::Core;
 
 /// The group of static tokens that act as operators.
 pub const OPERATORS_GROUP: &str = "operators";
-/// The group prefix that allows lease objects in a namespace (`namespace:*` allows all).
-pub const NAMESPACE_GROUP_PREFIX: &str = "namespace:";
+pub use crate::auth::NAMESPACE_GROUP_PREFIX;
 
 /// What a request to a guarded dialect needs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -81,13 +76,13 @@ impl<S: Send + Sync> FromRequestParts<S> for Credentials {
 }
 
 /// Authenticates the request; `Ok(None)` when the node runs open.
-fn authenticate(state: &ApiState, request: &Request) -> Result<Option<Verified>, Denied> {
+fn authenticate(state: &Core, request: &Request) -> Result<Option<Verified>, Denied> {
     authenticate_credentials(state, &Credentials::of(request.headers(), request.extensions()))
 }
 
 /// Whether the caller may see everything an operator sees: an operator, or anyone on a node
 /// that runs open.
-pub fn sees_as_operator(state: &ApiState, credentials: &Credentials) -> bool {
+pub fn sees_as_operator(state: &Core, credentials: &Credentials) -> bool {
     match authenticate_credentials(state, credentials) {
         Ok(None) => true,
         Ok(Some(verified)) => authorize(state, &verified, Need::Operator).is_ok(),
@@ -96,8 +91,8 @@ pub fn sees_as_operator(state: &ApiState, credentials: &Credentials) -> bool {
 }
 
 /// A token in `Authorization` wins; without one, a verified client certificate names the caller.
-fn authenticate_credentials(state: &ApiState, credentials: &Credentials) -> Result<Option<Verified>, Denied> {
-    let verifier = &state.axebow.verifier;
+fn authenticate_credentials(state: &Core, credentials: &Credentials) -> Result<Option<Verified>, Denied> {
+    let verifier = &state.verifier;
     if verifier.is_open() {
         return Ok(None);
     }
@@ -114,7 +109,7 @@ fn authenticate_credentials(state: &ApiState, credentials: &Credentials) -> Resu
 
 /// Whether the identity's user is an operator or a confirmed member of tenant `tenant`. Read
 /// from this node's replica: a membership change reaches it within the replication delay.
-fn platform_allows(state: &ApiState, identity: &Identity, tenant: Option<&str>) -> bool {
+fn platform_allows(state: &Core, identity: &Identity, tenant: Option<&str>) -> bool {
     state.raft.local_read(|s| {
         let platform = s.platform();
         let Some(user) = platform.user_of(identity) else {
@@ -131,7 +126,7 @@ fn platform_allows(state: &ApiState, identity: &Identity, tenant: Option<&str>) 
 }
 
 /// Checks a verified caller against what the request needs.
-pub fn authorize(state: &ApiState, verified: &Verified, need: Need<'_>) -> Result<(), Denied> {
+pub fn authorize(state: &Core, verified: &Verified, need: Need<'_>) -> Result<(), Denied> {
     let has = |group: &str| verified.groups.iter().any(|g| g == group);
     let who = format!("{} of {}", verified.identity.subject, verified.identity.issuer);
     match need {
@@ -158,7 +153,7 @@ pub fn authorize(state: &ApiState, verified: &Verified, need: Need<'_>) -> Resul
 
 /// Authenticates and authorizes the request; its principal for the audit log (`anonymous` on
 /// a node that runs open).
-fn check(state: &ApiState, request: &Request, need: Need<'_>) -> Result<String, Denied> {
+pub fn check(state: &Core, request: &Request, need: Need<'_>) -> Result<String, Denied> {
     match authenticate(state, request)? {
         None => Ok(ANONYMOUS.to_string()),
         Some(verified) => {
@@ -172,92 +167,12 @@ fn check(state: &ApiState, request: &Request, need: Need<'_>) -> Result<String, 
 pub const ANONYMOUS: &str = "anonymous";
 
 /// The caller's principal if they are an operator (anyone on a node that runs open).
-pub fn operator(state: &ApiState, credentials: &Credentials) -> Result<String, Denied> {
+pub fn operator(state: &Core, credentials: &Credentials) -> Result<String, Denied> {
     match authenticate_credentials(state, credentials)? {
         None => Ok(ANONYMOUS.to_string()),
         Some(verified) => {
             authorize(state, &verified, Need::Operator)?;
             Ok(principal_of(&verified.identity))
         }
-    }
-}
-
-/// The namespace a Kubernetes-style path names: `Some(Some(ns))` under `/namespaces/{ns}`,
-/// `Some(None)` for a list across namespaces, `None` for discovery documents.
-fn kube_scope(path: &str) -> Option<Option<&str>> {
-    let segments: Vec<&str> = path.trim_matches('/').split('/').collect();
-    match segments.as_slice() {
-        ["apis", _, _, "namespaces", namespace, ..] => Some(Some(namespace)),
-        ["apis", _, _, _plural] => Some(None),
-        _ => None,
-    }
-}
-
-/// Guards the Kubernetes-style lease routes; refusals are Kubernetes `Status` objects.
-pub async fn kube(State(state): State<ApiState>, request: Request, next: Next) -> Response {
-    let path = request.uri().path().to_string();
-    let need = match kube_scope(&path) {
-        Some(namespace) => Need::Namespace(namespace),
-        None => Need::Authenticated,
-    };
-    match check(&state, &request, need) {
-        Ok(principal) => crate::audit::scoped(principal, next.run(request)).await,
-        Err(Denied::Unauthenticated(e)) => KubeError::unauthorized(e.to_string()).into_response(),
-        Err(Denied::Forbidden(message)) => KubeError::forbidden(message).into_response(),
-    }
-}
-
-/// Guards the Boskos and pool routes; writing the pool configuration needs an operator.
-/// Refusals are plain text, as the Boskos server writes errors.
-pub async fn boskos(State(state): State<ApiState>, request: Request, next: Next) -> Response {
-    let need = if request.uri().path() == "/pools/config" && request.method() != Method::GET {
-        Need::Operator
-    } else {
-        Need::Authenticated
-    };
-    match check(&state, &request, need) {
-        Ok(principal) => crate::audit::scoped(principal, next.run(request)).await,
-        // Not 401: the Boskos Go client reads 401 as "owned by someone else" and polls forever.
-        // 403 is an error it reports, so a missing or wrong password fails fast.
-        Err(Denied::Unauthenticated(e)) => BoskosError::new(
-            StatusCode::FORBIDDEN,
-            format!("{e} (Boskos clients send the token as their password, HTTP Basic)"),
-        )
-        .into_response(),
-        Err(Denied::Forbidden(message)) => BoskosError::new(StatusCode::FORBIDDEN, message).into_response(),
-    }
-}
-
-/// Guards membership changes (operators only); health, readiness, metrics and the cluster view
-/// stay open for probes and Prometheus.
-pub async fn membership(State(state): State<ApiState>, request: Request, next: Next) -> Response {
-    if request.method() == Method::GET {
-        return next.run(request).await;
-    }
-    match check(&state, &request, Need::Operator) {
-        Ok(principal) => crate::audit::scoped(principal, next.run(request)).await,
-        Err(Denied::Unauthenticated(e)) => {
-            crate::error::ApiError::Unauthorized(e.to_string()).into_response()
-        }
-        Err(Denied::Forbidden(message)) => crate::error::ApiError::Forbidden(message).into_response(),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn kube_paths_name_their_namespace() {
-        let ns = "/apis/coordination.k8s.io/v1/namespaces/shop/leases/x";
-        assert_eq!(kube_scope(ns), Some(Some("shop")));
-        assert_eq!(
-            kube_scope("/apis/akka.io/v1/namespaces/shop/leases"),
-            Some(Some("shop"))
-        );
-        assert_eq!(kube_scope("/apis/coordination.k8s.io/v1/leases"), Some(None));
-        assert_eq!(kube_scope("/apis/coordination.k8s.io/v1"), None);
-        assert_eq!(kube_scope("/version"), None);
-        assert_eq!(kube_scope("/openapi/v3/apis/coordination.k8s.io/v1"), None);
     }
 }

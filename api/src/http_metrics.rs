@@ -8,18 +8,19 @@ use axum::response::Response;
 use prometheus::{HistogramOpts, HistogramVec, IntCounterVec, Opts, Registry};
 
 use crate::error::ApiError;
-use crate::state::ApiState;
 
 /// The HTTP metrics of one node.
 #[derive(Clone)]
 pub struct HttpMetrics {
     requests: IntCounterVec,
     duration: HistogramVec,
+    /// The node, named in every request's span.
+    node: u64,
 }
 
 impl HttpMetrics {
-    /// Creates and registers the metrics.
-    pub fn register(registry: &Registry) -> Result<Self, ApiError> {
+    /// Creates and registers the metrics of node `node`.
+    pub fn register(registry: &Registry, node: u64) -> Result<Self, ApiError> {
         let requests = IntCounterVec::new(
             Opts::new(
                 "drover_http_requests_total",
@@ -39,7 +40,11 @@ impl HttpMetrics {
         )?;
         registry.register(Box::new(requests.clone()))?;
         registry.register(Box::new(duration.clone()))?;
-        Ok(Self { requests, duration })
+        Ok(Self {
+            requests,
+            duration,
+            node,
+        })
     }
 }
 
@@ -48,7 +53,7 @@ const REQUEST_ID: &str = "x-request-id";
 
 /// Middleware that records every request under its route template (not the raw path, so
 /// names do not explode the label set), inside a span named by its request id.
-pub async fn record(State(state): State<ApiState>, request: Request, next: Next) -> Response {
+pub async fn record(State(state): State<HttpMetrics>, request: Request, next: Next) -> Response {
     // Held by reference count, not copied: this runs for every request.
     let route = request.extensions().get::<MatchedPath>().cloned();
     let route = route.as_ref().map_or("unmatched", MatchedPath::as_str);
@@ -66,7 +71,7 @@ pub async fn record(State(state): State<ApiState>, request: Request, next: Next)
     let span = tracing::info_span!(
         "request",
         id = %request_id,
-        node = state.raft.id(),
+        node = state.node,
         method = %method,
         route = %route,
     );
@@ -75,12 +80,10 @@ pub async fn record(State(state): State<ApiState>, request: Request, next: Next)
         response.headers_mut().insert(REQUEST_ID, value);
     }
     state
-        .http
         .requests
         .with_label_values(&[route, method.as_str(), response.status().as_str()])
         .inc();
     state
-        .http
         .duration
         .with_label_values(&[route, method.as_str()])
         .observe(started.elapsed().as_secs_f64());

@@ -17,7 +17,7 @@ use axum::response::{IntoResponse, Response};
 use sha2::{Digest, Sha256};
 
 use crate::auth::Verifier;
-use crate::state::ApiState;
+use crate::core::{read_body, Core};
 
 /// The header's name.
 pub const IDEMPOTENCY_HEADER: &str = "idempotency-key";
@@ -58,8 +58,8 @@ pub fn idempotency_key(headers: &HeaderMap) -> Result<Option<(String, String)>, 
 }
 
 /// Who is calling, as a stable name; `None` when the credential does not verify.
-fn principal(state: &ApiState, headers: &HeaderMap) -> Option<String> {
-    let verifier = &state.axebow.verifier;
+fn principal(state: &Core, headers: &HeaderMap) -> Option<String> {
+    let verifier = &state.verifier;
     if verifier.is_open() {
         return Some("anonymous".to_string());
     }
@@ -89,7 +89,7 @@ fn hex_digest(parts: &[&[u8]], bytes: usize) -> String {
 }
 
 /// Scopes an `Idempotency-Key` to its caller and request (see the module documentation).
-pub async fn scope(State(state): State<ApiState>, mut request: Request, next: Next) -> Response {
+pub async fn scope(State(state): State<Core>, mut request: Request, next: Next) -> Response {
     request.headers_mut().remove(REQUEST_HEADER);
     let key = match request.headers().get(IDEMPOTENCY_HEADER).map(check_key) {
         Some(Ok(key)) => key.to_string(),
@@ -100,7 +100,7 @@ pub async fn scope(State(state): State<ApiState>, mut request: Request, next: Ne
         return next.run(request).await;
     };
     let (mut parts, body) = request.into_parts();
-    let body = match crate::read_body(body, state.max_body_bytes).await {
+    let body = match read_body(body, state.max_body_bytes).await {
         Ok(body) => body,
         Err(refused) => return refused,
     };

@@ -7,75 +7,71 @@
 //! Handlers turn requests into [`drover_model::Command`]s and reads through
 //! [`drover_raft::RaftHandle`]; the handle forwards to the leader, so any node answers.
 
+// The ground floor (what every request shares) and the layers every dialect passes through.
 pub mod agents;
 pub mod audit;
 pub mod auth;
-pub mod axebow;
-pub mod boskos;
-pub mod claimer;
+pub mod core;
 pub mod error;
 pub mod guard;
 pub mod http_metrics;
 pub mod idempotency;
+// One room per dialect.
+pub mod axebow;
+pub mod boskos;
+pub mod claimer;
 pub mod kube;
 pub mod ops;
-pub mod pool_metrics;
-pub mod pools;
-pub mod service_metrics;
-pub mod snapshot;
+// The top floor: the rooms put together.
 pub mod state;
 
 use axum::extract::DefaultBodyLimit;
+use axum::middleware::from_fn_with_state;
 use axum::Router;
 use tower_http::limit::RequestBodyLimitLayer;
 
 pub use state::{ApiOptions, ApiState};
 
-/// Largest request body accepted by the public API unless configured otherwise.
-pub const MAX_BODY_BYTES: usize = 1024 * 1024;
-
-/// Reads a request body of at most `limit` bytes, for handlers and layers that must check
-/// something (a credential) before they read it; a larger or cut-off body gets `413`.
-pub(crate) async fn read_body(
-    body: axum::body::Body,
-    limit: usize,
-) -> Result<bytes::Bytes, axum::response::Response> {
-    use axum::response::IntoResponse;
-    axum::body::to_bytes(body, limit).await.map_err(|_| {
-        let message = format!("the body is larger than {limit} bytes or was cut off");
-        (axum::http::StatusCode::PAYLOAD_TOO_LARGE, message).into_response()
-    })
-}
+pub use crate::core::MAX_BODY_BYTES;
 
 /// The public router of one node.
 pub fn router(state: ApiState) -> Router {
-    let limit = state.max_body_bytes;
+    let ApiState {
+        core,
+        http,
+        boskos,
+        claimer,
+        axebow,
+        ops,
+    } = state;
+    let limit = core.max_body_bytes;
     let dialects = Router::new()
-        .merge(ops::routes().layer(axum::middleware::from_fn_with_state(
-            state.clone(),
-            guard::membership,
-        )))
-        .merge(kube::routes().layer(axum::middleware::from_fn_with_state(state.clone(), guard::kube)))
+        .merge(
+            ops::routes()
+                .layer(from_fn_with_state(ops.clone(), ops::guard))
+                .with_state(ops.clone()),
+        )
+        .merge(
+            kube::routes()
+                .layer(from_fn_with_state(core.clone(), kube::guard::guard))
+                .with_state(core.clone()),
+        )
         .merge(
             boskos::routes()
-                .merge(pools::routes())
-                .layer(axum::middleware::from_fn_with_state(state.clone(), guard::boskos)),
+                .merge(boskos::pools::routes())
+                .layer(from_fn_with_state(boskos.clone(), boskos::guard::guard))
+                .with_state(boskos),
         )
-        .merge(claimer::routes())
-        .merge(audit::routes())
+        .merge(claimer::routes().with_state(claimer))
+        .merge(ops::audit::routes().with_state(ops.clone()))
         .layer(RequestBodyLimitLayer::new(limit));
     // The platform API reads bodies itself, so an oversized one gets its error envelope.
-    let platform = axebow::routes().layer(DefaultBodyLimit::max(limit));
+    let platform = axebow::routes()
+        .layer(DefaultBodyLimit::max(limit))
+        .with_state(axebow);
     dialects
         .merge(platform)
-        .merge(snapshot::routes())
-        .layer(axum::middleware::from_fn_with_state(
-            state.clone(),
-            idempotency::scope,
-        ))
-        .layer(axum::middleware::from_fn_with_state(
-            state.clone(),
-            http_metrics::record,
-        ))
-        .with_state(state)
+        .merge(ops::snapshot::routes().with_state(ops))
+        .layer(from_fn_with_state(core, idempotency::scope))
+        .layer(from_fn_with_state(http, http_metrics::record))
 }

@@ -1,4 +1,5 @@
-//! What every handler can reach.
+//! The top floor: a node's API state — one room per dialect over one [`Core`] — built from
+//! the node's configuration.
 
 use std::sync::Arc;
 
@@ -8,13 +9,13 @@ use tokio_util::sync::CancellationToken;
 
 use crate::agents::AgentReads;
 use crate::auth::Verifier;
-use crate::axebow::{AxebowContext, PlatformOptions};
-use crate::boskos::AcquireClock;
-use crate::claimer::ClaimerOptions;
+use crate::axebow::{AxebowState, PlatformOptions};
+use crate::boskos::BoskosState;
+use crate::claimer::{ClaimerOptions, ClaimerState};
+use crate::core::{Core, Recount, MAX_BODY_BYTES};
 use crate::error::ApiError;
 use crate::http_metrics::HttpMetrics;
-use crate::pool_metrics::PoolMetrics;
-use crate::service_metrics::ServiceMetrics;
+use crate::ops::OpsState;
 
 /// Settings of the API that come from the node's configuration.
 #[derive(Debug, Clone)]
@@ -44,65 +45,38 @@ impl Default for ApiOptions {
             claimer: None,
             verifier: Verifier::default(),
             platform: PlatformOptions::default(),
-            max_body_bytes: crate::MAX_BODY_BYTES,
+            max_body_bytes: MAX_BODY_BYTES,
             agents: None,
         }
     }
 }
 
-/// Shared state of the public API, behind one `Arc`: axum clones the state for every request
-/// and every middleware layer, and a clone of the fields themselves (a dozen reference counts)
-/// showed up at 2 % of a node's CPU under write load.
+/// The API of one node: each dialect's room and the layers around them. The Kubernetes-style
+/// dialect needs nothing beyond the core, so the core is its state.
 #[derive(Clone)]
-pub struct ApiState(Arc<ApiShared>);
-
-impl std::ops::Deref for ApiState {
-    type Target = ApiShared;
-
-    fn deref(&self) -> &ApiShared {
-        &self.0
-    }
-}
-
-/// What [`ApiState`] shares.
-pub struct ApiShared {
-    /// The replicated store.
-    pub raft: RaftHandle,
-    /// The node's metrics registry, served at `/metrics`.
-    pub registry: Registry,
-    /// HTTP request metrics.
+pub struct ApiState {
+    /// What every request shares.
+    pub core: Core,
+    /// Request counts and latencies.
     pub http: HttpMetrics,
-    /// Cancelled when the node shuts down; long-lived streams end then.
-    pub shutdown: CancellationToken,
-    /// The k8s-claimer endpoints, when enabled.
-    pub claimer: Option<ClaimerOptions>,
-    /// Largest request body accepted.
-    pub max_body_bytes: usize,
-    /// Boskos pool metrics.
-    pub pool_metrics: PoolMetrics,
-    /// The services' gauges.
-    pub service_metrics: ServiceMetrics,
-    /// First-poll times of waiting acquire requests.
-    pub acquire_clock: AcquireClock,
-    /// The platform API's verifier, settings and rate limiter.
-    pub axebow: Arc<AxebowContext>,
-    /// Permits for concurrent watches ([`crate::kube::watch::MAX_WATCHES`]).
-    pub watches: Arc<tokio::sync::Semaphore>,
-    /// Live reads of clusters' agents.
-    pub agents: Option<Arc<dyn AgentReads>>,
+    /// Boskos and the pool administration.
+    pub boskos: BoskosState,
+    /// k8s-claimer.
+    pub claimer: ClaimerState,
+    /// The Axebow platform API.
+    pub axebow: AxebowState,
+    /// Health, membership, metrics, the audit log and snapshots.
+    pub ops: OpsState,
 }
 
 impl ApiState {
-    /// Builds the state and registers the HTTP metrics in `registry`.
+    /// Builds every room and registers their metrics in `registry`.
     pub fn new(
         raft: RaftHandle,
         registry: Registry,
         shutdown: CancellationToken,
         options: ApiOptions,
     ) -> Result<Self, ApiError> {
-        let http = HttpMetrics::register(&registry)?;
-        let pool_metrics = PoolMetrics::register(&registry)?;
-        let service_metrics = ServiceMetrics::register(&registry)?;
         let ApiOptions {
             claimer,
             verifier,
@@ -110,19 +84,21 @@ impl ApiState {
             max_body_bytes,
             agents,
         } = options;
-        Ok(Self(Arc::new(ApiShared {
-            axebow: Arc::new(AxebowContext::new(verifier, platform)),
-            raft,
-            registry,
+        let http = HttpMetrics::register(&registry, raft.id())?;
+        let core = Core::new(raft, registry, shutdown, max_body_bytes, verifier);
+        let boskos = BoskosState::new(core.clone())?;
+        let axebow = AxebowState::new(core.clone(), platform, agents)?;
+        let recounts: Vec<Arc<dyn Recount>> = vec![
+            Arc::new(boskos.pool_metrics.clone()),
+            Arc::new(axebow.service_metrics.clone()),
+        ];
+        Ok(Self {
             http,
-            shutdown,
-            claimer,
-            max_body_bytes,
-            pool_metrics,
-            service_metrics,
-            acquire_clock: AcquireClock::default(),
-            watches: Arc::new(tokio::sync::Semaphore::new(crate::kube::watch::MAX_WATCHES)),
-            agents,
-        })))
+            claimer: ClaimerState::new(core.clone(), claimer),
+            ops: OpsState::new(core.clone(), recounts),
+            boskos,
+            axebow,
+            core,
+        })
     }
 }

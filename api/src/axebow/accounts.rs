@@ -7,10 +7,10 @@ use drover_model::platform::{EnvironmentPatch, EnvironmentSpec, PlatformOp, Plat
 use serde::Deserialize;
 use utoipa::IntoParams;
 
+use super::context::AxebowState;
 use super::context::Caller;
 use super::reply::{done, ok, AxebowError, Body, Empty, Envelope, Params};
 use super::store;
-use crate::state::ApiState;
 
 /// `DELETE …/account/{a}` parameters.
 #[derive(Debug, Deserialize, IntoParams)]
@@ -21,7 +21,7 @@ pub struct DeleteParams {
     pub delete: Option<bool>,
 }
 
-fn check_iaas(state: &ApiState, body: &TenantAccount) -> Result<(), AxebowError> {
+fn check_iaas(state: &AxebowState, body: &TenantAccount) -> Result<(), AxebowError> {
     let providers = &state.axebow.options.iaas_providers;
     if providers.contains(&body.spec.iaas) {
         Ok(())
@@ -42,7 +42,7 @@ fn check_iaas(state: &ApiState, body: &TenantAccount) -> Result<(), AxebowError>
     params(("tenant" = String, Path, description = "Tenant name"), ("account" = String, Path, description = "Account name")),
     responses((status = 200, description = "Created", body = Empty)))]
 pub async fn create(
-    State(state): State<ApiState>,
+    State(state): State<AxebowState>,
     Caller(caller): Caller,
     headers: HeaderMap,
     Path((tenant, account)): Path<(String, String)>,
@@ -68,7 +68,7 @@ pub async fn create(
     params(("tenant" = String, Path, description = "Tenant name"), ("account" = String, Path, description = "Account name")),
     responses((status = 200, description = "Changed", body = Empty)))]
 pub async fn patch(
-    State(state): State<ApiState>,
+    State(state): State<AxebowState>,
     Caller(caller): Caller,
     headers: HeaderMap,
     Path((tenant, account)): Path<(String, String)>,
@@ -94,7 +94,7 @@ pub async fn patch(
     params(("tenant" = String, Path, description = "Tenant name"), ("account" = String, Path, description = "Account name")),
     responses((status = 200, description = "The account", body = Envelope<TenantAccount>)))]
 pub async fn get(
-    State(state): State<ApiState>,
+    State(state): State<AxebowState>,
     Caller(caller): Caller,
     Path((tenant, account)): Path<(String, String)>,
 ) -> Result<Envelope<TenantAccount>, AxebowError> {
@@ -110,7 +110,7 @@ pub async fn get(
     params(("tenant" = String, Path, description = "Tenant name")),
     responses((status = 200, description = "Names", body = Envelope<Vec<String>>)))]
 pub async fn list(
-    State(state): State<ApiState>,
+    State(state): State<AxebowState>,
     Caller(caller): Caller,
     Path(tenant): Path<String>,
 ) -> Result<Envelope<Vec<String>>, AxebowError> {
@@ -126,7 +126,7 @@ pub async fn list(
     params(("tenant" = String, Path, description = "Tenant name"), ("account" = String, Path, description = "Account name"), DeleteParams),
     responses((status = 200, description = "Removed", body = Empty)))]
 pub async fn delete(
-    State(state): State<ApiState>,
+    State(state): State<AxebowState>,
     Caller(caller): Caller,
     headers: HeaderMap,
     Path((tenant, account)): Path<(String, String)>,
@@ -154,7 +154,7 @@ pub async fn delete(
         ("environment" = String, Path, description = "Environment name")),
     responses((status = 200, description = "Created", body = Empty)))]
 pub async fn create_environment(
-    State(state): State<ApiState>,
+    State(state): State<AxebowState>,
     Caller(caller): Caller,
     headers: HeaderMap,
     Path((tenant, account, environment)): Path<(String, String, String)>,
@@ -177,7 +177,7 @@ pub async fn create_environment(
         ("environment" = String, Path, description = "Environment name")),
     responses((status = 200, description = "Changed", body = Empty)))]
 pub async fn patch_environment(
-    State(state): State<ApiState>,
+    State(state): State<AxebowState>,
     Caller(caller): Caller,
     headers: HeaderMap,
     Path((tenant, account, environment)): Path<(String, String, String)>,
@@ -199,7 +199,7 @@ pub async fn patch_environment(
         ("environment" = String, Path, description = "Environment name")),
     responses((status = 200, description = "The environment", body = Envelope<EnvironmentInfo>)))]
 pub async fn get_environment(
-    State(state): State<ApiState>,
+    State(state): State<AxebowState>,
     Caller(caller): Caller,
     Path((tenant, account, environment)): Path<(String, String, String)>,
 ) -> Result<Envelope<EnvironmentInfo>, AxebowError> {
@@ -215,7 +215,7 @@ pub async fn get_environment(
     params(("tenant" = String, Path, description = "Tenant name"), ("account" = String, Path, description = "Account name")),
     responses((status = 200, description = "Names", body = Envelope<Vec<String>>)))]
 pub async fn list_environments(
-    State(state): State<ApiState>,
+    State(state): State<AxebowState>,
     Caller(caller): Caller,
     Path((tenant, account)): Path<(String, String)>,
 ) -> Result<Envelope<Vec<String>>, AxebowError> {
@@ -232,7 +232,7 @@ pub async fn list_environments(
         ("environment" = String, Path, description = "Environment name")),
     responses((status = 200, description = "Removed", body = Empty)))]
 pub async fn delete_environment(
-    State(state): State<ApiState>,
+    State(state): State<AxebowState>,
     Caller(caller): Caller,
     headers: HeaderMap,
     Path((tenant, account, environment)): Path<(String, String, String)>,

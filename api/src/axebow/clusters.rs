@@ -16,11 +16,11 @@ use drover_model::platform::{Identity, PlatformRead, Requirement, Role};
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 
+use super::context::AxebowState;
 use super::context::Caller;
 use super::reply::{codes, done, ok, AxebowError, Body, Empty, Envelope, Params};
 use super::store;
 use crate::agents::AgentReadError;
-use crate::state::ApiState;
 
 /// `PUT …/cluster/{c}/drain`.
 #[derive(Debug, Clone, Deserialize, Serialize, ToSchema)]
@@ -57,7 +57,7 @@ fn set_name(text: &str) -> Result<SetName, AxebowError> {
     params(("tenant" = String, Path, description = "Tenant name (operator: platform-wide)"), ("cluster" = String, Path, description = "Cluster name")),
     responses((status = 200, description = "Registered", body = Empty)))]
 pub async fn register(
-    State(state): State<ApiState>,
+    State(state): State<AxebowState>,
     Caller(caller): Caller,
     headers: HeaderMap,
     Path((tenant, name)): Path<(String, String)>,
@@ -80,7 +80,7 @@ pub async fn register(
 /// endpoint; an agent that does not answer (yet) is registered, and the agent still refuses a
 /// second cluster object's changes.
 async fn refuse_a_bound_agent(
-    state: &ApiState,
+    state: &AxebowState,
     caller: &Identity,
     cluster: &ClusterRef,
     registration: &ClusterRegistration,
@@ -154,7 +154,7 @@ async fn refuse_a_bound_agent(
     params(("tenant" = String, Path, description = "Tenant name"), ("cluster" = String, Path, description = "Cluster name")),
     responses((status = 200, description = "Changed", body = Empty)))]
 pub async fn patch(
-    State(state): State<ApiState>,
+    State(state): State<AxebowState>,
     Caller(caller): Caller,
     headers: HeaderMap,
     Path((tenant, name)): Path<(String, String)>,
@@ -173,7 +173,7 @@ pub async fn patch(
     params(("tenant" = String, Path, description = "Tenant name"), ("cluster" = String, Path, description = "Cluster name")),
     responses((status = 200, description = "Changed", body = Empty)))]
 pub async fn drain(
-    State(state): State<ApiState>,
+    State(state): State<AxebowState>,
     Caller(caller): Caller,
     headers: HeaderMap,
     Path((tenant, name)): Path<(String, String)>,
@@ -193,7 +193,7 @@ pub async fn drain(
     params(("tenant" = String, Path, description = "Tenant name"), ("cluster" = String, Path, description = "Cluster name")),
     responses((status = 200, description = "Deregistered", body = Empty)))]
 pub async fn deregister(
-    State(state): State<ApiState>,
+    State(state): State<AxebowState>,
     Caller(caller): Caller,
     headers: HeaderMap,
     Path((tenant, name)): Path<(String, String)>,
@@ -211,7 +211,7 @@ pub async fn deregister(
     params(("tenant" = String, Path, description = "Tenant name"), ("cluster" = String, Path, description = "Cluster name")),
     responses((status = 200, description = "The cluster", body = Envelope<ClusterView>)))]
 pub async fn get(
-    State(state): State<ApiState>,
+    State(state): State<AxebowState>,
     Caller(caller): Caller,
     Path((tenant, name)): Path<(String, String)>,
 ) -> Result<Envelope<ClusterView>, AxebowError> {
@@ -228,7 +228,7 @@ pub async fn get(
     params(("tenant" = String, Path, description = "Tenant name")),
     responses((status = 200, description = "The clusters", body = Envelope<Vec<ClusterView>>)))]
 pub async fn list(
-    State(state): State<ApiState>,
+    State(state): State<AxebowState>,
     Caller(caller): Caller,
     Path(tenant): Path<String>,
 ) -> Result<Envelope<Vec<ClusterView>>, AxebowError> {
@@ -243,7 +243,7 @@ pub async fn list(
 #[utoipa::path(get, path = "/api/1.0-beta/cluster", tag = "clusters",
     responses((status = 200, description = "The clusters", body = Envelope<Vec<ClusterView>>)))]
 pub async fn list_all(
-    State(state): State<ApiState>,
+    State(state): State<AxebowState>,
     Caller(caller): Caller,
 ) -> Result<Envelope<Vec<ClusterView>>, AxebowError> {
     let (views, _) = state
@@ -265,7 +265,7 @@ pub async fn list_all(
         ("set" = String, Path, description = "Set name")),
     responses((status = 200, description = "Stored", body = Empty)))]
 pub async fn put_set(
-    State(state): State<ApiState>,
+    State(state): State<AxebowState>,
     Caller(caller): Caller,
     headers: HeaderMap,
     Path((tenant, name, set)): Path<(String, String, String)>,
@@ -286,7 +286,7 @@ pub async fn put_set(
         ("set" = String, Path, description = "Set name")),
     responses((status = 200, description = "Removed", body = Empty)))]
 pub async fn delete_set(
-    State(state): State<ApiState>,
+    State(state): State<AxebowState>,
     Caller(caller): Caller,
     headers: HeaderMap,
     Path((tenant, name, set)): Path<(String, String, String)>,
@@ -306,7 +306,7 @@ pub async fn delete_set(
         ("environment" = String, Path, description = "Environment name")),
     responses((status = 200, description = "The usable clusters", body = Envelope<EnvironmentClusters>)))]
 pub async fn environment_clusters(
-    State(state): State<ApiState>,
+    State(state): State<AxebowState>,
     Caller(caller): Caller,
     Path((tenant, account, environment)): Path<(String, String, String)>,
 ) -> Result<Envelope<EnvironmentClusters>, AxebowError> {
@@ -325,7 +325,7 @@ pub async fn environment_clusters(
         ("instance" = String, Path, description = "Instance id")),
     responses((status = 200, description = "Requested", body = Empty)))]
 pub async fn restart(
-    State(state): State<ApiState>,
+    State(state): State<AxebowState>,
     Caller(caller): Caller,
     headers: HeaderMap,
     Path((tenant, name, instance)): Path<(String, String, String)>,
@@ -342,7 +342,7 @@ pub async fn restart(
 
 /// The committed endpoint and token of a cluster the caller may read.
 async fn agent_of(
-    state: &ApiState,
+    state: &AxebowState,
     caller: &Caller,
     cluster: &ClusterRef,
 ) -> Result<(String, String), AxebowError> {
@@ -371,7 +371,9 @@ pub(super) fn read_failed(error: AgentReadError) -> AxebowError {
     }
 }
 
-pub(super) fn agents(state: &ApiState) -> Result<std::sync::Arc<dyn crate::agents::AgentReads>, AxebowError> {
+pub(super) fn agents(
+    state: &AxebowState,
+) -> Result<std::sync::Arc<dyn crate::agents::AgentReads>, AxebowError> {
     state.agents.clone().ok_or_else(|| {
         AxebowError::new(
             StatusCode::SERVICE_UNAVAILABLE,
@@ -386,7 +388,7 @@ pub(super) fn agents(state: &ApiState) -> Result<std::sync::Arc<dyn crate::agent
     params(("tenant" = String, Path, description = "Tenant name"), ("cluster" = String, Path, description = "Cluster name")),
     responses((status = 200, description = "The agent's inventory", body = Envelope<Inventory>)))]
 pub async fn inventory(
-    State(state): State<ApiState>,
+    State(state): State<AxebowState>,
     caller: Caller,
     Path((tenant, name)): Path<(String, String)>,
 ) -> Result<Envelope<Inventory>, AxebowError> {
@@ -404,7 +406,7 @@ pub async fn inventory(
         ("instance" = String, Path, description = "Instance id"), LogParams),
     responses((status = 200, description = "The instance's output", body = String, content_type = "text/plain")))]
 pub async fn logs(
-    State(state): State<ApiState>,
+    State(state): State<AxebowState>,
     caller: Caller,
     Path((tenant, name, instance)): Path<(String, String, String)>,
     Params(params): Params<LogParams>,

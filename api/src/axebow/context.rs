@@ -9,10 +9,15 @@ use axum::http::request::Parts;
 use axum::http::{header, StatusCode};
 use drover_model::platform::Identity;
 
+use std::sync::Arc;
+
 use super::rate::{RateLimit, RateLimiter};
 use super::reply::{codes, AxebowError};
+use super::service_metrics::ServiceMetrics;
+use crate::agents::AgentReads;
 use crate::auth::Verifier;
-use crate::state::ApiState;
+use crate::core::Core;
+use crate::error::ApiError;
 
 /// Settings of the platform, the same on every node.
 #[derive(Debug, Clone)]
@@ -44,11 +49,9 @@ impl Default for PlatformOptions {
     }
 }
 
-/// The platform API's share of the node state.
+/// The platform API's settings and rate limiter.
 #[derive(Debug)]
 pub struct AxebowContext {
-    /// Checks bearer tokens.
-    pub verifier: Verifier,
     /// Platform settings.
     pub options: PlatformOptions,
     /// Per-caller buckets.
@@ -57,13 +60,47 @@ pub struct AxebowContext {
 
 impl AxebowContext {
     /// Builds the context.
-    pub fn new(verifier: Verifier, options: PlatformOptions) -> Self {
+    pub fn new(options: PlatformOptions) -> Self {
         let limiter = RateLimiter::new(options.rate_limit);
-        Self {
-            verifier,
-            options,
-            limiter,
-        }
+        Self { options, limiter }
+    }
+}
+
+/// The platform room's state: the core, the platform's settings and rate limiter, the live
+/// reads of clusters' agents, and the services' gauges.
+#[derive(Clone)]
+pub struct AxebowState {
+    core: Core,
+    /// Settings and the per-caller rate limiter.
+    pub axebow: Arc<AxebowContext>,
+    /// Live reads of clusters' agents; the cluster inventory and log routes answer `503`
+    /// without.
+    pub agents: Option<Arc<dyn AgentReads>>,
+    /// The services' gauges.
+    pub service_metrics: ServiceMetrics,
+}
+
+impl AxebowState {
+    /// The room over `core`; registers the services' gauges in the core's registry.
+    pub fn new(
+        core: Core,
+        options: PlatformOptions,
+        agents: Option<Arc<dyn AgentReads>>,
+    ) -> Result<Self, ApiError> {
+        Ok(Self {
+            axebow: Arc::new(AxebowContext::new(options)),
+            agents,
+            service_metrics: ServiceMetrics::register(&core.registry)?,
+            core,
+        })
+    }
+}
+
+impl std::ops::Deref for AxebowState {
+    type Target = Core;
+
+    fn deref(&self) -> &Core {
+        &self.core
     }
 }
 
@@ -71,17 +108,17 @@ impl AxebowContext {
 #[derive(Debug, Clone)]
 pub struct Caller(pub Identity);
 
-impl FromRequestParts<ApiState> for Caller {
+impl FromRequestParts<AxebowState> for Caller {
     type Rejection = AxebowError;
 
-    async fn from_request_parts(parts: &mut Parts, state: &ApiState) -> Result<Self, Self::Rejection> {
+    async fn from_request_parts(parts: &mut Parts, state: &AxebowState) -> Result<Self, Self::Rejection> {
         let header = parts
             .headers
             .get(header::AUTHORIZATION)
             .and_then(|v| v.to_str().ok());
         let context = &state.axebow;
         let token = Verifier::bearer(header)?;
-        let identity = context.verifier.verify(token)?;
+        let identity = state.verifier.verify(token)?;
         let key = format!("{}\n{}", identity.issuer, identity.subject);
         if !context.limiter.allow(&key) {
             return Err(AxebowError::new(

@@ -15,10 +15,10 @@ use drover_model::scheduling::metrics::{MetricSpec, ProviderSpec};
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
+use super::context::AxebowState;
 use super::context::Caller;
 use super::reply::{done, ok, AxebowError, Body, Empty, Envelope};
 use super::store;
-use crate::state::ApiState;
 
 /// A metrics provider as the API shows it.
 #[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
@@ -51,7 +51,7 @@ fn tenant_missing(tenant: &str) -> PlatformError {
     params(("tenant" = String, Path, description = "Tenant name (operator: platform-wide)"), ("name" = String, Path, description = "Provider name")),
     responses((status = 200, description = "Stored", body = Empty)))]
 pub async fn put_provider(
-    State(state): State<ApiState>,
+    State(state): State<AxebowState>,
     Caller(caller): Caller,
     headers: HeaderMap,
     Path((tenant, name)): Path<(String, String)>,
@@ -67,7 +67,7 @@ pub async fn put_provider(
     params(("tenant" = String, Path, description = "Tenant name"), ("name" = String, Path, description = "Provider name")),
     responses((status = 200, description = "Removed", body = Empty)))]
 pub async fn delete_provider(
-    State(state): State<ApiState>,
+    State(state): State<AxebowState>,
     Caller(caller): Caller,
     headers: HeaderMap,
     Path((tenant, name)): Path<(String, String)>,
@@ -82,7 +82,7 @@ pub async fn delete_provider(
     params(("tenant" = String, Path, description = "Tenant name"), ("name" = String, Path, description = "Provider name")),
     responses((status = 200, description = "The provider", body = Envelope<ProviderView>)))]
 pub async fn get_provider(
-    State(state): State<ApiState>,
+    State(state): State<AxebowState>,
     Caller(caller): Caller,
     Path((tenant, name)): Path<(String, String)>,
 ) -> Result<Envelope<ProviderView>, AxebowError> {
@@ -106,7 +106,7 @@ pub async fn get_provider(
     params(("tenant" = String, Path, description = "Tenant name")),
     responses((status = 200, description = "The providers", body = Envelope<Vec<ProviderView>>)))]
 pub async fn list_providers(
-    State(state): State<ApiState>,
+    State(state): State<AxebowState>,
     Caller(caller): Caller,
     Path(tenant): Path<String>,
 ) -> Result<Envelope<Vec<ProviderView>>, AxebowError> {
@@ -131,7 +131,7 @@ pub async fn list_providers(
     params(("tenant" = String, Path, description = "Tenant name (operator: platform-wide)"), ("name" = String, Path, description = "Metric name")),
     responses((status = 200, description = "Stored", body = Empty)))]
 pub async fn put_metric(
-    State(state): State<ApiState>,
+    State(state): State<AxebowState>,
     Caller(caller): Caller,
     headers: HeaderMap,
     Path((tenant, name)): Path<(String, String)>,
@@ -147,7 +147,7 @@ pub async fn put_metric(
     params(("tenant" = String, Path, description = "Tenant name"), ("name" = String, Path, description = "Metric name")),
     responses((status = 200, description = "Removed", body = Empty)))]
 pub async fn delete_metric(
-    State(state): State<ApiState>,
+    State(state): State<AxebowState>,
     Caller(caller): Caller,
     headers: HeaderMap,
     Path((tenant, name)): Path<(String, String)>,
@@ -162,7 +162,7 @@ pub async fn delete_metric(
     params(("tenant" = String, Path, description = "Tenant name"), ("name" = String, Path, description = "Metric name")),
     responses((status = 200, description = "The metric", body = Envelope<MetricView>)))]
 pub async fn get_metric(
-    State(state): State<ApiState>,
+    State(state): State<AxebowState>,
     Caller(caller): Caller,
     Path((tenant, name)): Path<(String, String)>,
 ) -> Result<Envelope<MetricView>, AxebowError> {
@@ -187,7 +187,7 @@ pub async fn get_metric(
     params(("tenant" = String, Path, description = "Tenant name")),
     responses((status = 200, description = "The metrics", body = Envelope<Vec<MetricView>>)))]
 pub async fn list_metrics(
-    State(state): State<ApiState>,
+    State(state): State<AxebowState>,
     Caller(caller): Caller,
     Path(tenant): Path<String>,
 ) -> Result<Envelope<Vec<MetricView>>, AxebowError> {

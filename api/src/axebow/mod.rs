@@ -13,6 +13,7 @@ pub mod rate;
 pub mod reply;
 pub mod resources;
 pub mod service_links;
+pub mod service_metrics;
 pub mod service_roles;
 pub mod service_wait;
 pub mod service_watch;
@@ -27,15 +28,15 @@ use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 use utoipa_swagger_ui::SwaggerUi;
 
-pub use context::{AxebowContext, PlatformOptions};
+pub use context::{AxebowContext, AxebowState, PlatformOptions};
 
-use crate::state::ApiState;
+use self::context::AxebowState as State;
 
 /// Where the generated OpenAPI document is served.
 pub const OPENAPI_PATH: &str = "/api/1.0-beta/openapi.json";
 
 /// The platform routes with their OpenAPI description, built from one list.
-pub fn documented_routes() -> OpenApiRouter<ApiState> {
+pub fn documented_routes() -> OpenApiRouter<State> {
     OpenApiRouter::with_openapi(openapi::base())
         .routes(routes!(platform_info::info))
         .routes(routes!(users::register, users::list, users::remove))
@@ -136,7 +137,7 @@ pub fn document() -> utoipa::openapi::OpenApi {
 
 /// The platform router: the documented routes, `/platform` without the prefix, the OpenAPI
 /// document, `/docs`, and envelope-shaped `404`s for every other `/api/…` path.
-pub fn routes() -> Router<ApiState> {
+pub fn routes() -> Router<State> {
     let (router, api) = documented_routes().split_for_parts();
     let api = openapi::finish(api);
     router

@@ -6,8 +6,8 @@ use axum::extract::State;
 use serde::Serialize;
 use utoipa::ToSchema;
 
+use super::context::AxebowState;
 use super::reply::{ok, Envelope};
-use crate::state::ApiState;
 
 /// The API version this platform serves.
 pub const API_VERSION: &str = "1.0-beta";
@@ -42,13 +42,13 @@ pub struct PlatformInfo {
 /// What this platform offers.
 #[utoipa::path(get, path = "/api/1.0-beta/platform", tag = "platform", security(()),
     responses((status = 200, description = "The platform", body = Envelope<PlatformInfo>)))]
-pub async fn info(State(state): State<ApiState>) -> Envelope<PlatformInfo> {
+pub async fn info(State(state): State<AxebowState>) -> Envelope<PlatformInfo> {
     let options = &state.axebow.options;
     ok(PlatformInfo {
         api_versions: vec![API_VERSION.to_string()],
         instance_name: options.instance_name.clone(),
         platform_version: env!("CARGO_PKG_VERSION").to_string(),
-        oid_providers: state.axebow.verifier.issuer_names(),
+        oid_providers: state.verifier.issuer_names(),
         iaas_providers: options
             .iaas_providers
             .iter()

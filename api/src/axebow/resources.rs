@@ -9,10 +9,10 @@ use drover_model::platform::{PlatformOp, PlatformRead, ResourceKind, ResourceSpe
 use serde::Serialize;
 use utoipa::ToSchema;
 
+use super::context::AxebowState;
 use super::context::Caller;
 use super::reply::{done, ok, AxebowError, Body, Empty, Envelope};
 use super::store;
-use crate::state::ApiState;
 
 /// A resource list: for ports, the list plus the port numbers held.
 #[derive(Debug, Serialize, ToSchema)]
@@ -31,7 +31,7 @@ fn kind_of(text: &str) -> Result<ResourceKind, AxebowError> {
     })
 }
 
-fn checked(state: &ApiState, kind: ResourceKind, spec: &ResourceSpec) -> Result<(), AxebowError> {
+fn checked(state: &AxebowState, kind: ResourceKind, spec: &ResourceSpec) -> Result<(), AxebowError> {
     validate_resource(kind, spec, &state.axebow.options.port_range).map_err(AxebowError::from)
 }
 
@@ -41,7 +41,7 @@ fn checked(state: &ApiState, kind: ResourceKind, spec: &ResourceSpec) -> Result<
         ("name" = String, Path, description = "Resource name")),
     responses((status = 200, description = "Registered", body = Empty)))]
 pub async fn register(
-    State(state): State<ApiState>,
+    State(state): State<AxebowState>,
     Caller(caller): Caller,
     headers: HeaderMap,
     Path((tenant, kind, name)): Path<(String, String, String)>,
@@ -65,7 +65,7 @@ pub async fn register(
         ("name" = String, Path, description = "Resource name")),
     responses((status = 200, description = "Replaced", body = Empty)))]
 pub async fn update(
-    State(state): State<ApiState>,
+    State(state): State<AxebowState>,
     Caller(caller): Caller,
     headers: HeaderMap,
     Path((tenant, kind, name)): Path<(String, String, String)>,
@@ -89,7 +89,7 @@ pub async fn update(
         ("name" = String, Path, description = "Resource name")),
     responses((status = 200, description = "The resource", body = Envelope<ResourceInfo>)))]
 pub async fn get(
-    State(state): State<ApiState>,
+    State(state): State<AxebowState>,
     Caller(caller): Caller,
     Path((tenant, kind, name)): Path<(String, String, String)>,
 ) -> Result<Envelope<ResourceInfo>, AxebowError> {
@@ -106,7 +106,7 @@ pub async fn get(
     params(("tenant" = String, Path, description = "Tenant name"), ("kind" = ResourceKind, Path, description = "Resource kind")),
     responses((status = 200, description = "The resources", body = Envelope<ResourceListing>)))]
 pub async fn list(
-    State(state): State<ApiState>,
+    State(state): State<AxebowState>,
     Caller(caller): Caller,
     Path((tenant, kind)): Path<(String, String)>,
 ) -> Result<Envelope<ResourceListing>, AxebowError> {
@@ -130,7 +130,7 @@ pub async fn list(
         ("name" = String, Path, description = "Resource name")),
     responses((status = 200, description = "Removed", body = Empty)))]
 pub async fn unregister(
-    State(state): State<ApiState>,
+    State(state): State<AxebowState>,
     Caller(caller): Caller,
     headers: HeaderMap,
     Path((tenant, kind, name)): Path<(String, String, String)>,

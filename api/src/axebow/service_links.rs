@@ -8,10 +8,10 @@ use drover_model::platform::PlatformRead;
 use drover_model::service::links::{Channels, Link, LinkEnd, LinkView};
 use drover_model::service::ServiceOp;
 
+use super::context::AxebowState;
 use super::context::Caller;
 use super::reply::{done, ok, AxebowError, Empty, Envelope};
 use super::store;
-use crate::state::ApiState;
 
 /// The path of a link: client tenant, service, channel; server tenant, service, channel.
 type LinkPath = (String, String, String, String, String, String);
@@ -32,7 +32,7 @@ fn link_of((ct, cs, cc, st, ss, sc): LinkPath) -> Link {
 }
 
 async fn write_link(
-    state: &ApiState,
+    state: &AxebowState,
     caller: Caller,
     headers: &HeaderMap,
     path: LinkPath,
@@ -56,7 +56,7 @@ async fn write_link(
         (status = 404, description = "A service or channel does not exist", body = super::reply::ErrorBody),
         (status = 409, description = "Not in one environment, or linked already", body = super::reply::ErrorBody)))]
 pub async fn link(
-    State(state): State<ApiState>,
+    State(state): State<AxebowState>,
     caller: Caller,
     headers: HeaderMap,
     Path(path): Path<LinkPath>,
@@ -72,7 +72,7 @@ pub async fn link(
     responses((status = 200, description = "Unlinked", body = Empty),
         (status = 404, description = "No such link", body = super::reply::ErrorBody)))]
 pub async fn unlink(
-    State(state): State<ApiState>,
+    State(state): State<AxebowState>,
     caller: Caller,
     headers: HeaderMap,
     Path(path): Path<LinkPath>,
@@ -85,7 +85,7 @@ pub async fn unlink(
     params(("tenant" = String, Path, description = "Tenant name"), ("service" = String, Path, description = "Service name")),
     responses((status = 200, description = "Its links", body = Envelope<Vec<LinkView>>)))]
 pub async fn links(
-    State(state): State<ApiState>,
+    State(state): State<AxebowState>,
     Caller(caller): Caller,
     Path((tenant, service)): Path<(String, String)>,
 ) -> Result<Envelope<Vec<LinkView>>, AxebowError> {
@@ -101,7 +101,7 @@ pub async fn links(
     params(("tenant" = String, Path, description = "Tenant name"), ("service" = String, Path, description = "Service name")),
     responses((status = 200, description = "Client and server channels with their metadata", body = Envelope<Channels>)))]
 pub async fn channels(
-    State(state): State<ApiState>,
+    State(state): State<AxebowState>,
     Caller(caller): Caller,
     Path((tenant, service)): Path<(String, String)>,
 ) -> Result<Envelope<Channels>, AxebowError> {

@@ -16,10 +16,10 @@ use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 
 use super::clusters::{agents, read_failed};
+use super::context::AxebowState;
 use super::context::Caller;
 use super::reply::{done, ok, AxebowError, Empty, Envelope, Params};
 use super::store;
-use crate::state::ApiState;
 
 /// One instance of a role.
 #[derive(Debug, Clone, Serialize, ToSchema)]
@@ -63,7 +63,7 @@ pub struct LogParams {
 
 /// The endpoint and token of the cluster a service runs on, after checking the role exists.
 async fn cluster_of(
-    state: &ApiState,
+    state: &AxebowState,
     caller: &Caller,
     tenant: &str,
     service: &str,
@@ -103,7 +103,7 @@ fn prefix(tenant: &str, service: &str, role: &str) -> Result<String, AxebowError
         ("role" = String, Path, description = "Role name")),
     responses((status = 200, description = "The role's instances", body = Envelope<RoleInfo>)))]
 pub async fn role(
-    State(state): State<ApiState>,
+    State(state): State<AxebowState>,
     caller: Caller,
     Path((tenant, service, role)): Path<(String, String, String)>,
 ) -> Result<Envelope<RoleInfo>, AxebowError> {
@@ -134,7 +134,7 @@ pub async fn role(
 }
 
 async fn restart(
-    state: ApiState,
+    state: AxebowState,
     caller: Caller,
     headers: HeaderMap,
     change: ServiceOp,
@@ -149,7 +149,7 @@ async fn restart(
         ("role" = String, Path, description = "Role name")),
     responses((status = 200, description = "Restart requested", body = Empty)))]
 pub async fn restart_role(
-    State(state): State<ApiState>,
+    State(state): State<AxebowState>,
     caller: Caller,
     headers: HeaderMap,
     Path((tenant, service, role)): Path<(String, String, String)>,
@@ -169,7 +169,7 @@ pub async fn restart_role(
         ("role" = String, Path, description = "Role name"), ("instance" = String, Path, description = "Instance id")),
     responses((status = 200, description = "Restart requested", body = Empty)))]
 pub async fn restart_instance(
-    State(state): State<ApiState>,
+    State(state): State<AxebowState>,
     caller: Caller,
     headers: HeaderMap,
     Path((tenant, service, role, instance)): Path<(String, String, String, String)>,
@@ -186,7 +186,7 @@ pub async fn restart_instance(
 }
 
 async fn logs_of(
-    state: ApiState,
+    state: AxebowState,
     caller: Caller,
     (tenant, service, role, instance): (String, String, String, String),
     params: LogParams,
@@ -221,7 +221,7 @@ async fn logs_of(
         ("role" = String, Path, description = "Role name"), ("instance" = String, Path, description = "Instance id"), LogParams),
     responses((status = 200, description = "The output", body = String, content_type = "text/plain")))]
 pub async fn logs(
-    State(state): State<ApiState>,
+    State(state): State<AxebowState>,
     caller: Caller,
     Path(path): Path<(String, String, String, String)>,
     Params(params): Params<LogParams>,
@@ -236,7 +236,7 @@ pub async fn logs(
         ("container" = String, Path, description = "Container name: the role's"), LogParams),
     responses((status = 200, description = "The output", body = String, content_type = "text/plain")))]
 pub async fn container_logs(
-    State(state): State<ApiState>,
+    State(state): State<AxebowState>,
     caller: Caller,
     Path((tenant, service, role, instance, container)): Path<(String, String, String, String, String)>,
     Params(params): Params<LogParams>,

@@ -14,8 +14,8 @@ use drover_model::service::placement::RunStatus;
 use drover_model::service::reconcile::Phase;
 use tokio::time::Instant;
 
+use super::context::AxebowState;
 use super::reply::AxebowError;
-use crate::state::ApiState;
 
 /// How often the local state is looked at while waiting.
 const POLL: Duration = Duration::from_millis(100);
@@ -58,7 +58,7 @@ pub fn wait_of(text: Option<&str>) -> Result<Wait, AxebowError> {
 
 /// Where revision `revision` of a service stands: `done` when it is current and runs exactly.
 pub fn request_status(
-    state: &ApiState,
+    state: &AxebowState,
     tenant: &str,
     service: &str,
     revision: u64,
@@ -99,7 +99,7 @@ async fn until(wait: Wait, mut ended: impl FnMut() -> Option<Ended>) -> Ended {
 }
 
 /// Whether the service's actor has committed that revision `revision` cannot run.
-fn failed(state: &ApiState, tenant: &str, service: &str, revision: u64) -> bool {
+fn failed(state: &AxebowState, tenant: &str, service: &str, revision: u64) -> bool {
     state.raft.local_read(|s| {
         s.platform().service(tenant, service).is_ok_and(|stored| {
             stored.current == Some(revision)
@@ -111,7 +111,7 @@ fn failed(state: &ApiState, tenant: &str, service: &str, revision: u64) -> bool 
 
 /// Waits for revision `revision` to run exactly; `false` on a timeout, or as soon as the
 /// service's actor has committed that the revision fails.
-pub async fn converged(state: &ApiState, tenant: &str, service: &str, revision: u64, wait: Wait) -> bool {
+pub async fn converged(state: &AxebowState, tenant: &str, service: &str, revision: u64, wait: Wait) -> bool {
     let ended = until(wait, || {
         if request_status(state, tenant, service, revision).is_some_and(|(done, _)| done) {
             Some(Ended::Done)
@@ -127,7 +127,7 @@ pub async fn converged(state: &ApiState, tenant: &str, service: &str, revision: 
 
 /// Waits until a deleted service's object is gone (its actor removed its instances and
 /// finalized it); `false` on a timeout.
-pub async fn gone(state: &ApiState, tenant: &str, service: &str, wait: Wait) -> bool {
+pub async fn gone(state: &AxebowState, tenant: &str, service: &str, wait: Wait) -> bool {
     let ended = until(wait, || {
         state
             .raft

@@ -26,9 +26,10 @@ use tokio::sync::mpsc;
 use tokio_stream::wrappers::ReceiverStream;
 use utoipa::IntoParams;
 
+use super::context::AxebowState;
 use super::reply::{codes, AxebowError};
-use crate::kube::watch::{event_line, send_line, MAX_WATCH, MAX_WATCHES, WATCH_BUFFER};
-use crate::state::ApiState;
+use crate::core::MAX_WATCHES;
+use crate::kube::watch::{event_line, send_line, MAX_WATCH, WATCH_BUFFER};
 
 /// How often a watch reads the state.
 const POLL: Duration = Duration::from_millis(200);
@@ -182,7 +183,7 @@ impl Watched {
 /// Starts a watch: checks the parameters and the caller's right (a linearizable read, so a
 /// version this cluster returned anywhere is known here), then streams.
 pub async fn watch(
-    state: ApiState,
+    state: AxebowState,
     caller: Identity,
     watched: Watched,
     params: &WatchParams,
@@ -233,7 +234,7 @@ pub async fn watch(
 }
 
 async fn follow(
-    state: &ApiState,
+    state: &AxebowState,
     caller: &Identity,
     watched: &Watched,
     mut after: Option<u64>,

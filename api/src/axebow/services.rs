@@ -23,12 +23,12 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use utoipa::{IntoParams, ToSchema};
 
+use super::context::AxebowState;
 use super::context::Caller;
 use super::reply::{codes, done, ok, AxebowError, Body, Empty, Envelope, Params};
 use super::service_wait::{converged, gone, request_status, wait_of, Wait};
 use super::service_watch::{watch, WatchLine, WatchParams, Watched};
 use super::store;
-use crate::state::ApiState;
 
 /// A deployment and a comment: the body of a create and of a full update.
 #[derive(Debug, Clone, Deserialize, Serialize, ToSchema)]
@@ -136,7 +136,7 @@ struct RevisionCall {
 
 /// Makes a revision (or, with `dryrun`, computes it), waits as asked, and answers its info.
 async fn revision(
-    state: &ApiState,
+    state: &AxebowState,
     caller: Caller,
     headers: &HeaderMap,
     params: &RevisionParams,
@@ -195,7 +195,7 @@ async fn revision(
     responses((status = 200, description = "Created (or, with dryrun, what would be)", body = Envelope<ServiceStatus>),
         (status = 201, description = "Created; the wait ran out (requestId)", body = Envelope<ServiceStatus>)))]
 pub async fn create(
-    State(state): State<ApiState>,
+    State(state): State<AxebowState>,
     caller: Caller,
     headers: HeaderMap,
     Path((tenant, service)): Path<(String, String)>,
@@ -213,7 +213,7 @@ pub async fn create(
     responses((status = 200, description = "Created (or, with dryrun, what would be)", body = Envelope<ServiceStatus>),
         (status = 201, description = "Created; the wait ran out (requestId)", body = Envelope<ServiceStatus>)))]
 pub async fn create_simple(
-    State(state): State<ApiState>,
+    State(state): State<AxebowState>,
     caller: Caller,
     headers: HeaderMap,
     Path((tenant, service)): Path<(String, String)>,
@@ -234,7 +234,7 @@ pub async fn create_simple(
 /// Creates `(tenant, service)` deploying `deployment` with `comment`: the shared body of both
 /// create forms.
 async fn create_service(
-    state: ApiState,
+    state: AxebowState,
     caller: Caller,
     headers: HeaderMap,
     params: RevisionParams,
@@ -290,7 +290,7 @@ async fn create_service(
     responses((status = 200, description = "The new revision", body = Envelope<RevisionInfo>),
         (status = 201, description = "Made; the wait ran out (requestId)", body = Envelope<RevisionInfo>)))]
 pub async fn update(
-    State(state): State<ApiState>,
+    State(state): State<AxebowState>,
     caller: Caller,
     headers: HeaderMap,
     Path((tenant, service, previous)): Path<(String, String, String)>,
@@ -317,7 +317,7 @@ pub async fn update(
     responses((status = 200, description = "The new revision", body = Envelope<RevisionInfo>),
         (status = 201, description = "Made; the wait ran out (requestId)", body = Envelope<RevisionInfo>)))]
 pub async fn update_simple(
-    State(state): State<ApiState>,
+    State(state): State<AxebowState>,
     caller: Caller,
     headers: HeaderMap,
     Path((tenant, service, previous)): Path<(String, String, String)>,
@@ -344,7 +344,7 @@ pub async fn update_simple(
     responses((status = 200, description = "The new revision", body = Envelope<RevisionInfo>),
         (status = 201, description = "Made; the wait ran out (requestId)", body = Envelope<RevisionInfo>)))]
 pub async fn patch(
-    State(state): State<ApiState>,
+    State(state): State<AxebowState>,
     caller: Caller,
     headers: HeaderMap,
     Path((tenant, service, previous)): Path<(String, String, String)>,
@@ -369,7 +369,7 @@ pub async fn patch(
     responses((status = 200, description = "The new revision", body = Envelope<RevisionInfo>),
         (status = 408, description = "Made; the wait ran out", body = super::reply::ErrorBody)))]
 pub async fn scale(
-    State(state): State<ApiState>,
+    State(state): State<AxebowState>,
     caller: Caller,
     headers: HeaderMap,
     Path((tenant, service, previous)): Path<(String, String, String)>,
@@ -394,7 +394,7 @@ pub async fn scale(
     responses((status = 200, description = "The new revision", body = Envelope<RevisionInfo>),
         (status = 408, description = "Made; the wait ran out", body = super::reply::ErrorBody)))]
 pub async fn rollback(
-    State(state): State<ApiState>,
+    State(state): State<AxebowState>,
     caller: Caller,
     headers: HeaderMap,
     Path((tenant, service, previous, target)): Path<(String, String, String, String)>,
@@ -414,7 +414,7 @@ pub async fn rollback(
 }
 
 async fn decide(
-    state: ApiState,
+    state: AxebowState,
     caller: Caller,
     headers: HeaderMap,
     (tenant, service, revision): (String, String, Option<u64>),
@@ -440,7 +440,7 @@ async fn decide(
         ("revision" = String, Path, description = "The pending revision's number"), DecideParams),
     responses((status = 200, description = "Decided", body = Empty)))]
 pub async fn decide_revision(
-    State(state): State<ApiState>,
+    State(state): State<AxebowState>,
     caller: Caller,
     headers: HeaderMap,
     Path((tenant, service, revision)): Path<(String, String, String)>,
@@ -455,7 +455,7 @@ pub async fn decide_revision(
     params(("tenant" = String, Path, description = "Tenant name"), ("service" = String, Path, description = "Service name"), DecideParams),
     responses((status = 200, description = "Decided", body = Empty)))]
 pub async fn decide_pending(
-    State(state): State<ApiState>,
+    State(state): State<AxebowState>,
     caller: Caller,
     headers: HeaderMap,
     Path((tenant, service)): Path<(String, String)>,
@@ -496,7 +496,7 @@ pub struct Deleted {
         (status = 403, description = "`force` by a non-operator", body = super::reply::ErrorBody),
         (status = 408, description = "Deleting; its instances have not all gone yet", body = super::reply::ErrorBody)))]
 pub async fn delete(
-    State(state): State<ApiState>,
+    State(state): State<AxebowState>,
     caller: Caller,
     headers: HeaderMap,
     Path((tenant, service)): Path<(String, String)>,
@@ -541,7 +541,7 @@ pub struct RequestStatus {
         ("request" = String, Path, description = "The request id")),
     responses((status = 200, description = "Where the request stands", body = Envelope<RequestStatus>)))]
 pub async fn request(
-    State(state): State<ApiState>,
+    State(state): State<AxebowState>,
     Caller(caller): Caller,
     Path((tenant, service, request)): Path<(String, String, String)>,
 ) -> Result<Envelope<RequestStatus>, AxebowError> {
@@ -572,7 +572,7 @@ pub async fn request(
     responses((status = 200, description = "Names (or, watching, a stream of changes)",
         content((Envelope<Vec<String>> = "application/json"), (WatchLine = "application/x-ndjson")))))]
 pub async fn list(
-    State(state): State<ApiState>,
+    State(state): State<AxebowState>,
     Caller(caller): Caller,
     Path(tenant): Path<String>,
     Params(params): Params<WatchParams>,
@@ -596,7 +596,7 @@ pub async fn list(
     responses((status = 200, description = "Events (or, watching, a stream of them)",
         content((Envelope<Vec<ServiceEvent>> = "application/json"), (WatchLine = "application/x-ndjson")))))]
 pub async fn events(
-    State(state): State<ApiState>,
+    State(state): State<AxebowState>,
     Caller(caller): Caller,
     Path((tenant, service)): Path<(String, String)>,
     Params(params): Params<WatchParams>,
@@ -620,7 +620,7 @@ pub async fn events(
     params(("tenant" = String, Path, description = "Tenant name"), ("service" = String, Path, description = "Service name"), GetParams),
     responses((status = 200, description = "The service", body = Envelope<ServiceView>)))]
 pub async fn get(
-    State(state): State<ApiState>,
+    State(state): State<AxebowState>,
     Caller(caller): Caller,
     Path((tenant, service)): Path<(String, String)>,
     Params(params): Params<GetParams>,
@@ -644,7 +644,7 @@ pub async fn get(
     params(("tenant" = String, Path, description = "Tenant name"), ("service" = String, Path, description = "Service name")),
     responses((status = 200, description = "Instances by role", body = Envelope<BTreeMap<String, u32>>)))]
 pub async fn get_scale(
-    State(state): State<ApiState>,
+    State(state): State<AxebowState>,
     Caller(caller): Caller,
     Path((tenant, service)): Path<(String, String)>,
 ) -> Result<Envelope<BTreeMap<String, u32>>, AxebowError> {
@@ -663,7 +663,7 @@ pub async fn get_scale(
     params(("tenant" = String, Path, description = "Tenant name"), ("service" = String, Path, description = "Service name")),
     responses((status = 200, description = "Its placement, explained", body = Envelope<PlacementView>)))]
 pub async fn placement(
-    State(state): State<ApiState>,
+    State(state): State<AxebowState>,
     Caller(caller): Caller,
     Path((tenant, service)): Path<(String, String)>,
 ) -> Result<Envelope<PlacementView>, AxebowError> {
@@ -703,7 +703,7 @@ pub struct PlacementView {
     params(("tenant" = String, Path, description = "Tenant name"), ("service" = String, Path, description = "Service name")),
     responses((status = 200, description = "The history", body = Envelope<Vec<HistoryEntry>>)))]
 pub async fn history(
-    State(state): State<ApiState>,
+    State(state): State<AxebowState>,
     Caller(caller): Caller,
     Path((tenant, service)): Path<(String, String)>,
 ) -> Result<Envelope<Vec<HistoryEntry>>, AxebowError> {

@@ -11,13 +11,13 @@ use drover_model::service::{ServiceCommand, ServiceOp, ServiceOutcome};
 use drover_model::{Command, CommandResult, Proposal};
 use drover_raft::Consistency;
 
+use super::context::AxebowState;
 use super::reply::AxebowError;
 use crate::idempotency::idempotency_key;
-use crate::state::ApiState;
 
 /// Commits one platform change made by `caller`.
 pub async fn write(
-    state: &ApiState,
+    state: &AxebowState,
     caller: Identity,
     op: PlatformOp,
     headers: &HeaderMap,
@@ -33,7 +33,7 @@ pub async fn write(
 
 /// Reads the platform (linearizably) after checking `caller` against what `read` requires.
 pub async fn read<R>(
-    state: &ApiState,
+    state: &AxebowState,
     caller: &Identity,
     read: PlatformRead<'_>,
     f: impl FnOnce(&Platform, &Grant) -> Result<R, PlatformError>,
@@ -51,7 +51,7 @@ pub async fn read<R>(
 
 /// Commits one cluster change made by `caller` (authorized where it is applied).
 pub async fn write_cluster(
-    state: &ApiState,
+    state: &AxebowState,
     caller: Identity,
     change: ClusterOp,
     headers: &HeaderMap,
@@ -67,7 +67,7 @@ pub async fn write_cluster(
 
 /// Commits one service change made by `caller` (authorized where it is applied).
 pub async fn write_service(
-    state: &ApiState,
+    state: &AxebowState,
     caller: Identity,
     change: ServiceOp,
     headers: &HeaderMap,
@@ -84,7 +84,7 @@ pub async fn write_service(
 /// Applies a service change to a copy of the platform and reads the copy: a dry run that
 /// stores nothing.
 pub async fn dry_run<R>(
-    state: &ApiState,
+    state: &AxebowState,
     caller: &Identity,
     change: ServiceOp,
     f: impl FnOnce(&Platform, &ServiceOutcome) -> Result<R, PlatformError>,

@@ -10,10 +10,10 @@ use drover_model::platform::{PlatformError, PlatformOp, PlatformRead, Role, Tena
 use serde::Deserialize;
 use utoipa::IntoParams;
 
+use super::context::AxebowState;
 use super::context::Caller;
 use super::reply::{done, ok, AxebowError, Body, Empty, Envelope, Params};
 use super::store;
-use crate::state::ApiState;
 
 /// `GET /tenant` parameters.
 #[derive(Debug, Deserialize, IntoParams)]
@@ -40,7 +40,7 @@ fn required(role: Option<Role>) -> Result<Role, AxebowError> {
     params(("tenant" = String, Path, description = "Tenant name")),
     responses((status = 200, description = "Created", body = Empty)))]
 pub async fn create(
-    State(state): State<ApiState>,
+    State(state): State<AxebowState>,
     Caller(caller): Caller,
     headers: HeaderMap,
     Path(tenant): Path<String>,
@@ -49,7 +49,7 @@ pub async fn create(
     // A tenant's name is also the lease namespace its members may use: a namespace that static
     // tokens are scoped to is not free for a user to take (operators may still create it). The
     // state machine refuses a namespace that already holds lease objects the same way.
-    if state.axebow.verifier.namespace_is_scoped(&tenant) {
+    if state.verifier.namespace_is_scoped(&tenant) {
         let operator = state.raft.local_read(|s| {
             let platform = s.platform();
             platform
@@ -78,7 +78,7 @@ pub async fn create(
     params(("tenant" = String, Path, description = "Tenant name")),
     responses((status = 200, description = "Changed", body = Empty)))]
 pub async fn patch(
-    State(state): State<ApiState>,
+    State(state): State<AxebowState>,
     Caller(caller): Caller,
     headers: HeaderMap,
     Path(tenant): Path<String>,
@@ -94,7 +94,7 @@ pub async fn patch(
     params(("tenant" = String, Path, description = "Tenant name")),
     responses((status = 200, description = "Deleted", body = Empty)))]
 pub async fn delete(
-    State(state): State<ApiState>,
+    State(state): State<AxebowState>,
     Caller(caller): Caller,
     headers: HeaderMap,
     Path(tenant): Path<String>,
@@ -109,7 +109,7 @@ pub async fn delete(
     params(("tenant" = String, Path, description = "Tenant name")),
     responses((status = 200, description = "The tenant", body = Envelope<TenantInfo>)))]
 pub async fn info(
-    State(state): State<ApiState>,
+    State(state): State<AxebowState>,
     Caller(caller): Caller,
     Path(tenant): Path<String>,
 ) -> Result<Envelope<TenantInfo>, AxebowError> {
@@ -124,7 +124,7 @@ pub async fn info(
 #[utoipa::path(get, path = "/api/1.0-beta/tenant", tag = "tenants", params(ListParams),
     responses((status = 200, description = "Role by tenant", body = Envelope<BTreeMap<String, String>>)))]
 pub async fn list(
-    State(state): State<ApiState>,
+    State(state): State<AxebowState>,
     Caller(caller): Caller,
     Params(params): Params<ListParams>,
 ) -> Result<Envelope<BTreeMap<String, String>>, AxebowError> {
@@ -145,7 +145,7 @@ pub async fn list(
     params(("tenant" = String, Path, description = "Tenant name"), ("user" = String, Path, description = "User id"), RoleParams),
     responses((status = 200, description = "Invited", body = Empty)))]
 pub async fn invite(
-    State(state): State<ApiState>,
+    State(state): State<AxebowState>,
     Caller(caller): Caller,
     headers: HeaderMap,
     Path((tenant, user)): Path<(String, String)>,
@@ -167,7 +167,7 @@ pub async fn invite(
     params(("tenant" = String, Path, description = "Tenant name"), RoleParams),
     responses((status = 200, description = "Confirmed", body = Empty)))]
 pub async fn confirm(
-    State(state): State<ApiState>,
+    State(state): State<AxebowState>,
     Caller(caller): Caller,
     headers: HeaderMap,
     Path(tenant): Path<String>,
@@ -183,7 +183,7 @@ pub async fn confirm(
     params(("tenant" = String, Path, description = "Tenant name"), RoleParams),
     responses((status = 200, description = "Declined", body = Empty)))]
 pub async fn reject(
-    State(state): State<ApiState>,
+    State(state): State<AxebowState>,
     Caller(caller): Caller,
     headers: HeaderMap,
     Path(tenant): Path<String>,
@@ -200,7 +200,7 @@ pub async fn reject(
     params(("tenant" = String, Path, description = "Tenant name"), ("user" = String, Path, description = "User id"), RoleParams),
     responses((status = 200, description = "Changed", body = Empty)))]
 pub async fn set_role(
-    State(state): State<ApiState>,
+    State(state): State<AxebowState>,
     Caller(caller): Caller,
     headers: HeaderMap,
     Path((tenant, user)): Path<(String, String)>,
@@ -223,7 +223,7 @@ pub async fn set_role(
     params(("tenant" = String, Path, description = "Tenant name"), ("user" = String, Path, description = "User id")),
     responses((status = 200, description = "Removed", body = Empty)))]
 pub async fn remove_member(
-    State(state): State<ApiState>,
+    State(state): State<AxebowState>,
     Caller(caller): Caller,
     headers: HeaderMap,
     Path((tenant, user)): Path<(String, String)>,

@@ -8,12 +8,12 @@ use drover_model::platform::{PlatformOp, PlatformRead, PlatformResult, UserProfi
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
+use super::context::AxebowState;
 use super::context::Caller;
 use super::reply::{done, ok, AxebowError, Body, Empty, Envelope};
 use super::store;
 use crate::auth::{Verifier, STATIC_ISSUER};
 use crate::guard::OPERATORS_GROUP;
-use crate::state::ApiState;
 
 /// The answer to a registration.
 #[derive(Debug, Serialize, ToSchema)]
@@ -34,7 +34,7 @@ pub struct NewProfile {
 #[utoipa::path(post, path = "/api/1.0-beta/user", tag = "users", request_body = UserProfile,
     responses((status = 200, description = "Registered", body = Envelope<Registered>)))]
 pub async fn register(
-    State(state): State<ApiState>,
+    State(state): State<AxebowState>,
     Caller(caller): Caller,
     headers: HeaderMap,
     Body(profile): Body<UserProfile>,
@@ -57,13 +57,13 @@ pub async fn register(
 /// machine is an operator of every other dialect (membership, pools, every lease namespace), so
 /// its user becomes one of the platform's operators when it registers, as the identities
 /// `--operators` lists do: Kubernetes gives a static token's groups their rights the same way.
-fn static_operator(state: &ApiState, headers: &HeaderMap) -> bool {
+fn static_operator(state: &AxebowState, headers: &HeaderMap) -> bool {
     let header = headers
         .get(axum::http::header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok());
     Verifier::bearer(header)
         .ok()
-        .and_then(|token| state.axebow.verifier.verify_with_groups(token).ok())
+        .and_then(|token| state.verifier.verify_with_groups(token).ok())
         .is_some_and(|verified| {
             verified.identity.issuer == STATIC_ISSUER && verified.groups.iter().any(|g| g == OPERATORS_GROUP)
         })
@@ -73,7 +73,7 @@ fn static_operator(state: &ApiState, headers: &HeaderMap) -> bool {
 #[utoipa::path(get, path = "/api/1.0-beta/user/info", tag = "users",
     responses((status = 200, description = "The caller's user", body = Envelope<UserInfo>)))]
 pub async fn info(
-    State(state): State<ApiState>,
+    State(state): State<AxebowState>,
     Caller(caller): Caller,
 ) -> Result<Envelope<UserInfo>, AxebowError> {
     store::read(&state, &caller, PlatformRead::UserInfo, |p, grant| {
@@ -87,7 +87,7 @@ pub async fn info(
 #[utoipa::path(get, path = "/api/1.0-beta/user", tag = "users",
     responses((status = 200, description = "All users", body = Envelope<Vec<UserSummary>>)))]
 pub async fn list(
-    State(state): State<ApiState>,
+    State(state): State<AxebowState>,
     Caller(caller): Caller,
 ) -> Result<Envelope<Vec<UserSummary>>, AxebowError> {
     store::read(&state, &caller, PlatformRead::ListUsers, |p, _| Ok(p.user_list()))
@@ -99,7 +99,7 @@ pub async fn list(
 #[utoipa::path(delete, path = "/api/1.0-beta/user", tag = "users",
     responses((status = 200, description = "Removed", body = Empty)))]
 pub async fn remove(
-    State(state): State<ApiState>,
+    State(state): State<AxebowState>,
     Caller(caller): Caller,
     headers: HeaderMap,
 ) -> Result<Empty, AxebowError> {
@@ -111,13 +111,12 @@ pub async fn remove(
 #[utoipa::path(post, path = "/api/1.0-beta/user/provider", tag = "users", request_body = NewProfile,
     responses((status = 200, description = "Added", body = Empty)))]
 pub async fn add_profile(
-    State(state): State<ApiState>,
+    State(state): State<AxebowState>,
     Caller(caller): Caller,
     headers: HeaderMap,
     Body(body): Body<NewProfile>,
 ) -> Result<Empty, AxebowError> {
     let identity = state
-        .axebow
         .verifier
         .verify_jwt(&body.jwt)
         .map_err(|e| AxebowError::invalid("jwt", e.to_string()))?;
@@ -130,7 +129,7 @@ pub async fn add_profile(
     params(("oidp" = String, Path, description = "The provider's issuer")),
     responses((status = 200, description = "Removed", body = Empty)))]
 pub async fn remove_profile(
-    State(state): State<ApiState>,
+    State(state): State<AxebowState>,
     Caller(caller): Caller,
     headers: HeaderMap,
     Path(oidp): Path<String>,

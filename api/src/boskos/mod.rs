@@ -3,6 +3,9 @@
 //! Boskos's status codes and JSON shapes. Grants also return a `fencing_token`, which `/update`
 //! and `/release` accept to refuse a holder whose lease was lost.
 
+pub mod guard;
+pub mod metrics;
+pub mod pools;
 pub mod wire;
 
 use std::collections::{BTreeMap, HashMap};
@@ -18,11 +21,43 @@ use drover_model::pool::{PoolCommand, PoolError, PoolResult};
 use drover_model::{Command, CommandResult, DomainError, Proposal};
 use drover_raft::Consistency;
 
+use self::metrics::PoolMetrics;
 use self::wire::{metric_json, resource_json};
-use crate::state::ApiState;
+use crate::core::Core;
+use crate::error::ApiError;
+
+/// The Boskos room's state (the pool administration's too): the core, the pools' gauges, and
+/// when each waiting acquire request was first seen.
+#[derive(Clone)]
+pub struct BoskosState {
+    core: Core,
+    /// The pools' gauges and the acquire-duration histogram.
+    pub pool_metrics: PoolMetrics,
+    /// First-poll times of waiting acquire requests.
+    pub acquire_clock: AcquireClock,
+}
+
+impl BoskosState {
+    /// The room over `core`; registers the pool metrics in the core's registry.
+    pub fn new(core: Core) -> Result<Self, ApiError> {
+        Ok(Self {
+            pool_metrics: PoolMetrics::register(&core.registry)?,
+            acquire_clock: AcquireClock::default(),
+            core,
+        })
+    }
+}
+
+impl std::ops::Deref for BoskosState {
+    type Target = Core;
+
+    fn deref(&self) -> &Core {
+        &self.core
+    }
+}
 
 /// Routes of the Boskos dialect.
-pub fn routes() -> Router<ApiState> {
+pub fn routes() -> Router<BoskosState> {
     Router::new()
         .route("/", get(|| async { StatusCode::OK }))
         .route("/acquire", post(acquire))
@@ -166,7 +201,7 @@ fn fencing_token(params: &Params) -> Result<Option<u64>, BoskosError> {
 }
 
 /// Commits a pool command and returns its result, or the refusal as a Boskos error.
-pub async fn run(state: &ApiState, command: PoolCommand) -> Result<PoolResult, BoskosError> {
+pub async fn run(state: &Core, command: PoolCommand) -> Result<PoolResult, BoskosError> {
     let proposal = Proposal::new(Command::Pool(command)).with_principal(crate::audit::principal());
     let written = state.raft.write(proposal).await?;
     match written.result {
@@ -180,7 +215,7 @@ pub async fn run(state: &ApiState, command: PoolCommand) -> Result<PoolResult, B
 }
 
 async fn acquire(
-    State(state): State<ApiState>,
+    State(state): State<BoskosState>,
     Query(params): Query<Params>,
 ) -> Result<Response, BoskosError> {
     let rtype = required(&params, "type")?.to_string();
@@ -227,7 +262,7 @@ fn unexpected(result: PoolResult) -> BoskosError {
 }
 
 async fn acquire_by_state(
-    State(state): State<ApiState>,
+    State(state): State<BoskosState>,
     Query(params): Query<Params>,
 ) -> Result<Response, BoskosError> {
     let from = required(&params, "state")?.to_string();
@@ -281,7 +316,7 @@ async fn acquire_by_state(
 }
 
 async fn release(
-    State(state): State<ApiState>,
+    State(state): State<BoskosState>,
     Query(params): Query<Params>,
 ) -> Result<Response, BoskosError> {
     let command = PoolCommand::Release {
@@ -295,7 +330,7 @@ async fn release(
 }
 
 async fn update(
-    State(state): State<ApiState>,
+    State(state): State<BoskosState>,
     Query(params): Query<Params>,
     body: Bytes,
 ) -> Result<Response, BoskosError> {
@@ -319,7 +354,10 @@ async fn update(
     Ok(StatusCode::OK.into_response())
 }
 
-async fn reset(State(state): State<ApiState>, Query(params): Query<Params>) -> Result<Response, BoskosError> {
+async fn reset(
+    State(state): State<BoskosState>,
+    Query(params): Query<Params>,
+) -> Result<Response, BoskosError> {
     let expire = required(&params, "expire")?;
     let expire_ms = drover_model::pool::parse_duration_ms(expire)
         .map_err(|e| BoskosError::bad_request(format!("invalid expire {expire:?}: {e}")))?;
@@ -337,7 +375,7 @@ async fn reset(State(state): State<ApiState>, Query(params): Query<Params>) -> R
 }
 
 async fn metric(
-    State(state): State<ApiState>,
+    State(state): State<BoskosState>,
     Query(params): Query<Params>,
 ) -> Result<Response, BoskosError> {
     let rtype = required(&params, "type")?.to_string();

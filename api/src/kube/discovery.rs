@@ -6,7 +6,7 @@ use axum::Json;
 use drover_model::ObjectKind;
 use serde_json::{json, Value};
 
-use super::kind_of_group;
+use super::objects::kind_of_group;
 use super::status::KubeError;
 
 /// The Kubernetes version this API imitates.

@@ -13,10 +13,10 @@ use drover_model::{Command, CommandResult, DomainError, ObjectKey, Precondition,
 use drover_raft::Consistency;
 use serde_json::Value;
 
+use super::objects::{check_contents, check_names, commit, idempotency_key, resolve, stored};
 use super::status::KubeError;
 use super::wire::{kube_object, object_json, parse_incoming, FieldValidation};
-use super::{check_contents, check_names, commit, idempotency_key, resolve, stored};
-use crate::state::ApiState;
+use crate::core::Core;
 
 /// How often a patch without a `resourceVersion` is retried after losing a race.
 const PATCH_ATTEMPTS: usize = 5;
@@ -40,7 +40,7 @@ fn check_content_type(headers: &HeaderMap) -> Result<(), KubeError> {
 
 /// `PATCH …/{name}`.
 pub async fn patch(
-    State(state): State<ApiState>,
+    State(state): State<Core>,
     Path((group, namespace, plural, name)): Path<(String, String, String, String)>,
     Query(query): Query<HashMap<String, String>>,
     headers: HeaderMap,

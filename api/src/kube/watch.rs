@@ -20,12 +20,10 @@ use tokio_stream::wrappers::ReceiverStream;
 use super::selector::Selector;
 use super::status::KubeError;
 use super::wire::kube_object;
-use crate::state::ApiState;
+use crate::core::{Core, MAX_WATCHES};
 
 /// Longest watch a client may ask for; client-go asks for five to ten minutes.
 pub(crate) const MAX_WATCH: Duration = Duration::from_secs(3600);
-/// Most watches one node serves at once; one more gets `429`.
-pub const MAX_WATCHES: usize = 2_048;
 /// Events buffered per watch before the client must read.
 pub(crate) const WATCH_BUFFER: usize = 16;
 /// How long a watch may wait for its client to read an event before it is cut (the client
@@ -85,7 +83,7 @@ fn expired_line(gone: &HistoryGone) -> Bytes {
 
 /// Starts a watch and returns the streaming response.
 pub async fn watch(
-    state: ApiState,
+    state: Core,
     kind: ObjectKind,
     namespace: Option<String>,
     selector: Selector,
@@ -156,7 +154,7 @@ pub async fn watch(
 }
 
 async fn stream_changes(
-    state: ApiState,
+    state: Core,
     filter: Filter,
     mut feed: broadcast::Receiver<Arc<Change>>,
     after: u64,

@@ -5,7 +5,7 @@ use drover_model::pool::states;
 use drover_raft::RaftHandle;
 use prometheus::{HistogramOpts, HistogramVec, IntGaugeVec, Opts, Registry};
 
-use crate::boskos::wire::state_label;
+use super::wire::state_label;
 use crate::error::ApiError;
 
 /// The pool metrics of one node.
@@ -70,5 +70,11 @@ impl PoolMetrics {
                 self.resources.with_label_values(&[&rtype, &state]).set(count);
             }
         }
+    }
+}
+
+impl crate::core::Recount for PoolMetrics {
+    fn recount(&self, raft: &RaftHandle) {
+        self.refresh(raft);
     }
 }

@@ -1,7 +1,14 @@
-//! Operations endpoints: liveness, readiness, cluster view, membership changes, metrics.
+//! The operations room: liveness, readiness, the cluster view, membership changes (operators
+//! only, [`guard`]), `/metrics`, the audit log ([`audit`]) and snapshots ([`snapshot`]).
 
-use axum::extract::{Path, State};
-use axum::http::{header, StatusCode};
+pub mod audit;
+pub mod snapshot;
+
+use std::sync::Arc;
+
+use axum::extract::{Path, Request, State};
+use axum::http::{header, Method, StatusCode};
+use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{delete, get};
 use axum::{Json, Router};
@@ -10,11 +17,52 @@ use prometheus::{Encoder, TextEncoder};
 use serde::Deserialize;
 use serde_json::{json, Value};
 
+use crate::core::{Core, Recount};
 use crate::error::ApiError;
-use crate::state::ApiState;
+use crate::guard::{check, Denied, Need};
+
+/// The operations room's state: the core, and the gauges `/metrics` recounts.
+#[derive(Clone)]
+pub struct OpsState {
+    core: Core,
+    recounts: Arc<[Arc<dyn Recount>]>,
+}
+
+impl OpsState {
+    /// The room over `core`, recounting `recounts` on every scrape.
+    pub fn new(core: Core, recounts: Vec<Arc<dyn Recount>>) -> Self {
+        Self {
+            core,
+            recounts: recounts.into(),
+        }
+    }
+}
+
+impl std::ops::Deref for OpsState {
+    type Target = Core;
+
+    fn deref(&self) -> &Core {
+        &self.core
+    }
+}
+
+/// Guards membership changes (operators only); health, readiness, metrics and the cluster view
+/// stay open for probes and Prometheus.
+pub async fn guard(State(state): State<OpsState>, request: Request, next: Next) -> Response {
+    if request.method() == Method::GET {
+        return next.run(request).await;
+    }
+    match check(&state, &request, Need::Operator) {
+        Ok(principal) => crate::audit::scoped(principal, next.run(request)).await,
+        Err(Denied::Unauthenticated(e)) => {
+            crate::error::ApiError::Unauthorized(e.to_string()).into_response()
+        }
+        Err(Denied::Forbidden(message)) => crate::error::ApiError::Forbidden(message).into_response(),
+    }
+}
 
 /// Routes of the operations endpoints.
-pub fn routes() -> Router<ApiState> {
+pub fn routes() -> Router<OpsState> {
     Router::new()
         .route("/healthz", get(healthz))
         .route("/readyz", get(readyz))
@@ -28,7 +76,7 @@ async fn healthz() -> &'static str {
     "ok"
 }
 
-async fn readyz(State(state): State<ApiState>) -> Response {
+async fn readyz(State(state): State<OpsState>) -> Response {
     let status = state.raft.status();
     if state.raft.is_ready() {
         (StatusCode::OK, "ok").into_response()
@@ -47,9 +95,10 @@ async fn readyz(State(state): State<ApiState>) -> Response {
     }
 }
 
-async fn metrics(State(state): State<ApiState>) -> Response {
-    state.pool_metrics.refresh(&state.raft);
-    state.service_metrics.refresh(&state.raft);
+async fn metrics(State(state): State<OpsState>) -> Response {
+    for gauges in state.recounts.iter() {
+        gauges.recount(&state.raft);
+    }
     state.raft.refresh_metrics();
     let mut buffer = Vec::new();
     let families = state.registry.gather();
@@ -96,7 +145,7 @@ pub fn member_json(member: MemberView) -> Value {
     entry
 }
 
-async fn cluster(State(state): State<ApiState>) -> Json<Value> {
+async fn cluster(State(state): State<OpsState>) -> Json<Value> {
     let view = state.raft.cluster().await;
     let members: Vec<Value> = view.members.into_iter().map(member_json).collect();
     Json(json!({
@@ -130,7 +179,7 @@ fn check_addr(field: &str, value: &str) -> Result<(), ApiError> {
     }
 }
 
-async fn add_member(State(state): State<ApiState>, body: axum::body::Bytes) -> Result<Response, ApiError> {
+async fn add_member(State(state): State<OpsState>, body: axum::body::Bytes) -> Result<Response, ApiError> {
     let request: AddMember = serde_json::from_slice(&body).map_err(|e| {
         ApiError::BadRequest(format!(
             "body must be {{\"id\": <u64>, \"peerAddr\": \"host:port\", \"apiAddr\": \"host:port\"}}: {e}"
@@ -151,7 +200,7 @@ async fn add_member(State(state): State<ApiState>, body: axum::body::Bytes) -> R
     Ok((StatusCode::CREATED, Json(json!({ "added": request.id }))).into_response())
 }
 
-async fn remove_member(State(state): State<ApiState>, Path(id): Path<String>) -> Result<Response, ApiError> {
+async fn remove_member(State(state): State<OpsState>, Path(id): Path<String>) -> Result<Response, ApiError> {
     let id: NodeId = id
         .parse()
         .map_err(|_| ApiError::BadRequest(format!("member id must be a positive integer, got {id:?}")))?;

@@ -103,3 +103,9 @@ impl ServiceMetrics {
         self.converged.set(converged);
     }
 }
+
+impl crate::core::Recount for ServiceMetrics {
+    fn recount(&self, raft: &RaftHandle) {
+        self.refresh(raft);
+    }
+}

@@ -13,18 +13,17 @@ use drover_model::pool::{PoolCommand, PoolConfig};
 use drover_raft::Consistency;
 use serde_json::json;
 
-use crate::boskos::wire::resource_json;
-use crate::boskos::{run, BoskosError};
-use crate::state::ApiState;
+use super::wire::resource_json;
+use super::{run, BoskosError, BoskosState};
 
 /// Routes of the pool administration endpoints.
-pub fn routes() -> Router<ApiState> {
+pub fn routes() -> Router<BoskosState> {
     Router::new()
         .route("/pools/config", get(get_config).put(put_config))
         .route("/pools/resources", get(list_resources))
 }
 
-async fn get_config(State(state): State<ApiState>) -> Result<Response, BoskosError> {
+async fn get_config(State(state): State<BoskosState>) -> Result<Response, BoskosError> {
     let (config, _) = state
         .raft
         .read(Consistency::Linearizable, |s| s.pools().config().cloned())
@@ -35,7 +34,7 @@ async fn get_config(State(state): State<ApiState>) -> Result<Response, BoskosErr
     }
 }
 
-async fn put_config(State(state): State<ApiState>, body: Bytes) -> Result<Response, BoskosError> {
+async fn put_config(State(state): State<BoskosState>, body: Bytes) -> Result<Response, BoskosError> {
     // Parsing is CPU work proportional to the document: keep it off the runtime's workers.
     let parsed =
         tokio::task::spawn_blocking(move || PoolConfig::from_yaml(&String::from_utf8_lossy(&body))).await;
@@ -56,7 +55,7 @@ async fn put_config(State(state): State<ApiState>, body: Bytes) -> Result<Respon
 }
 
 async fn list_resources(
-    State(state): State<ApiState>,
+    State(state): State<BoskosState>,
     Query(params): Query<HashMap<String, String>>,
     credentials: crate::guard::Credentials,
 ) -> Result<Response, BoskosError> {

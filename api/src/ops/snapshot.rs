@@ -16,16 +16,16 @@ use drover_model::{Command, Proposal};
 use drover_raft::Consistency;
 use serde::Deserialize;
 
-use crate::audit::refused;
+use super::audit::refused;
+use super::OpsState;
 use crate::error::ApiError;
 use crate::guard::{operator, Credentials};
-use crate::state::ApiState;
 
 /// Most bytes of a snapshot a restore takes.
 pub const MAX_SNAPSHOT_BYTES: usize = 256 * 1024 * 1024;
 
 /// Routes of snapshots (with their own body limit: a snapshot is larger than any request).
-pub fn routes() -> Router<ApiState> {
+pub fn routes() -> Router<OpsState> {
     Router::new()
         .route("/snapshot", get(save).put(restore))
         .layer(axum::extract::DefaultBodyLimit::max(MAX_SNAPSHOT_BYTES))
@@ -40,7 +40,7 @@ struct RestoreParams {
     force: bool,
 }
 
-async fn save(State(state): State<ApiState>, credentials: Credentials) -> Result<Response, ApiError> {
+async fn save(State(state): State<OpsState>, credentials: Credentials) -> Result<Response, ApiError> {
     operator(&state, &credentials).map_err(refused)?;
     let (file, _) = state
         .raft
@@ -52,7 +52,7 @@ async fn save(State(state): State<ApiState>, credentials: Credentials) -> Result
 }
 
 async fn restore(
-    State(state): State<ApiState>,
+    State(state): State<OpsState>,
     credentials: Credentials,
     params: Result<Query<RestoreParams>, axum::extract::rejection::QueryRejection>,
     body: Bytes,
