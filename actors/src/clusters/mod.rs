@@ -6,6 +6,7 @@
 //! id) to an agent no other cluster drives ([`identity`]), and commits what it observed.
 
 mod agent_driver;
+mod child;
 mod cluster_actor;
 mod driver;
 pub mod identity;
@@ -21,14 +22,13 @@ use std::time::Duration;
 use prometheus::{
     Histogram, HistogramOpts, IntCounter, IntCounterVec, IntGauge, IntGaugeVec, Opts, Registry,
 };
-use ractor::{Actor, ActorCell};
 
 pub use agent_driver::AgentDriver;
+pub use child::ClustersChild;
 pub use driver::{bounded, Driver, DriverError};
 pub use observed::{Observation, Observations, ObservedSets, SetInstances};
 pub use supervisor::ClustersSupervisor;
 
-use crate::root::{ChildSpec, LeaderContext, StartFuture};
 use crate::ActorsError;
 
 /// Builds the driver of a cluster from its committed endpoint and join token.
@@ -130,72 +130,6 @@ impl ClusterActorMetrics {
             transitions,
             probe_seconds,
             driver_calls,
-        })
-    }
-}
-
-/// The root's child that runs the cluster actors.
-pub struct ClustersChild {
-    config: Arc<ClusterActorsConfig>,
-    metrics: ClusterActorMetrics,
-    drivers: DriverFactory,
-    observations: Observations,
-}
-
-impl ClustersChild {
-    /// A child spec whose cluster actors talk to `drover agent`s, with its metrics registered;
-    /// they publish what they see in `observations`, for the service actors.
-    pub fn new(
-        config: ClusterActorsConfig,
-        registry: &Registry,
-        observations: Observations,
-    ) -> Result<Self, ActorsError> {
-        let (timeout, apply_timeout) = (config.probe_timeout, config.apply_timeout);
-        let drivers: DriverFactory = Arc::new(move |endpoint: &str, token: &str| {
-            let driver = AgentDriver::with_apply_timeout(endpoint, token, timeout, apply_timeout)?;
-            Ok(Arc::new(driver) as Arc<dyn Driver>)
-        });
-        Self::with_drivers(config, registry, drivers, observations)
-    }
-
-    /// A child spec whose cluster actors reach their clusters through `drivers` (another kind of
-    /// cluster, or a cluster that misbehaves in a test).
-    pub fn with_drivers(
-        config: ClusterActorsConfig,
-        registry: &Registry,
-        drivers: DriverFactory,
-        observations: Observations,
-    ) -> Result<Self, ActorsError> {
-        Ok(Self {
-            config: Arc::new(config),
-            metrics: ClusterActorMetrics::register(registry)?,
-            drivers,
-            observations,
-        })
-    }
-}
-
-impl ChildSpec for ClustersChild {
-    fn name(&self) -> String {
-        "clusters".into()
-    }
-
-    fn start(&self, supervisor: ActorCell, context: LeaderContext) -> StartFuture {
-        let args = supervisor::ClustersArgs {
-            context,
-            config: self.config.clone(),
-            metrics: self.metrics.clone(),
-            drivers: self.drivers.clone(),
-            observations: self.observations.clone(),
-        };
-        Box::pin(async move {
-            let (actor, _) = Actor::spawn_linked(None, ClustersSupervisor, args, supervisor)
-                .await
-                .map_err(|e| ActorsError::Spawn {
-                    name: "clusters".into(),
-                    message: e.to_string(),
-                })?;
-            Ok(actor.get_cell())
         })
     }
 }

@@ -4,20 +4,19 @@
 //! janitor for its type. Every decision is a committed command; effects on resources carry the
 //! grant's fencing token, so a deposed leader's late effect is refused.
 
+mod child;
 mod janitor;
 mod supervisor;
 mod type_actor;
 
 use std::path::PathBuf;
-use std::sync::Arc;
 use std::time::Duration;
 
 use prometheus::{IntCounterVec, Opts, Registry};
-use ractor::{Actor, ActorCell};
 
+pub use child::PoolsChild;
 pub use supervisor::PoolsSupervisor;
 
-use crate::root::{ChildSpec, LeaderContext, StartFuture};
 use crate::ActorsError;
 
 /// Settings of the pool actors.
@@ -85,45 +84,6 @@ impl PoolActorMetrics {
         Ok(Self {
             reaper_reclaims,
             janitor_runs,
-        })
-    }
-}
-
-/// The root's child that runs the pool actors.
-pub struct PoolsChild {
-    config: Arc<PoolActorsConfig>,
-    metrics: PoolActorMetrics,
-}
-
-impl PoolsChild {
-    /// A child spec with its metrics registered in `registry`.
-    pub fn new(config: PoolActorsConfig, registry: &Registry) -> Result<Self, ActorsError> {
-        Ok(Self {
-            config: Arc::new(config),
-            metrics: PoolActorMetrics::register(registry)?,
-        })
-    }
-}
-
-impl ChildSpec for PoolsChild {
-    fn name(&self) -> String {
-        "pools".into()
-    }
-
-    fn start(&self, supervisor: ActorCell, context: LeaderContext) -> StartFuture {
-        let args = supervisor::PoolsArgs {
-            context,
-            config: self.config.clone(),
-            metrics: self.metrics.clone(),
-        };
-        Box::pin(async move {
-            let (actor, _) = Actor::spawn_linked(None, PoolsSupervisor, args, supervisor)
-                .await
-                .map_err(|e| ActorsError::Spawn {
-                    name: "pools".into(),
-                    message: e.to_string(),
-                })?;
-            Ok(actor.get_cell())
         })
     }
 }
