@@ -24,7 +24,7 @@ use std::sync::Arc;
 
 use tokio::sync::{mpsc, oneshot, watch, Semaphore};
 
-use crate::handle::Leadership;
+use crate::leadership::Leadership;
 
 /// One round: the answers to the items sent in it, in order.
 pub(crate) type Round<A> = Pin<Box<dyn Future<Output = A> + Send>>;

@@ -9,7 +9,7 @@ use prometheus::Histogram;
 use tokio::sync::watch;
 
 use crate::batcher::Batcher;
-use crate::handle::Leadership;
+use crate::leadership::Leadership;
 use crate::network::protocol::LeaderResponse;
 use crate::typ::Raft;
 

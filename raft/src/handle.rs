@@ -17,9 +17,11 @@ use crate::batcher::{shared_rounds, Batcher};
 use crate::commit::group_commit;
 use crate::elector::Elector;
 use crate::error::{HistoryGone, MembershipError, ReadError, StoreError, WriteError};
+pub use crate::leadership::Leadership;
 use crate::metrics::RaftMetricsExporter;
-use crate::network::client::{Network, PeerClient, PeerError};
+use crate::network::client::{PeerClient, PeerError};
 use crate::network::protocol::{LeaderRequest, LeaderResponse, NodeStatus, PreVoteRequest, PreVoteResponse};
+use crate::network::raft_network::Network;
 use crate::network::transport::Transport;
 use crate::store::{self, Disk, RocksDisk, SharedState};
 use crate::typ::{ClientWriteError, NodeId, PeerNode, Raft, RaftError, RaftMetrics};
@@ -81,17 +83,6 @@ impl Seams {
             wall_clock: wall_clock_ms,
         }
     }
-}
-
-/// Who leads, as this node sees it.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Leadership {
-    /// The leader this node knows of.
-    pub leader: Option<NodeId>,
-    /// The current term.
-    pub term: u64,
-    /// Whether this node is the leader.
-    pub is_self: bool,
 }
 
 /// How fresh a read must be.

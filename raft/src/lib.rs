@@ -20,6 +20,7 @@ pub mod config;
 mod elector;
 pub mod error;
 mod handle;
+mod leadership;
 mod metrics;
 pub mod network;
 pub mod runtime;

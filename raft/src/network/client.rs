@@ -1,19 +1,13 @@
-//! Outbound peer traffic: openraft's network over a [`Transport`], and [`PeerClient`], the HTTP
-//! transport that forwards requests to the leader and asks peers for their status. One
-//! `reqwest` client per node keeps connections alive across requests.
+//! Outbound peer traffic over HTTP: [`PeerClient`], the transport that carries Raft's RPCs,
+//! forwards requests to the leader and asks peers for their status (openraft's side of it is
+//! [`super::raft_network`]). One `reqwest` client per node keeps connections alive across
+//! requests.
 
-use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
-use openraft::error::{
-    Fatal, NetworkError, RPCError, RemoteError, ReplicationClosed, StreamingError, Unreachable,
-};
-use openraft::network::{RPCOption, RaftNetwork, RaftNetworkFactory};
-use openraft::raft::{
-    AppendEntriesRequest, AppendEntriesResponse, SnapshotResponse, VoteRequest, VoteResponse,
-};
-use openraft::OptionalSend;
+use openraft::error::Fatal;
+use openraft::raft::SnapshotResponse;
 use reqwest::header::HeaderValue;
 use reqwest::IntoUrl;
 use serde::de::DeserializeOwned;
@@ -21,12 +15,11 @@ use serde::Serialize;
 use thiserror::Error;
 
 use super::protocol::{
-    frame_snapshot, LeaderRequest, LeaderResponse, NodeStatus, PreVoteRequest, PreVoteResponse,
+    frame_snapshot, LeaderRequest, LeaderResponse, NodeStatus, PreVoteRequest, PreVoteResponse, RaftAnswer,
     SnapshotHeader,
 };
-use super::transport::{RaftAnswer, Transport};
 use super::{bearer, SECRET_HEADER};
-use crate::typ::{NodeId, PeerNode, RaftError, Snapshot, SnapshotMeta, TypeConfig, Vote};
+use crate::typ::{NodeId, SnapshotMeta, Vote};
 
 /// Why a peer request failed.
 #[derive(Debug, Clone, Error)]
@@ -258,99 +251,5 @@ fn classify(addr: &str, timeout: Duration, error: &reqwest::Error) -> PeerError 
             addr: addr.to_string(),
             message: error.to_string(),
         }
-    }
-}
-
-/// Creates one [`PeerConnection`] per target for openraft.
-#[derive(Clone)]
-pub struct Network {
-    transport: Arc<dyn Transport>,
-}
-
-impl Network {
-    /// A network that sends through `transport`.
-    pub fn new(transport: Arc<dyn Transport>) -> Self {
-        Self { transport }
-    }
-}
-
-impl RaftNetworkFactory<TypeConfig> for Network {
-    type Network = PeerConnection;
-
-    async fn new_client(&mut self, target: NodeId, node: &PeerNode) -> PeerConnection {
-        PeerConnection {
-            transport: self.transport.clone(),
-            target,
-            addr: node.peer_addr.clone(),
-        }
-    }
-}
-
-/// openraft's view of one peer.
-pub struct PeerConnection {
-    transport: Arc<dyn Transport>,
-    target: NodeId,
-    addr: String,
-}
-
-fn rpc_error<E: std::error::Error>(error: PeerError) -> RPCError<NodeId, PeerNode, E> {
-    match error {
-        PeerError::Connect { .. } => RPCError::Unreachable(Unreachable::new(&error)),
-        other => RPCError::Network(NetworkError::new(&other)),
-    }
-}
-
-impl PeerConnection {
-    /// openraft's error for an answer that did not come, or a refusal that did.
-    // The error type is the one openraft's `RaftNetwork` methods return.
-    #[allow(clippy::result_large_err)]
-    fn remote<T>(
-        &self,
-        answer: Result<RaftAnswer<T>, PeerError>,
-    ) -> Result<T, RPCError<NodeId, PeerNode, RaftError>> {
-        answer
-            .map_err(rpc_error)?
-            .map_err(|e| RPCError::RemoteError(RemoteError::new(self.target, e)))
-    }
-}
-
-impl RaftNetwork<TypeConfig> for PeerConnection {
-    async fn append_entries(
-        &mut self,
-        rpc: AppendEntriesRequest<TypeConfig>,
-        option: RPCOption,
-    ) -> Result<AppendEntriesResponse<NodeId>, RPCError<NodeId, PeerNode, RaftError>> {
-        let answer = self.transport.append(&self.addr, rpc, option.hard_ttl()).await;
-        self.remote(answer)
-    }
-
-    async fn vote(
-        &mut self,
-        rpc: VoteRequest<NodeId>,
-        option: RPCOption,
-    ) -> Result<VoteResponse<NodeId>, RPCError<NodeId, PeerNode, RaftError>> {
-        let answer = self.transport.vote(&self.addr, rpc, option.hard_ttl()).await;
-        self.remote(answer)
-    }
-
-    async fn full_snapshot(
-        &mut self,
-        vote: Vote,
-        snapshot: Snapshot,
-        cancel: impl Future<Output = ReplicationClosed> + OptionalSend + 'static,
-        option: RPCOption,
-    ) -> Result<SnapshotResponse<NodeId>, StreamingError<TypeConfig, Fatal<NodeId>>> {
-        let data = snapshot.snapshot.into_inner();
-        let send = self
-            .transport
-            .snapshot(&self.addr, vote, snapshot.meta, data, option.hard_ttl());
-        let answer = tokio::select! {
-            closed = cancel => return Err(StreamingError::Closed(closed)),
-            sent = send => sent.map_err(|e| match e {
-                PeerError::Connect { .. } => StreamingError::Unreachable(Unreachable::new(&e)),
-                other => StreamingError::Network(NetworkError::new(&other)),
-            })?,
-        };
-        answer.map_err(|e| StreamingError::RemoteError(RemoteError::new(self.target, e)))
     }
 }

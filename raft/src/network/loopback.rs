@@ -19,9 +19,10 @@ use openraft::raft::{
 };
 
 use super::client::PeerError;
+use super::protocol::RaftAnswer;
 use super::protocol::{LeaderRequest, LeaderResponse, NodeStatus, PreVoteRequest, PreVoteResponse};
 use super::service::{PeerService, Refusal};
-use super::transport::{PeerFuture, RaftAnswer, Transport};
+use super::transport::{PeerFuture, Transport};
 use crate::handle::RaftHandle;
 use crate::typ::{NodeId, SnapshotMeta, TypeConfig, Vote};
 

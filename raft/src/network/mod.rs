@@ -16,6 +16,7 @@ pub mod client;
 pub mod loopback;
 pub mod plausible;
 pub mod protocol;
+pub mod raft_network;
 pub mod server;
 pub mod service;
 pub mod transport;

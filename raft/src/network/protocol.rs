@@ -3,7 +3,10 @@
 use drover_model::{CommandResult, Proposal};
 use serde::{Deserialize, Serialize};
 
-use crate::typ::{LogId, NodeId, PeerNode, SnapshotMeta, Vote};
+use crate::typ::{LogId, NodeId, PeerNode, RaftError, SnapshotMeta, Vote};
+
+/// What a Raft RPC's receiver answers: its Raft's result, refusals included.
+pub type RaftAnswer<T, E = openraft::error::Infallible> = Result<T, RaftError<E>>;
 
 /// A request only the leader can answer; followers forward it.
 // One message per request, moved a few times: boxing would only add an allocation.

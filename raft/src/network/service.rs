@@ -11,8 +11,8 @@ use openraft::raft::{
 };
 use thiserror::Error;
 
+use super::protocol::RaftAnswer;
 use super::protocol::{LeaderRequest, LeaderResponse, NodeStatus, PreVoteRequest, PreVoteResponse};
-use super::transport::RaftAnswer;
 use crate::handle::RaftHandle;
 use crate::typ::{NodeId, Snapshot, SnapshotMeta, TypeConfig, Vote};
 

@@ -13,15 +13,14 @@ use openraft::raft::{
 };
 
 use super::client::{PeerClient, PeerError};
-use super::protocol::{LeaderRequest, LeaderResponse, NodeStatus, PreVoteRequest, PreVoteResponse};
+use super::protocol::{
+    LeaderRequest, LeaderResponse, NodeStatus, PreVoteRequest, PreVoteResponse, RaftAnswer,
+};
 // The openraft types a transport carries, named for transports outside this crate.
 pub use crate::typ::{NodeId, RaftError, SnapshotMeta, TypeConfig, Vote};
 
 /// A request on its way: the peer's answer, or why there is none.
 pub type PeerFuture<'a, T> = Pin<Box<dyn Future<Output = Result<T, PeerError>> + Send + 'a>>;
-
-/// What a Raft RPC's receiver answers: its Raft's result, refusals included.
-pub type RaftAnswer<T, E = openraft::error::Infallible> = Result<T, RaftError<E>>;
 
 /// How this node reaches the member at a peer address. Each call is bounded by `timeout`; an
 /// error says whether the request was certainly not delivered ([`PeerError::not_delivered`]).
