@@ -26,7 +26,8 @@ pub fn verifier(
     ca_file: &Path,
     provider: Arc<CryptoProvider>,
 ) -> Result<Arc<dyn ClientCertVerifier>, NodeError> {
-    let invalid = |message: String| crate::config::invalid(FLAG, format!("{}: {message}", ca_file.display()));
+    let invalid =
+        |message: String| crate::setting::invalid(FLAG, format!("{}: {message}", ca_file.display()));
     let authorities = CertificateDer::pem_file_iter(ca_file)
         .and_then(|certs| certs.collect::<Result<Vec<_>, _>>())
         .map_err(|e| invalid(e.to_string()))?;

@@ -21,6 +21,8 @@ use tokio_rustls::rustls::ServerConfig;
 use crate::error::NodeError;
 use crate::listen::ConnectionLimits;
 use crate::platform_config::{platform_settings, PlatformArgs, PlatformFile, PlatformSettings};
+pub use crate::setting::check_private;
+pub(crate) use crate::setting::invalid;
 use crate::tls::TlsArgs;
 
 /// `drover serve` flags; each can also come from the environment variable it names.
@@ -310,14 +312,6 @@ fn connection_limits(args: &ServeArgs, file: &FileConfig) -> Result<ConnectionLi
         return Err(invalid("max-connections", "connection limits must be at least 1"));
     }
     Ok(limits)
-}
-
-/// A setting that is wrong, named.
-pub(crate) fn invalid(setting: &str, message: impl Into<String>) -> NodeError {
-    NodeError::Config {
-        setting: setting.to_string(),
-        message: message.into(),
-    }
 }
 
 /// Parses `1=host:port,2=host:port`.
@@ -683,27 +677,6 @@ fn read_file_config(path: &Path) -> Result<FileConfig, NodeError> {
 /// A secret from the environment; an empty variable counts as unset.
 pub fn env_secret(name: &str) -> Option<String> {
     std::env::var(name).ok().filter(|value| !value.is_empty())
-}
-
-/// Refuses a file that holds a secret and that users other than its owner may read, as ssh
-/// refuses such a private key.
-pub fn check_private(path: &Path, setting: &str) -> Result<(), NodeError> {
-    use std::os::unix::fs::PermissionsExt;
-    let mode = std::fs::metadata(path)
-        .map_err(|e| invalid(setting, format!("cannot read {}: {e}", path.display())))?
-        .permissions()
-        .mode();
-    if mode & 0o077 != 0 {
-        return Err(invalid(
-            setting,
-            format!(
-                "{} holds a secret but its permissions are {:o}: other users may read it; run chmod 600 on it",
-                path.display(),
-                mode & 0o777
-            ),
-        ));
-    }
-    Ok(())
 }
 
 fn read_secret(path: &Path, setting: &str) -> Result<String, NodeError> {

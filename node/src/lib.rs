@@ -12,6 +12,7 @@ pub mod config;
 pub mod error;
 pub mod listen;
 pub mod platform_config;
+pub mod setting;
 pub mod systemd;
 pub mod telemetry;
 pub mod tls;

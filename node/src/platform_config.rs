@@ -13,8 +13,8 @@ use drover_api::axebow::PlatformOptions;
 use drover_model::platform::Identity;
 use serde::Deserialize;
 
-use crate::config::invalid;
 use crate::error::NodeError;
+use crate::setting::invalid;
 
 /// Platform flags of `drover serve`.
 #[derive(Debug, Clone, Default, Args)]
@@ -121,7 +121,7 @@ fn issuer_key(
     })?;
     // An HMAC key signs tokens: it must be as private as the cluster secret. Public keys need not.
     if algorithm_name.starts_with("HS") {
-        crate::config::check_private(key_file, setting)?;
+        crate::setting::check_private(key_file, setting)?;
     }
     let key = std::fs::read(key_file)
         .map_err(|e| invalid(setting, format!("cannot read {}: {e}", key_file.display())))?;
@@ -131,7 +131,7 @@ fn issuer_key(
 
 /// Reads a `token,name[,group…]` file.
 fn read_tokens(path: &Path) -> Result<HashMap<String, StaticToken>, NodeError> {
-    crate::config::check_private(path, "api-tokens-file")?;
+    crate::setting::check_private(path, "api-tokens-file")?;
     let text = std::fs::read_to_string(path)
         .map_err(|e| invalid("api-tokens-file", format!("cannot read {}: {e}", path.display())))?;
     let mut tokens = HashMap::new();

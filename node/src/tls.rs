@@ -73,7 +73,7 @@ impl std::fmt::Debug for PeerTls {
 }
 
 fn peer_invalid(flag: &str, message: String) -> NodeError {
-    crate::config::invalid(flag, message)
+    crate::setting::invalid(flag, message)
 }
 
 /// Reads the peer certificate, its key and the CA into both sides of mutual TLS.
@@ -87,7 +87,7 @@ pub fn peer_tls(cert_file: &Path, key_file: &Path, ca_file: &Path) -> Result<Pee
             format!("{}: no certificate found", cert_file.display()),
         ));
     }
-    crate::config::check_private(key_file, "peer-tls-key-file")?;
+    crate::setting::check_private(key_file, "peer-tls-key-file")?;
     let key = PrivateKeyDer::from_pem_file(key_file)
         .map_err(|e| peer_invalid("peer-tls-key-file", format!("{}: {e}", key_file.display())))?;
     let mut roots = RootCertStore::empty();
@@ -155,7 +155,7 @@ pub fn load_peer(
 }
 
 fn invalid(message: String) -> NodeError {
-    crate::config::invalid("api-tls-cert-file", message)
+    crate::setting::invalid("api-tls-cert-file", message)
 }
 
 /// Reads a certificate chain and its key into a signing identity.
@@ -166,7 +166,7 @@ fn certified_key(cert_file: &Path, key_file: &Path) -> Result<Arc<CertifiedKey>,
     if certs.is_empty() {
         return Err(invalid(format!("{}: no certificate found", cert_file.display())));
     }
-    crate::config::check_private(key_file, "api-tls-key-file")?;
+    crate::setting::check_private(key_file, "api-tls-key-file")?;
     let key = PrivateKeyDer::from_pem_file(key_file)
         .map_err(|e| invalid(format!("{}: {e}", key_file.display())))?;
     let signing = provider()

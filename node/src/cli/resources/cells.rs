@@ -1,25 +1,10 @@
-//! A table's cells: how a JSON value reads as a cell, and where a column takes its cells from
-//! (a field of the object, the list's entry, the row's tenant, or a count, keys, pairs, usage
-//! or ratio read from the object).
+//! A table's cells: where a column takes its cells from (a field of the object, the list's
+//! entry, the row's tenant, or a count, keys, pairs, usage or ratio read from the object).
 
 use serde_json::Value;
 
 use super::rows::Row;
-
-/// A value as a table cell: `-` for nothing, strings as they are, lists of scalars joined with
-/// commas.
-pub(super) fn cell(value: &Value) -> String {
-    match value {
-        Value::Null => "-".into(),
-        Value::String(s) if s.is_empty() => "-".into(),
-        Value::String(s) => s.clone(),
-        Value::Array(items) if items.is_empty() => "-".into(),
-        Value::Array(items) if items.iter().all(|i| !i.is_array() && !i.is_object()) => {
-            items.iter().map(cell).collect::<Vec<_>>().join(",")
-        }
-        other => other.to_string(),
-    }
-}
+use super::value_text::cell;
 
 /// Where a column's cells come from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -30,6 +30,7 @@ mod rows;
 #[cfg(test)]
 mod sample_answers;
 mod table;
+mod value_text;
 mod wait;
 mod watch;
 

@@ -4,9 +4,9 @@
 
 use serde_json::Value;
 
-use super::cells::cell;
 use super::failure::{exit, Failure};
 use super::kind::Kind;
+use super::value_text::cell;
 
 /// One object of an answer, as tables and `-o name` show it.
 #[derive(Debug, Clone, Default, PartialEq)]
