@@ -13,8 +13,8 @@ use drover_model::{
     Precondition, StoredObject,
 };
 
-use super::host::host_name;
 use super::wire::{call, CallError, Request, Response};
+use super::world::{host_name, now_us};
 use crate::checker::linearizable::{RegisterOp, Timed};
 use crate::history::KeyedOp;
 use crate::rng::Rng;
@@ -40,11 +40,6 @@ pub struct SimHistory {
 
 /// The history shared by the clients of one run.
 pub type SharedHistory = Rc<RefCell<SimHistory>>;
-
-/// Microseconds of simulated time.
-pub fn now_us() -> u64 {
-    turmoil::sim_elapsed().map_or(0, |d| u64::try_from(d.as_micros()).unwrap_or(u64::MAX))
-}
 
 /// One client's plan.
 pub struct ClientPlan {

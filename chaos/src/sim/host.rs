@@ -24,14 +24,10 @@ use super::clients::holder_and_version;
 use super::services::held;
 use super::transport::SimTransport;
 use super::wire::{read_frame, write_frame, Request, Response, PORT};
+use super::world::host_name;
 
 /// The running members' handles, for the driver to find the leader.
 pub type Registry = Arc<Mutex<BTreeMap<NodeId, RaftHandle>>>;
-
-/// The host name (and peer address) of node `id`.
-pub fn host_name(id: NodeId) -> String {
-    format!("node-{id}")
-}
 
 /// Milliseconds since the Unix epoch in simulated time: the leader's clock.
 fn sim_clock_ms() -> u64 {

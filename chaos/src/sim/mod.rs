@@ -39,6 +39,7 @@ mod panics;
 mod services;
 mod transport;
 mod wire;
+mod world;
 
 use std::cell::RefCell;
 use std::collections::{BTreeMap, BTreeSet};
@@ -54,8 +55,9 @@ use serde::Serialize;
 use crate::checker::linearizable;
 use crate::rng::Rng;
 use clients::{ClientPlan, SharedHistory, SimHistory};
-use host::{host_name, HostSetup, Registry};
+use host::{HostSetup, Registry};
 use wire::{call, Request, Response};
+use world::host_name;
 
 /// What one simulated run does.
 #[derive(Debug, Clone)]
@@ -705,7 +707,7 @@ fn check(history: &SimHistory, statuses: Option<&[NodeStatus]>, nodes: usize, ou
 
 /// What the services verifier saw last: the state's services and every agent's inventory.
 struct ServicesFound {
-    held: Option<BTreeMap<String, services::Held>>,
+    held: Option<BTreeMap<String, wire::Held>>,
     inventories: Vec<(String, Option<drover_model::cluster::agent_api::Inventory>)>,
 }
 

@@ -23,13 +23,12 @@ use drover_model::platform::{
 };
 use drover_model::service::{Change, Deployment, RoleSpec, ServiceCommand, ServiceOp};
 use drover_model::{Command, CommandResult, DomainError};
-use serde::{Deserialize, Serialize};
 use serde_json::json;
 
 use super::agents::{agent_endpoint, agent_host, AgentAnswer, AgentCall, AGENT_PORT};
-use super::clients::now_us;
-use super::host::host_name;
+use super::wire::Held;
 use super::wire::{call, call_at, CallError, Request, Response};
+use super::world::{host_name, now_us};
 use crate::rng::Rng;
 
 /// The tenant every service belongs to.
@@ -131,21 +130,6 @@ pub fn setup_commands() -> Result<Vec<Command>, serde_json::Error> {
         }));
     }
     Ok(commands)
-}
-
-/// One service as the committed state holds it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Held {
-    /// Its accepted revision.
-    pub current: Option<u64>,
-    /// Deleted, its instances still to go.
-    pub deleting: bool,
-    /// Instances its accepted revision asks for.
-    pub instances: u32,
-    /// The revision that last changed what its role runs (instance ids carry it).
-    pub role_revision: u64,
-    /// Where it is placed and its last events, for a report.
-    pub note: String,
 }
 
 /// Every service of the tenant, from a member's state.

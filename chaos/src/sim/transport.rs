@@ -6,12 +6,11 @@
 use std::time::Duration;
 
 use drover_raft::network::client::PeerError;
+use drover_raft::network::protocol::RaftAnswer;
 use drover_raft::network::protocol::{
     LeaderRequest, LeaderResponse, NodeStatus, PreVoteRequest, PreVoteResponse,
 };
-use drover_raft::network::transport::{
-    NodeId, PeerFuture, RaftAnswer, SnapshotMeta, Transport, TypeConfig, Vote,
-};
+use drover_raft::network::transport::{NodeId, PeerFuture, SnapshotMeta, Transport, TypeConfig, Vote};
 use openraft::error::Fatal;
 use openraft::raft::{
     AppendEntriesRequest, AppendEntriesResponse, SnapshotResponse, VoteRequest, VoteResponse,

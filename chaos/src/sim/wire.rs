@@ -8,10 +8,11 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use drover_model::{Command, CommandResult, ObjectKey, StoredObject};
+use drover_raft::network::protocol::RaftAnswer;
 use drover_raft::network::protocol::{
     LeaderRequest, LeaderResponse, NodeStatus, PreVoteRequest, PreVoteResponse,
 };
-use drover_raft::network::transport::{NodeId, RaftAnswer, SnapshotMeta, TypeConfig, Vote};
+use drover_raft::network::transport::{NodeId, SnapshotMeta, TypeConfig, Vote};
 use openraft::error::Fatal;
 use openraft::raft::{
     AppendEntriesRequest, AppendEntriesResponse, SnapshotResponse, VoteRequest, VoteResponse,
@@ -20,8 +21,6 @@ use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use turmoil::net::TcpStream;
-
-use super::services::Held;
 
 /// The port every simulated node listens on.
 pub const PORT: u16 = 7000;
@@ -155,4 +154,19 @@ pub async fn read_frame<T: DeserializeOwned>(stream: &mut TcpStream) -> std::io:
     let mut body = vec![0u8; u32::from_be_bytes(len) as usize];
     stream.read_exact(&mut body).await?;
     serde_json::from_slice(&body).map_err(std::io::Error::other)
+}
+
+/// One service as the committed state holds it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Held {
+    /// Its accepted revision.
+    pub current: Option<u64>,
+    /// Deleted, its instances still to go.
+    pub deleting: bool,
+    /// Instances its accepted revision asks for.
+    pub instances: u32,
+    /// The revision that last changed what its role runs (instance ids carry it).
+    pub role_revision: u64,
+    /// Where it is placed and its last events, for a report.
+    pub note: String,
 }
