@@ -5,11 +5,11 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 use crate::cluster::ClusterCommand;
-use crate::error::DomainError;
-use crate::object::{LeaseSpec, ObjectKey, StoredObject};
-use crate::platform::{PlatformCommand, PlatformResult};
-use crate::pool::{PoolCommand, PoolResult};
-use crate::service::{ServiceCommand, ServiceOutcome};
+use crate::object::{LeaseSpec, ObjectKey};
+use crate::platform::PlatformCommand;
+use crate::pool::PoolCommand;
+pub use crate::result::CommandResult;
+use crate::service::ServiceCommand;
 
 /// What a write requires of the object it replaces or deletes.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -147,28 +147,4 @@ impl Proposal {
         (self.idempotency_key, self.idempotency_request) = idempotency.unzip();
         self
     }
-}
-
-/// The replicated outcome of one proposal.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub enum CommandResult {
-    /// The object as it is after a create or replace.
-    Stored(StoredObject),
-    /// The object as it was before a delete.
-    Deleted(StoredObject),
-    /// The outcome of a pool command.
-    Pool(PoolResult),
-    /// The outcome of a platform command.
-    Platform(PlatformResult),
-    /// The outcome of a service command.
-    Service(ServiceOutcome),
-    /// Nothing to report.
-    Done,
-    /// The command was refused; nothing changed.
-    Refused(DomainError),
-    /// The results of a batch, in its order.
-    Batch {
-        /// One result per proposal.
-        results: Vec<CommandResult>,
-    },
 }

@@ -4,7 +4,9 @@
 //! Nothing here does I/O or reads a clock: the proposing node chooses wall-clock times, uids and
 //! tokens and carries them inside the command, so every replica computes the same state.
 
+mod apply;
 pub mod audit;
+pub mod audit_record;
 pub mod cluster;
 pub mod command;
 mod command_decode;
@@ -15,6 +17,7 @@ pub mod merge_patch;
 pub mod object;
 pub mod platform;
 pub mod pool;
+pub mod result;
 pub mod scheduling;
 pub mod service;
 pub mod snapshot;
