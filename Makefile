@@ -25,10 +25,12 @@ test-rollout-kills: setup
 	cargo build -p drover-node
 	DROVER_TRIALS=$${DROVER_TRIALS:-25} cargo test -p drover-tests --test t220_rollouts_across_leader_kills -- --nocapture
 
-## lint: formatting and clippy, as CI checks them
+## lint: formatting, clippy and the import check (no new circle between files, no shared file of
+## api importing a dialect), as CI checks them
 lint: setup
 	cargo fmt --all -- --check
 	cargo clippy --workspace --all-targets -- -D warnings
+	python3 scripts/import-cycles.py
 
 ## bench: Drover and a three-member etcd side by side (writes, reads, leasing, heartbeats at 1-256
 ## clients; etcd through its JSON gateway and, for writes and reads, its native gRPC client) and
