@@ -5,7 +5,8 @@ use crate::audit_record::{describe, outcome};
 use crate::command::{Command, CommandResult, Precondition, Proposal};
 use crate::error::DomainError;
 use crate::object::{ObjectKey, ObjectKind, ObjectMeta, StoredObject};
-use crate::platform::{PlatformCommand, PlatformError, PlatformOp};
+use crate::platform::error::PlatformError;
+use crate::platform::{PlatformCommand, PlatformOp};
 use crate::state::{
     Change, ChangeKind, IdempotencyRecord, State, IDEMPOTENCY_BYTES_KEPT, IDEMPOTENCY_KEYS_KEPT,
 };

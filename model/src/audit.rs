@@ -10,7 +10,7 @@ use std::collections::VecDeque;
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
-use crate::platform::Identity;
+use crate::platform::identity::Identity;
 
 /// Entries kept unless operators say otherwise.
 pub const DEFAULT_RETENTION: u32 = 10_000;

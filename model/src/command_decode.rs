@@ -269,7 +269,7 @@ mod tests {
                 config: PoolConfig::default(),
             }),
             Command::Cluster(crate::cluster::ClusterCommand::User {
-                caller: crate::platform::Identity {
+                caller: crate::platform::identity::Identity {
                     issuer: "https://idp".into(),
                     subject: "alice".into(),
                 },
@@ -300,7 +300,7 @@ mod tests {
                 },
             )),
             Command::Service(crate::service::ServiceCommand {
-                caller: crate::platform::Identity {
+                caller: crate::platform::identity::Identity {
                     issuer: "https://idp".into(),
                     subject: "alice".into(),
                 },

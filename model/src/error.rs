@@ -5,7 +5,7 @@ use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
 use crate::object::ObjectKey;
-use crate::platform::PlatformError;
+use crate::platform::error::PlatformError;
 use crate::pool::PoolError;
 
 /// Why a command was refused.

@@ -473,8 +473,10 @@ mod namespace_tests {
     use crate::command::{Command, Proposal};
     use crate::error::DomainError;
     use crate::object::{CoordinationLeaseSpec, LeaseSpec};
-    use crate::platform::{Identity, TenantSpec, UserProfile};
-    use crate::platform::{PlatformCommand, PlatformError, PlatformOp};
+    use crate::platform::error::PlatformError;
+    use crate::platform::identity::Identity;
+    use crate::platform::{PlatformCommand, PlatformOp};
+    use crate::platform::{TenantSpec, UserProfile};
 
     fn as_user(subject: &str, op: PlatformOp) -> Proposal {
         Proposal::new(Command::Platform(PlatformCommand {

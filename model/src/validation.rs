@@ -3,6 +3,7 @@
 use crate::error::DomainError;
 use crate::limits::MAX_OBJECT_BYTES;
 use crate::object::ObjectKind;
+use crate::platform::error::PlatformError;
 
 /// Longest DNS-1123 label (namespaces, Akka lease names).
 pub const MAX_LABEL_LEN: usize = 63;
@@ -158,6 +159,18 @@ pub fn validate_name(kind: ObjectKind, name: &str) -> Result<(), DomainError> {
         "metadata.name",
         format!("{name:?} (length {}) must be {rule}", name.len()),
     ))
+}
+
+/// Checks a tenant, account, environment or resource name.
+pub fn validate_object_name(field: &str, name: &str) -> Result<(), PlatformError> {
+    if is_label(name) {
+        Ok(())
+    } else {
+        Err(PlatformError::invalid(
+            field,
+            format!("{name:?} must be 1-63 lower-case letters, digits or '-', starting and ending with a letter or digit"),
+        ))
+    }
 }
 
 #[cfg(test)]

@@ -11,7 +11,7 @@ use super::object::{
     ClusterFacts, ClusterPatch, ClusterRef, ClusterRegistration, ClusterState, InstanceCounts,
     SetObservation, SetSpec,
 };
-use crate::platform::Identity;
+use crate::platform::identity::Identity;
 use crate::scheduling::metrics::{MetricReadings, MetricSpec, ProviderSpec};
 
 /// One change of clusters.

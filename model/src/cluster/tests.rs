@@ -5,9 +5,9 @@ use std::collections::BTreeMap;
 
 use super::agent_api::{ExecSpec, InstanceId, Resources, SetName};
 use super::*;
-use crate::platform::{
-    Identity, Platform, PlatformCommand, PlatformError, PlatformOp, Role, TenantSpec, UserProfile,
-};
+use crate::platform::error::PlatformError;
+use crate::platform::identity::Identity;
+use crate::platform::{Platform, PlatformCommand, PlatformOp, Role, TenantSpec, UserProfile};
 
 fn who(subject: &str) -> Identity {
     Identity {

@@ -15,7 +15,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use super::agent_api::{ExecSpec, InstanceId, InstanceSpec, Probe, Resources, MAX_ID_LEN, MAX_SET_INSTANCES};
-use crate::platform::PlatformError;
+use crate::platform::error::PlatformError;
 
 /// The environment variable the agent sets itself: an instance's id.
 pub const INSTANCE_ID_ENV: &str = "DROVER_INSTANCE_ID";

@@ -8,7 +8,8 @@ use utoipa::ToSchema;
 
 use super::agent_api::{InstanceId, Resources, SetName};
 use super::object::{Cluster, ClusterEvent, ClusterRef, ClusterState, ClusterStatus, StoredSet};
-use crate::platform::{environment_may_use, Platform, PlatformError};
+use crate::platform::error::PlatformError;
+use crate::platform::{environment_may_use, Platform};
 use crate::scheduling::metrics::MetricRef;
 use crate::scheduling::score::MetricValue;
 

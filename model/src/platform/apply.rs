@@ -5,24 +5,14 @@ use std::collections::BTreeMap;
 
 use super::authz::Grant;
 use super::entities::{Account, Identity, Member, Role, Tenant, TenantSpec, User};
+use super::error::PlatformError;
+use super::identity::OPERATOR_TENANT;
 use super::marks::validate_marks;
 use super::resource::{check_selector, port_of, ResourceKind, ResourceSpec};
-use super::{Platform, PlatformCommand, PlatformError, PlatformOp, PlatformResult, OPERATOR_TENANT};
-use crate::validation::is_label;
+use super::{Platform, PlatformCommand, PlatformOp, PlatformResult};
+use crate::validation::validate_object_name;
 
 type Outcome = Result<PlatformResult, PlatformError>;
-
-/// Checks a tenant, account, environment or resource name.
-pub fn validate_object_name(field: &str, name: &str) -> Result<(), PlatformError> {
-    if is_label(name) {
-        Ok(())
-    } else {
-        Err(PlatformError::invalid(
-            field,
-            format!("{name:?} must be 1-63 lower-case letters, digits or '-', starting and ending with a letter or digit"),
-        ))
-    }
-}
 
 /// Checks every selector of a tenant spec; the error names the list, rule and item.
 pub fn validate_tenant_spec(spec: &TenantSpec) -> Result<(), PlatformError> {

@@ -8,7 +8,8 @@
 //! the last owner stays) are checked where the change is applied.
 
 use super::entities::{Identity, Role};
-use super::{Platform, PlatformError, PlatformOp};
+use super::error::PlatformError;
+use super::{Platform, PlatformOp};
 
 /// What a request needs of its caller.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -52,7 +53,9 @@ impl<'a> PlatformRead<'a> {
         match self {
             PlatformRead::UserInfo | PlatformRead::ListOwnTenants => Requirement::Registered,
             PlatformRead::ListUsers | PlatformRead::ListAllTenants => Requirement::Operator,
-            PlatformRead::Metrics(tenant) if *tenant == super::OPERATOR_TENANT => Requirement::Registered,
+            PlatformRead::Metrics(tenant) if *tenant == super::identity::OPERATOR_TENANT => {
+                Requirement::Registered
+            }
             PlatformRead::Tenant(tenant) | PlatformRead::Metrics(tenant) => Requirement::Tenant {
                 tenant,
                 role: Role::Plain,

@@ -6,7 +6,9 @@
 use std::collections::{BTreeMap, VecDeque};
 
 use super::entities::{ClusterSelection, Role};
-use super::{Platform, PlatformError, Requirement, OPERATOR_TENANT};
+use super::error::PlatformError;
+use super::identity::OPERATOR_TENANT;
+use super::{Platform, Requirement};
 use crate::cluster::agent_api::{SetName, MAX_SET_INSTANCES};
 use crate::cluster::{
     Cluster, ClusterCommand, ClusterObservation, ClusterOp, ClusterRef, ClusterState, ClusterStatus, SetSpec,
@@ -207,7 +209,7 @@ impl Platform {
                 uid,
                 registration,
             } => {
-                super::apply::validate_object_name("name", &cluster.name)?;
+                crate::validation::validate_object_name("name", &cluster.name)?;
                 validate_endpoint(&registration.endpoint)?;
                 validate_join_token(&registration.join_token)?;
                 labels_checked(&registration.labels)?;
@@ -359,7 +361,7 @@ impl Platform {
                 Ok(())
             }
             ClusterOp::PutMetricsProvider { tenant, name, spec } => {
-                super::apply::validate_object_name("name", name)?;
+                crate::validation::validate_object_name("name", name)?;
                 validate_provider(spec)?;
                 let stored = self.metrics_tenant_mut(tenant)?;
                 if !stored.metrics_providers.contains_key(name)
@@ -379,7 +381,7 @@ impl Platform {
                 })
             }
             ClusterOp::PutMetric { tenant, name, spec } => {
-                super::apply::validate_object_name("name", name)?;
+                crate::validation::validate_object_name("name", name)?;
                 validate_metric(spec)?;
                 let stored = self.metrics_tenant_mut(tenant)?;
                 if !stored.metrics.contains_key(name) && stored.metrics.len() >= MAX_METRICS_PER_TENANT {

@@ -7,18 +7,10 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use utoipa::ToSchema;
 
+pub use super::identity::Identity;
 use super::marks::Marks;
 use super::resource::{ResourceKind, ResourceSpec};
 use super::selector::Selector;
-
-/// Who a verified credential names: the token's issuer and subject.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
-pub struct Identity {
-    /// The issuer (`iss`) of the JWT, or `drover-static` for a static API token.
-    pub issuer: String,
-    /// The subject (`sub`) of the JWT, or the static token's name.
-    pub subject: String,
-}
 
 /// A tenant role; `Owner > Admin > Plain`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, ToSchema)]
@@ -78,7 +70,7 @@ pub const MAX_PROFILE_FIELD_CHARS: usize = 256;
 impl UserProfile {
     /// Refuses over-long fields and invisible control or bidi characters: profiles are shown to
     /// other members and operators.
-    pub fn check_bounds(&self) -> Result<(), super::PlatformError> {
+    pub fn check_bounds(&self) -> Result<(), super::error::PlatformError> {
         let fields = [
             ("name", Some(&self.name)),
             ("surname", Some(&self.surname)),
@@ -91,7 +83,7 @@ impl UserProfile {
             if value.chars().count() > MAX_PROFILE_FIELD_CHARS
                 || !value.chars().all(crate::limits::is_visible)
             {
-                return Err(super::PlatformError::invalid(
+                return Err(super::error::PlatformError::invalid(
                     field,
                     format!("at most {MAX_PROFILE_FIELD_CHARS} visible characters (no control or bidi characters)"),
                 ));

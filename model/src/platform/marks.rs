@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
-use super::PlatformError;
+use super::error::PlatformError;
 
 /// The dimensions marks may limit, with the unit each is counted in.
 pub const DIMENSIONS: [(&str, &str); 7] = [

@@ -10,6 +10,8 @@ pub(crate) mod apply;
 pub mod authz;
 mod clusters;
 pub mod entities;
+pub mod error;
+pub mod identity;
 pub mod marks;
 pub mod resource;
 pub mod selection;
@@ -23,7 +25,6 @@ pub mod views;
 use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
-use thiserror::Error;
 
 pub use authz::{Grant, PlatformRead, Requirement};
 pub use clusters::{
@@ -34,10 +35,9 @@ pub use entities::{
     Account, AccountMeta, AccountSpec, ClusterSelection, EnvironmentPatch, EnvironmentSpec, Identity, Member,
     Registry, Role, Rule, Tenant, TenantAccount, TenantRules, TenantSpec, User, UserProfile,
 };
+pub use error::PlatformError;
+pub use identity::OPERATOR_TENANT;
 pub use resource::{ResourceKind, ResourceSpec};
-
-/// The tenant whose confirmed members are the platform's operators.
-pub const OPERATOR_TENANT: &str = "operator";
 
 /// One change of the platform, made by `caller`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -234,46 +234,6 @@ pub enum PlatformResult {
         /// The new user id.
         uid: String,
     },
-}
-
-/// Why the platform refused a request. Part of the replicated result, so deterministic.
-#[derive(Debug, Clone, PartialEq, Eq, Error, Serialize, Deserialize)]
-pub enum PlatformError {
-    /// The request is malformed; `field` names what to fix.
-    #[error("{field}: {message}")]
-    Invalid {
-        /// JSON path of the offending field.
-        field: String,
-        /// What is wrong with it.
-        message: String,
-    },
-    /// The caller's identity is not a registered user.
-    #[error("register first: no user has the identity {subject:?} of {issuer:?} (POST /api/1.0-beta/user)")]
-    Unregistered {
-        /// Issuer of the caller's credential.
-        issuer: String,
-        /// Subject of the caller's credential.
-        subject: String,
-    },
-    /// The caller may not do this.
-    #[error("{0}")]
-    Forbidden(String),
-    /// The thing named does not exist.
-    #[error("{0}")]
-    NotFound(String),
-    /// The request conflicts with the current state.
-    #[error("{0}")]
-    Conflict(String),
-}
-
-impl PlatformError {
-    /// An invalid field.
-    pub fn invalid(field: impl Into<String>, message: impl Into<String>) -> Self {
-        PlatformError::Invalid {
-            field: field.into(),
-            message: message.into(),
-        }
-    }
 }
 
 /// Users and tenants.

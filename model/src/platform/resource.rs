@@ -8,8 +8,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use utoipa::ToSchema;
 
+use super::error::PlatformError;
 use super::selector::Selector;
-use super::PlatformError;
 use crate::validation::is_subdomain;
 
 /// The kinds of resource.

@@ -9,9 +9,10 @@ use std::collections::BTreeMap;
 use serde_json::json;
 
 use super::entities::{Role, Tenant, TenantRules};
+use super::error::PlatformError;
 use super::selection::{select_environment, Candidate, NeededResource, SelectionError, SelectionInput};
 use super::usage::{counted, UsageIndex};
-use super::{Grant, Platform, PlatformError, Requirement};
+use super::{Grant, Platform, Requirement};
 use crate::service::reconcile::{
     record_event, EventSource, EventTime, Phase, Progress, ReconcileStatus, ServiceReport,
 };
@@ -346,7 +347,7 @@ impl Platform {
             comment,
             accept,
         } = new;
-        super::apply::validate_object_name("service", service)?;
+        crate::validation::validate_object_name("service", service)?;
         deployment.validate()?;
         if self.tenant_ref(tenant)?.services.contains_key(service) {
             return Err(conflict(format!(

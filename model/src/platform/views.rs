@@ -9,9 +9,10 @@ use utoipa::ToSchema;
 
 use super::authz::Grant;
 use super::entities::{EnvironmentSpec, Member, Registry, Role, TenantAccount, TenantRules};
+use super::error::PlatformError;
 use super::marks::{marks_status, MarkStatus};
 use super::resource::{port_of, redacted, ResourceKind, ResourceSpec};
-use super::{Platform, PlatformError};
+use super::Platform;
 
 /// `GET /user/info`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]

@@ -16,8 +16,7 @@ use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
 use super::score::MetricValue;
-use crate::cluster::ClusterRef;
-use crate::platform::{Platform, PlatformError, OPERATOR_TENANT};
+use crate::platform::error::PlatformError;
 
 /// Most metrics a cluster is scored on.
 pub const MAX_METRIC_REFS: usize = 16;
@@ -399,7 +398,7 @@ pub fn validate_metric(spec: &MetricSpec) -> Result<(), PlatformError> {
     if spec.min >= spec.max {
         return Err(PlatformError::invalid("max", "must be greater than min"));
     }
-    crate::platform::apply::validate_object_name("provider.name", &spec.provider.name)?;
+    crate::validation::validate_object_name("provider.name", &spec.provider.name)?;
     if spec.provider.metric.is_empty() || spec.provider.metric.len() > MAX_QUERY_LEN {
         return Err(PlatformError::invalid(
             "provider.metric",
@@ -418,7 +417,7 @@ pub fn validate_refs(refs: &[MetricRef]) -> Result<(), PlatformError> {
         ));
     }
     for (at, metric) in refs.iter().enumerate() {
-        crate::platform::apply::validate_object_name(&format!("metrics[{at}].name"), &metric.name)?;
+        crate::validation::validate_object_name(&format!("metrics[{at}].name"), &metric.name)?;
         if !(0.0..=MAX_WEIGHT).contains(&metric.weight) {
             return Err(PlatformError::invalid(
                 format!("metrics[{at}].weight"),
@@ -433,74 +432,6 @@ pub fn validate_refs(refs: &[MetricRef]) -> Result<(), PlatformError> {
         }
     }
     Ok(())
-}
-
-impl Platform {
-    /// Resolves one of a cluster's metric references: the metric in the cluster's tenant
-    /// (`namespaced`) or the operator tenant's, then its provider in the metric's tenant.
-    fn resolve_metric(&self, cluster: &ClusterRef, metric: &MetricRef) -> ResolvedMetric {
-        let tenant = if metric.namespaced {
-            cluster.tenant.as_str()
-        } else {
-            OPERATOR_TENANT
-        };
-        let mut resolved = ResolvedMetric {
-            name: metric.name.clone(),
-            weight: metric.weight,
-            min: 0.0,
-            max: 1.0,
-            source: Err(MetricFailure::new(MetricFailureReason::UnknownMetric, "")),
-        };
-        let owner = self.tenant(tenant);
-        let Some(spec) = owner.and_then(|t| t.metrics.get(&metric.name)) else {
-            resolved.source = Err(MetricFailure::new(
-                MetricFailureReason::UnknownMetric,
-                format!("tenant {tenant:?} has no metric {:?}", metric.name),
-            ));
-            return resolved;
-        };
-        (resolved.min, resolved.max) = (spec.min, spec.max);
-        let provider = owner.and_then(|t| t.metrics_providers.get(&spec.provider.name));
-        resolved.source = match provider {
-            None => Err(MetricFailure::new(
-                MetricFailureReason::UnknownMetricsProvider,
-                format!(
-                    "tenant {tenant:?} has no metrics provider {:?}",
-                    spec.provider.name
-                ),
-            )),
-            Some(ProviderSpec::Static { values }) => values
-                .metrics
-                .get(&spec.provider.metric)
-                .map(|value| MetricSource::Static(*value))
-                .ok_or_else(|| {
-                    MetricFailure::new(
-                        MetricFailureReason::UnknownMetric,
-                        format!(
-                            "the static provider {:?} has no value {:?}",
-                            spec.provider.name, spec.provider.metric
-                        ),
-                    )
-                }),
-            Some(ProviderSpec::Prometheus { prometheus }) => Ok(MetricSource::Prometheus {
-                url: prometheus.url.clone(),
-                query: spec.provider.metric.clone(),
-                timeout_seconds: prometheus.timeout_seconds,
-            }),
-        };
-        resolved
-    }
-
-    /// Every metric a cluster is scored on, resolved (empty for an unknown cluster).
-    pub fn cluster_metric_sources(&self, cluster: &ClusterRef) -> Vec<ResolvedMetric> {
-        self.cluster(cluster).map_or_else(Vec::new, |stored| {
-            stored
-                .metrics
-                .iter()
-                .map(|metric| self.resolve_metric(cluster, metric))
-                .collect()
-        })
-    }
 }
 
 #[cfg(test)]

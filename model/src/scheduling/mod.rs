@@ -3,6 +3,7 @@
 //! scoring function ([`score::schedule`]), all pure, so every decision is table-tested and a replay decides alike.
 
 pub mod constraints;
+mod metric_ops;
 pub mod metrics;
 pub mod score;
 

@@ -8,10 +8,10 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use utoipa::ToSchema;
 
-use super::links::Channels;
+use super::channels::Channels;
 use crate::cluster::agent_api::{ExecSpec, Resources, MAX_SET_INSTANCES};
 use crate::cluster::validate::{check_program, check_set_bytes, instance_bytes, SpecError, MAX_SET_BYTES};
-use crate::platform::PlatformError;
+use crate::platform::error::PlatformError;
 use crate::validation::is_label;
 
 /// Most instances of one role.

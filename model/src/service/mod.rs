@@ -8,11 +8,14 @@
 //! Reconciliation (the leader's service actors, placement on clusters) reads the accepted
 //! revision; it is not part of this module.
 
+mod channels;
 mod deployment;
 #[cfg(test)]
 mod fixtures;
+mod link_ops;
 pub mod links;
 pub mod placement;
+mod placement_ops;
 mod placement_pass;
 pub mod reconcile;
 pub mod reservations;
@@ -21,6 +24,7 @@ pub mod rollout;
 pub mod simple;
 #[cfg(test)]
 mod tests;
+mod version_ops;
 pub mod versions;
 pub mod views;
 
@@ -33,7 +37,7 @@ use utoipa::ToSchema;
 pub use deployment::{Constraints, Deployment, ResourceUse, RoleSpec, Usage, MAX_ROLE_INSTANCES};
 pub use revise::{revise, Change};
 
-use crate::platform::Identity;
+use crate::platform::identity::Identity;
 
 /// What kind of change made a revision (Axebow's history `type`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema)]

@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::{Deployment, RevisionType};
-use crate::platform::PlatformError;
+use crate::platform::error::PlatformError;
 
 /// How a revision differs from its previous one.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

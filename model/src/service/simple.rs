@@ -13,11 +13,11 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use utoipa::ToSchema;
 
+use super::channels::Channels;
 use super::deployment::{ResourceUse, RoleSpec};
-use super::links::Channels;
 use super::Deployment;
 use crate::cluster::agent_api::{ExecSpec, Resources};
-use crate::platform::PlatformError;
+use crate::platform::error::PlatformError;
 
 /// `POST …/service/{s}/simple` and `POST …/revision/{r}/simple`.
 #[derive(Debug, Clone, Deserialize, Serialize, ToSchema)]

@@ -8,9 +8,11 @@ use serde_json::{json, Value};
 
 use super::*;
 use crate::cluster::agent_api::{ExecSpec, Resources, SetName};
+use crate::platform::error::PlatformError;
+use crate::platform::identity::Identity;
 use crate::platform::{
-    AccountSpec, EnvironmentSpec, Identity, Platform, PlatformCommand, PlatformError, PlatformOp,
-    ResourceKind, ResourceSpec, Role, TenantAccount, TenantSpec, UserProfile,
+    AccountSpec, EnvironmentSpec, Platform, PlatformCommand, PlatformOp, ResourceKind, ResourceSpec, Role,
+    TenantAccount, TenantSpec, UserProfile,
 };
 
 fn who(subject: &str) -> Identity {
