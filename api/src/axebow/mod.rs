@@ -30,13 +30,11 @@ use utoipa_swagger_ui::SwaggerUi;
 
 pub use context::{AxebowContext, AxebowState, PlatformOptions};
 
-use self::context::AxebowState as State;
-
 /// Where the generated OpenAPI document is served.
 pub const OPENAPI_PATH: &str = "/api/1.0-beta/openapi.json";
 
 /// The platform routes with their OpenAPI description, built from one list.
-pub fn documented_routes() -> OpenApiRouter<State> {
+pub fn documented_routes() -> OpenApiRouter<AxebowState> {
     OpenApiRouter::with_openapi(openapi::base())
         .routes(routes!(platform_info::info))
         .routes(routes!(users::register, users::list, users::remove))
@@ -137,7 +135,7 @@ pub fn document() -> utoipa::openapi::OpenApi {
 
 /// The platform router: the documented routes, `/platform` without the prefix, the OpenAPI
 /// document, `/docs`, and envelope-shaped `404`s for every other `/api/…` path.
-pub fn routes() -> Router<State> {
+pub fn routes() -> Router<AxebowState> {
     let (router, api) = documented_routes().split_for_parts();
     let api = openapi::finish(api);
     router
