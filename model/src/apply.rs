@@ -147,6 +147,14 @@ impl State {
                 })?;
                 Ok((CommandResult::Service(outcome), Vec::new()))
             }
+            Command::Krake(krake_command) => {
+                let mut objects = crate::krake::apply::KrakeObjects {
+                    platform: &mut self.platform,
+                    store: &mut self.krake,
+                };
+                let stored = objects.apply(now_ms, krake_command)?;
+                Ok((CommandResult::Krake(stored), Vec::new()))
+            }
             Command::Cluster(cluster_command) => {
                 self.platform.apply_cluster(now_ms, cluster_command)?;
                 Ok((CommandResult::Done, Vec::new()))

@@ -87,6 +87,18 @@ pub fn describe(command: &Command) -> Option<Described> {
             object: service_object(&command.change),
             caller: Some(principal_of(&command.caller)),
         }),
+        Command::Krake(command) => Some(Described {
+            dialect: "krake",
+            verb: match command.change {
+                crate::krake::KrakeChange::Create { .. } => "create",
+                crate::krake::KrakeChange::Update { .. } => "update",
+                crate::krake::KrakeChange::Delete { force: false } => "delete",
+                crate::krake::KrakeChange::Delete { force: true } => "force_delete",
+            }
+            .to_string(),
+            object: command.key.to_string(),
+            caller: Some(command.caller.clone()),
+        }),
         Command::AuditRetention { .. } => Some(plain("platform", "set_audit_retention", "audit".into())),
         Command::Restore { .. } => Some(plain("platform", "restore_snapshot", "state".into())),
         Command::Cluster(ClusterCommand::Observe(_))

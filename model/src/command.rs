@@ -68,6 +68,8 @@ pub enum Command {
     Cluster(ClusterCommand),
     /// A change of services and their revisions.
     Service(ServiceCommand),
+    /// A change of one of Krake's objects (its dialect's create, update and delete).
+    Krake(crate::krake::KrakeCommand),
     /// Where a service runs (proposed by the leader only).
     Placement(crate::service::placement::Placement),
     /// A service actor's status report, or the end of a deleted service (leader only).

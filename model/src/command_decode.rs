@@ -36,6 +36,7 @@ enum Op {
     Platform,
     Cluster,
     Service,
+    Krake,
     Placement,
     ServiceReport,
     Restore,
@@ -113,6 +114,7 @@ impl Op {
             Op::Platform => Command::Platform(PlatformCommand::deserialize(fields)?),
             Op::Cluster => Command::Cluster(ClusterCommand::deserialize(fields)?),
             Op::Service => Command::Service(ServiceCommand::deserialize(fields)?),
+            Op::Krake => Command::Krake(crate::krake::KrakeCommand::deserialize(fields)?),
             Op::Placement => Command::Placement(crate::service::placement::Placement::deserialize(fields)?),
             Op::ServiceReport => {
                 Command::ServiceReport(crate::service::reconcile::ServiceReport::deserialize(fields)?)

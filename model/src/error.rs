@@ -37,6 +37,9 @@ pub enum DomainError {
     /// A platform command was refused.
     #[error(transparent)]
     Platform(#[from] PlatformError),
+    /// A Krake command was refused.
+    #[error(transparent)]
+    Krake(#[from] crate::krake::KrakeError),
     /// The request is malformed; `field` names what to fix.
     #[error("{field}: {message}")]
     Invalid {

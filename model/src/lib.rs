@@ -12,6 +12,7 @@ pub mod command;
 mod command_decode;
 pub mod derived;
 pub mod error;
+pub mod krake;
 pub mod limits;
 pub mod merge_patch;
 pub mod object;

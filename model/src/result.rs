@@ -22,6 +22,8 @@ pub enum CommandResult {
     Platform(PlatformResult),
     /// The outcome of a service command.
     Service(ServiceOutcome),
+    /// A Krake object after its command.
+    Krake(crate::krake::KrakeStored),
     /// Nothing to report.
     Done,
     /// The command was refused; nothing changed.

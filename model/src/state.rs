@@ -72,6 +72,9 @@ pub struct State {
     /// Users, tenants and their objects (Axebow platform).
     #[serde(default)]
     pub(crate) platform: Platform,
+    /// Krake's roles and role bindings.
+    #[serde(default)]
+    pub(crate) krake: crate::krake::KrakeStore,
     /// The latest leader time applied; time never runs backwards across leaders.
     #[serde(default)]
     pub(crate) clock_ms: u64,
@@ -154,6 +157,11 @@ impl State {
     /// Users, tenants and their objects.
     pub fn platform(&self) -> &Platform {
         &self.platform
+    }
+
+    /// Krake's roles and role bindings.
+    pub fn krake(&self) -> &crate::krake::KrakeStore {
+        &self.krake
     }
 
     /// Number of stored objects.

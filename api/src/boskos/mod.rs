@@ -142,7 +142,7 @@ impl From<DomainError> for BoskosError {
             DomainError::NotFound { .. } => StatusCode::NOT_FOUND,
             DomainError::AlreadyExists { .. } | DomainError::Conflict { .. } => StatusCode::CONFLICT,
             DomainError::Invalid { .. } => StatusCode::BAD_REQUEST,
-            DomainError::Platform(_) => StatusCode::INTERNAL_SERVER_ERROR,
+            DomainError::Platform(_) | DomainError::Krake(_) => StatusCode::INTERNAL_SERVER_ERROR,
         };
         let queue_position = match &error {
             DomainError::Pool(PoolError::Queued { position, .. }) => Some(*position),

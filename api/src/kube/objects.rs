@@ -169,6 +169,7 @@ pub(crate) fn stored(result: CommandResult) -> Result<StoredObject, KubeError> {
         | CommandResult::Pool(_)
         | CommandResult::Platform(_)
         | CommandResult::Service(_)
+        | CommandResult::Krake(_)
         | CommandResult::Batch { .. } => Err(KubeError::internal("the command produced no object")),
     }
 }

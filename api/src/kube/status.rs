@@ -160,6 +160,9 @@ impl KubeError {
             DomainError::Platform(error) => {
                 Self::internal(format!("a platform error reached the lease API: {error}"))
             }
+            DomainError::Krake(error) => {
+                Self::internal(format!("a Krake error reached the lease API: {error}"))
+            }
             DomainError::Invalid { field, message } => Self {
                 code: 422,
                 reason: "Invalid",

@@ -372,10 +372,14 @@ impl Platform {
                     )));
                 }
                 stored.metrics_providers.insert(name.clone(), spec.clone());
+                let identity =
+                    crate::krake::kind::KrakeKey::new(provider_kind(tenant), namespace_of(tenant), name);
+                crate::krake::meta::keep(&mut stored.krake.providers, &identity.to_string(), name, now_ms);
                 Ok(())
             }
             ClusterOp::DeleteMetricsProvider { tenant, name } => {
                 let stored = self.metrics_tenant_mut(tenant)?;
+                stored.krake.providers.remove(name);
                 stored.metrics_providers.remove(name).map(|_| ()).ok_or_else(|| {
                     PlatformError::NotFound(format!("tenant {tenant:?} has no metrics provider {name:?}"))
                 })
@@ -390,10 +394,14 @@ impl Platform {
                     )));
                 }
                 stored.metrics.insert(name.clone(), spec.clone());
+                let identity =
+                    crate::krake::kind::KrakeKey::new(metric_kind(tenant), namespace_of(tenant), name);
+                crate::krake::meta::keep(&mut stored.krake.metrics, &identity.to_string(), name, now_ms);
                 Ok(())
             }
             ClusterOp::DeleteMetric { tenant, name } => {
                 let stored = self.metrics_tenant_mut(tenant)?;
+                stored.krake.metrics.remove(name);
                 stored.metrics.remove(name).map(|_| ()).ok_or_else(|| {
                     PlatformError::NotFound(format!("tenant {tenant:?} has no metric {name:?}"))
                 })
@@ -467,4 +475,27 @@ impl Platform {
     pub fn cluster(&self, cluster: &ClusterRef) -> Option<&Cluster> {
         self.tenants.get(&cluster.tenant)?.clusters.get(&cluster.name)
     }
+}
+
+/// The Krake kind of a metric of `tenant`: the operator tenant's are Krake's global ones.
+fn metric_kind(tenant: &str) -> crate::krake::kind::KrakeKind {
+    if tenant == super::OPERATOR_TENANT {
+        crate::krake::kind::KrakeKind::GlobalMetric
+    } else {
+        crate::krake::kind::KrakeKind::Metric
+    }
+}
+
+/// The Krake kind of a metrics provider of `tenant`.
+fn provider_kind(tenant: &str) -> crate::krake::kind::KrakeKind {
+    if tenant == super::OPERATOR_TENANT {
+        crate::krake::kind::KrakeKind::GlobalMetricsProvider
+    } else {
+        crate::krake::kind::KrakeKind::MetricsProvider
+    }
+}
+
+/// The Krake namespace of `tenant`'s objects (none for the operator tenant's global ones).
+fn namespace_of(tenant: &str) -> Option<&str> {
+    (tenant != super::OPERATOR_TENANT).then_some(tenant)
 }

@@ -335,6 +335,9 @@ pub struct Tenant {
     /// Metrics by name (the operator tenant's are everyone's).
     #[serde(default)]
     pub metrics: BTreeMap<String, crate::scheduling::metrics::MetricSpec>,
+    /// The Krake metadata of its metrics and providers (kept by writes from either dialect).
+    #[serde(default, skip_serializing_if = "crate::krake::store::KrakeMetas::is_empty")]
+    pub krake: crate::krake::store::KrakeMetas,
 }
 
 impl Tenant {

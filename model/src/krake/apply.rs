@@ -1,0 +1,482 @@
+//! Applying a [`KrakeCommand`] to the replicated state: Krake's operation semantics
+//! (`krake.md` §2.5) on the objects it names, and the cascading deletion its garbage collector
+//! would do (§6.6), run in the same apply so no replica waits for a controller.
+
+use super::command::{KrakeBody, KrakeChange, KrakeCommand, KrakeStored};
+use super::error::KrakeError;
+use super::kind::{KrakeKey, KrakeKind};
+use super::meta::{KrakeMeta, MetaInput, CASCADE_DELETION};
+use super::rbac::KrakeRole;
+use super::store::{KrakeStore, Stored, MAX_RBAC_OBJECTS};
+use super::validate;
+use crate::platform::error::PlatformError;
+use crate::platform::Platform;
+use crate::scheduling::metrics::{validate_metric, validate_provider, MAX_METRICS_PER_TENANT};
+
+/// Most rules of a role, and most entries of a rule's or a binding's lists.
+pub const MAX_RULES: usize = 64;
+
+/// Krake's objects as one apply sees them: the platform's tenants and the RBAC store.
+pub struct KrakeObjects<'a> {
+    /// The tenants (metrics and providers).
+    pub platform: &'a mut Platform,
+    /// Roles and bindings.
+    pub store: &'a mut KrakeStore,
+}
+
+fn platform_invalid(error: PlatformError) -> KrakeError {
+    match error {
+        PlatformError::Invalid { field, message } => KrakeError::Invalid { field, message },
+        other => KrakeError::invalid("spec", other.to_string()),
+    }
+}
+
+/// Checks an object's content against its kind.
+pub fn validate_body(kind: KrakeKind, body: &KrakeBody) -> Result<(), KrakeError> {
+    match (kind, body) {
+        (KrakeKind::Role, KrakeBody::Role(role)) => validate_role(role),
+        (KrakeKind::RoleBinding, KrakeBody::RoleBinding(binding)) => {
+            if binding.users.len() > MAX_RULES || binding.roles.len() > MAX_RULES {
+                return Err(KrakeError::invalid(
+                    "users",
+                    format!("at most {MAX_RULES} users and {MAX_RULES} roles"),
+                ));
+            }
+            for user in &binding.users {
+                if user.is_empty() || user.len() > validate::MAX_NAME {
+                    return Err(KrakeError::invalid("users", "a user is 1 to 255 characters"));
+                }
+            }
+            for role in &binding.roles {
+                validate::name("roles", role)?;
+            }
+            Ok(())
+        }
+        (KrakeKind::GlobalMetric | KrakeKind::Metric, KrakeBody::Metric(spec)) => {
+            validate_metric(spec).map_err(platform_invalid)
+        }
+        (KrakeKind::GlobalMetricsProvider | KrakeKind::MetricsProvider, KrakeBody::MetricsProvider(spec)) => {
+            validate_provider(spec).map_err(platform_invalid)
+        }
+        (kind, _) => Err(KrakeError::invalid(
+            "kind",
+            format!("the body is not a {}", kind.name()),
+        )),
+    }
+}
+
+fn validate_role(role: &KrakeRole) -> Result<(), KrakeError> {
+    if role.rules.len() > MAX_RULES {
+        return Err(KrakeError::invalid("rules", format!("at most {MAX_RULES} rules")));
+    }
+    for rule in &role.rules {
+        let long = [&rule.resources, &rule.namespaces]
+            .iter()
+            .any(|list| list.len() > MAX_RULES || list.iter().any(|e| e.len() > validate::MAX_NAME));
+        if long || rule.api.len() > validate::MAX_NAME || rule.verbs.len() > MAX_RULES {
+            return Err(KrakeError::invalid(
+                "rules",
+                format!("a rule has at most {MAX_RULES} entries per list, each at most 255 characters"),
+            ));
+        }
+    }
+    Ok(())
+}
+
+fn no_tenant(key: &KrakeKey) -> KrakeError {
+    match &key.namespace {
+        Some(ns) => KrakeError::NotFound(format!(
+            "Namespace {ns:?} is not a tenant of this Drover: a Krake namespace is a tenant (create it with POST /api/1.0-beta/tenant/{ns})"
+        )),
+        None => KrakeError::NotFound(
+            "The operator tenant does not exist yet: an operator registers first (POST /api/1.0-beta/user)"
+                .to_string(),
+        ),
+    }
+}
+
+impl KrakeObjects<'_> {
+    /// The object `key` names, with its metadata (made up, deterministically, for an object
+    /// written before Drover kept Krake metadata).
+    pub fn read(&self, key: &KrakeKey) -> Option<(KrakeMeta, KrakeBody)> {
+        read(self.platform, self.store, key)
+    }
+
+    fn write(&mut self, key: &KrakeKey, meta: KrakeMeta, body: KrakeBody) -> Result<(), KrakeError> {
+        match body {
+            KrakeBody::Role(role) => {
+                self.store
+                    .roles
+                    .insert(key.name.clone(), Stored { meta, body: role });
+            }
+            KrakeBody::RoleBinding(binding) => {
+                self.store
+                    .role_bindings
+                    .insert(key.name.clone(), Stored { meta, body: binding });
+            }
+            KrakeBody::Metric(spec) => {
+                let tenant = self
+                    .platform
+                    .tenants
+                    .get_mut(key.tenant())
+                    .ok_or_else(|| no_tenant(key))?;
+                tenant.metrics.insert(key.name.clone(), spec);
+                tenant.krake.metrics.insert(key.name.clone(), meta);
+            }
+            KrakeBody::MetricsProvider(spec) => {
+                let tenant = self
+                    .platform
+                    .tenants
+                    .get_mut(key.tenant())
+                    .ok_or_else(|| no_tenant(key))?;
+                tenant.metrics_providers.insert(key.name.clone(), spec);
+                tenant.krake.providers.insert(key.name.clone(), meta);
+            }
+        }
+        Ok(())
+    }
+
+    fn remove(&mut self, key: &KrakeKey) {
+        match key.kind {
+            KrakeKind::Role => {
+                self.store.roles.remove(&key.name);
+            }
+            KrakeKind::RoleBinding => {
+                self.store.role_bindings.remove(&key.name);
+            }
+            KrakeKind::GlobalMetric | KrakeKind::Metric => {
+                if let Some(tenant) = self.platform.tenants.get_mut(key.tenant()) {
+                    tenant.metrics.remove(&key.name);
+                    tenant.krake.metrics.remove(&key.name);
+                }
+            }
+            KrakeKind::GlobalMetricsProvider | KrakeKind::MetricsProvider => {
+                if let Some(tenant) = self.platform.tenants.get_mut(key.tenant()) {
+                    tenant.metrics_providers.remove(&key.name);
+                    tenant.krake.providers.remove(&key.name);
+                }
+            }
+        }
+    }
+
+    fn room_for(&self, key: &KrakeKey) -> Result<(), KrakeError> {
+        let (count, max) = match key.kind {
+            KrakeKind::Role => (self.store.roles.len(), MAX_RBAC_OBJECTS),
+            KrakeKind::RoleBinding => (self.store.role_bindings.len(), MAX_RBAC_OBJECTS),
+            KrakeKind::GlobalMetric | KrakeKind::Metric => {
+                let tenant = self
+                    .platform
+                    .tenants
+                    .get(key.tenant())
+                    .ok_or_else(|| no_tenant(key))?;
+                (tenant.metrics.len(), MAX_METRICS_PER_TENANT)
+            }
+            KrakeKind::GlobalMetricsProvider | KrakeKind::MetricsProvider => {
+                let tenant = self
+                    .platform
+                    .tenants
+                    .get(key.tenant())
+                    .ok_or_else(|| no_tenant(key))?;
+                (tenant.metrics_providers.len(), MAX_METRICS_PER_TENANT)
+            }
+        };
+        if count >= max {
+            return Err(KrakeError::invalid(
+                "metadata.name",
+                format!("there are {max} objects of kind {} here already", key.kind.name()),
+            ));
+        }
+        Ok(())
+    }
+
+    /// Applies `command` at the committed time `now_ms`.
+    pub fn apply(&mut self, now_ms: u64, command: &KrakeCommand) -> Result<KrakeStored, KrakeError> {
+        let key = &command.key;
+        check_key(key)?;
+        let stored = match &command.change {
+            KrakeChange::Create { meta, body } => self.create(now_ms, key, meta, body)?,
+            KrakeChange::Update {
+                meta,
+                body,
+                generation,
+            } => self.update(now_ms, key, meta, body, *generation)?,
+            KrakeChange::Delete { force } => self.delete(now_ms, key, *force)?,
+        };
+        self.collect(now_ms);
+        Ok(stored)
+    }
+
+    fn create(
+        &mut self,
+        now_ms: u64,
+        key: &KrakeKey,
+        input: &MetaInput,
+        body: &KrakeBody,
+    ) -> Result<KrakeStored, KrakeError> {
+        validate::meta_input(input)?;
+        validate_body(key.kind, body)?;
+        if self.read(key).is_some() {
+            return Err(KrakeError::AlreadyExists(format!(
+                "{} already exists",
+                key.described()
+            )));
+        }
+        self.room_for(key)?;
+        let meta = KrakeMeta::made(&key.to_string(), now_ms, input.clone());
+        self.write(key, meta.clone(), body.clone())?;
+        Ok(KrakeStored {
+            key: key.clone(),
+            meta,
+            body: body.clone(),
+            gone: false,
+        })
+    }
+
+    fn update(
+        &mut self,
+        now_ms: u64,
+        key: &KrakeKey,
+        input: &MetaInput,
+        body: &KrakeBody,
+        generation: Option<u64>,
+    ) -> Result<KrakeStored, KrakeError> {
+        validate::meta_input(input)?;
+        validate_body(key.kind, body)?;
+        let (mut meta, _) = self.read(key).ok_or_else(|| not_found(key))?;
+        if let Some(expected) = generation.filter(|g| *g != meta.generation) {
+            return Err(KrakeError::Transaction(format!(
+                "{} changed since it was read (generation {expected}, now {})",
+                key.described(),
+                meta.generation
+            )));
+        }
+        if meta.in_deletion() && !input.finalizers.iter().all(|f| meta.input.finalizers.contains(f)) {
+            return Err(KrakeError::Finalizers(
+                "Finalizers can only be removed if a deletion is in progress.".to_string(),
+            ));
+        }
+        meta.input = input.clone();
+        meta.touched(now_ms);
+        let gone = meta.in_deletion() && meta.input.finalizers.is_empty();
+        if gone {
+            self.remove(key);
+        } else {
+            self.write(key, meta.clone(), body.clone())?;
+        }
+        Ok(KrakeStored {
+            key: key.clone(),
+            meta,
+            body: body.clone(),
+            gone,
+        })
+    }
+
+    fn delete(&mut self, now_ms: u64, key: &KrakeKey, force: bool) -> Result<KrakeStored, KrakeError> {
+        let (mut meta, body) = self.read(key).ok_or_else(|| not_found(key))?;
+        if force {
+            self.remove(key);
+            return Ok(KrakeStored {
+                key: key.clone(),
+                meta,
+                body,
+                gone: true,
+            });
+        }
+        if !meta.in_deletion() {
+            meta.deleted_ms = Some(now_ms);
+            if meta.input.finalizers.last().map(String::as_str) != Some(CASCADE_DELETION) {
+                meta.input.finalizers.push(CASCADE_DELETION.to_string());
+            }
+            meta.touched(now_ms);
+            self.write(key, meta.clone(), body.clone())?;
+        }
+        Ok(KrakeStored {
+            key: key.clone(),
+            meta,
+            body,
+            gone: false,
+        })
+    }
+
+    /// Whether any object waits for cascading deletion (read from the metadata alone: an
+    /// object without stored metadata was never marked).
+    fn any_cascading(&self) -> bool {
+        let cascading = |meta: &KrakeMeta| {
+            meta.in_deletion() && meta.input.finalizers.last().map(String::as_str) == Some(CASCADE_DELETION)
+        };
+        self.store.roles.values().any(|s| cascading(&s.meta))
+            || self.store.role_bindings.values().any(|s| cascading(&s.meta))
+            || self.platform.tenants.values().any(|tenant| {
+                tenant.krake.metrics.values().any(cascading) || tenant.krake.providers.values().any(cascading)
+            })
+    }
+
+    /// Every Krake object's key.
+    pub fn keys(&self) -> Vec<KrakeKey> {
+        keys(self.platform, self.store)
+    }
+
+    /// Cascading deletion (Krake's garbage collector): an object in deletion whose last
+    /// finalizer is `cascade_deletion` marks the objects that name it as owner deleted; once
+    /// none is left it drops the finalizer, and an object in deletion with no finalizer is
+    /// removed. Repeated until nothing changes (each round removes or marks at least one).
+    fn collect(&mut self, now_ms: u64) {
+        if !self.any_cascading() {
+            return;
+        }
+        let mut rounds = 0;
+        loop {
+            rounds += 1;
+            let all: Vec<(KrakeKey, KrakeMeta, KrakeBody)> = self
+                .keys()
+                .into_iter()
+                .filter_map(|key| self.read(&key).map(|(meta, body)| (key, meta, body)))
+                .collect();
+            let mut changed = false;
+            for (key, meta, body) in &all {
+                let cascading = meta.in_deletion()
+                    && meta.input.finalizers.last().map(String::as_str) == Some(CASCADE_DELETION);
+                if !cascading {
+                    continue;
+                }
+                let me = key.owner_ref();
+                let dependents: Vec<&(KrakeKey, KrakeMeta, KrakeBody)> = all
+                    .iter()
+                    .filter(|(other, other_meta, _)| other != key && other_meta.input.owners.contains(&me))
+                    .collect();
+                if dependents.is_empty() {
+                    let mut meta = meta.clone();
+                    meta.input.finalizers.pop();
+                    meta.touched(now_ms);
+                    if meta.input.finalizers.is_empty() {
+                        self.remove(key);
+                    } else {
+                        // Cannot fail: the object was just read from its tenant.
+                        let _ = self.write(key, meta, body.clone());
+                    }
+                    changed = true;
+                } else {
+                    for (dependent, dependent_meta, _) in dependents {
+                        if !dependent_meta.in_deletion() {
+                            let _ = self.delete(now_ms, dependent, false);
+                            changed = true;
+                        }
+                    }
+                }
+            }
+            if !changed || rounds > all.len() + 1 {
+                break;
+            }
+        }
+    }
+}
+
+fn not_found(key: &KrakeKey) -> KrakeError {
+    KrakeError::NotFound(format!("{} does not exist", key.described()))
+}
+
+fn check_key(key: &KrakeKey) -> Result<(), KrakeError> {
+    validate::name("metadata.name", &key.name)?;
+    match (&key.namespace, key.kind.namespaced()) {
+        (Some(namespace), true) if namespace == crate::platform::OPERATOR_TENANT => Err(KrakeError::invalid(
+            "metadata.namespace",
+            format!("namespace {namespace:?} is the operator tenant, whose metrics and providers are the global kinds"),
+        )),
+        (Some(namespace), true) => validate::name("metadata.namespace", namespace),
+        (None, false) => Ok(()),
+        (Some(_), false) => Err(KrakeError::invalid(
+            "metadata.namespace",
+            format!("{} is not namespaced", key.kind.name()),
+        )),
+        (None, true) => Err(KrakeError::invalid(
+            "metadata.namespace",
+            format!("{} needs a namespace", key.kind.name()),
+        )),
+    }
+}
+
+/// The object `key` names, with its metadata.
+pub fn read(platform: &Platform, store: &KrakeStore, key: &KrakeKey) -> Option<(KrakeMeta, KrakeBody)> {
+    let made_up = || KrakeMeta::made(&key.to_string(), 0, MetaInput::default());
+    match key.kind {
+        KrakeKind::Role => store
+            .roles
+            .get(&key.name)
+            .map(|s| (s.meta.clone(), KrakeBody::Role(s.body.clone()))),
+        KrakeKind::RoleBinding => store
+            .role_bindings
+            .get(&key.name)
+            .map(|s| (s.meta.clone(), KrakeBody::RoleBinding(s.body.clone()))),
+        KrakeKind::GlobalMetric | KrakeKind::Metric => {
+            let tenant = platform.tenant(key.tenant())?;
+            let spec = tenant.metrics.get(&key.name)?;
+            let meta = tenant
+                .krake
+                .metrics
+                .get(&key.name)
+                .cloned()
+                .unwrap_or_else(made_up);
+            Some((meta, KrakeBody::Metric(spec.clone())))
+        }
+        KrakeKind::GlobalMetricsProvider | KrakeKind::MetricsProvider => {
+            let tenant = platform.tenant(key.tenant())?;
+            let spec = tenant.metrics_providers.get(&key.name)?;
+            let meta = tenant
+                .krake
+                .providers
+                .get(&key.name)
+                .cloned()
+                .unwrap_or_else(made_up);
+            Some((meta, KrakeBody::MetricsProvider(spec.clone())))
+        }
+    }
+}
+
+/// The keys of the objects of `kind` (in `namespace`, or every namespace), in name order
+/// within each namespace.
+pub fn keys_of(
+    platform: &Platform,
+    store: &KrakeStore,
+    kind: KrakeKind,
+    namespace: Option<&str>,
+) -> Vec<KrakeKey> {
+    let global = |names: Vec<&String>| -> Vec<KrakeKey> {
+        names.into_iter().map(|n| KrakeKey::new(kind, None, n)).collect()
+    };
+    match kind {
+        KrakeKind::Role => global(store.roles.keys().collect()),
+        KrakeKind::RoleBinding => global(store.role_bindings.keys().collect()),
+        KrakeKind::GlobalMetric => platform
+            .tenant(crate::platform::OPERATOR_TENANT)
+            .map(|t| global(t.metrics.keys().collect()))
+            .unwrap_or_default(),
+        KrakeKind::GlobalMetricsProvider => platform
+            .tenant(crate::platform::OPERATOR_TENANT)
+            .map(|t| global(t.metrics_providers.keys().collect()))
+            .unwrap_or_default(),
+        KrakeKind::Metric | KrakeKind::MetricsProvider => platform
+            .tenants()
+            .filter(|(name, _)| name.as_str() != crate::platform::OPERATOR_TENANT)
+            .filter(|(name, _)| namespace.is_none_or(|ns| ns == name.as_str()))
+            .flat_map(|(name, tenant)| {
+                let names: Vec<&String> = if kind == KrakeKind::Metric {
+                    tenant.metrics.keys().collect()
+                } else {
+                    tenant.metrics_providers.keys().collect()
+                };
+                names
+                    .into_iter()
+                    .map(|n| KrakeKey::new(kind, Some(name), n))
+                    .collect::<Vec<_>>()
+            })
+            .collect(),
+    }
+}
+
+/// Every Krake object's key.
+pub fn keys(platform: &Platform, store: &KrakeStore) -> Vec<KrakeKey> {
+    KrakeKind::ALL
+        .into_iter()
+        .flat_map(|kind| keys_of(platform, store, kind, None))
+        .collect()
+}

@@ -1,0 +1,466 @@
+//! Krake's operation semantics, names and labels, RBAC and cascading deletion, applied as the
+//! cluster applies them; and one state for two dialects (a metric written through the platform
+//! API has Krake metadata, one written through Krake is the tenant's metric).
+
+use std::collections::BTreeMap;
+
+use super::apply::KrakeObjects;
+use super::rbac::{Access, Scope};
+use super::*;
+use crate::platform::{Identity, Platform, PlatformCommand, PlatformOp, UserProfile};
+use crate::scheduling::metrics::{MetricSpec, ProviderMetric, ProviderSpec, StaticSpec};
+
+struct World {
+    platform: Platform,
+    store: KrakeStore,
+    now: u64,
+}
+
+impl World {
+    fn new() -> Self {
+        let mut platform = Platform::default();
+        let register = PlatformCommand {
+            caller: Identity {
+                issuer: "i".into(),
+                subject: "root".into(),
+            },
+            op: PlatformOp::RegisterUser {
+                uid: "u-root".into(),
+                profile: UserProfile {
+                    name: "Root".into(),
+                    surname: "Operator".into(),
+                    ..UserProfile::default()
+                },
+                operator: true,
+            },
+        };
+        platform.apply(&register).expect("the operator registers");
+        let tenant = PlatformCommand {
+            caller: register.caller.clone(),
+            op: PlatformOp::CreateTenant {
+                tenant: "ns1".into(),
+                spec: Default::default(),
+            },
+        };
+        platform.apply(&tenant).expect("tenant ns1 is made");
+        World {
+            platform,
+            store: KrakeStore::default(),
+            now: 1_000,
+        }
+    }
+
+    fn run(&mut self, key: &KrakeKey, change: KrakeChange) -> Result<KrakeStored, KrakeError> {
+        self.now += 1_000;
+        let mut objects = KrakeObjects {
+            platform: &mut self.platform,
+            store: &mut self.store,
+        };
+        objects.apply(
+            self.now,
+            &KrakeCommand {
+                caller: "test".into(),
+                key: key.clone(),
+                change,
+            },
+        )
+    }
+
+    fn read(&self, key: &KrakeKey) -> Option<(KrakeMeta, KrakeBody)> {
+        apply::read(&self.platform, &self.store, key)
+    }
+
+    fn refused(&mut self, key: &KrakeKey, change: KrakeChange) -> KrakeError {
+        let (platform, store) = (self.platform.clone(), self.store.clone());
+        let error = self.run(key, change).expect_err("refused");
+        assert_eq!(self.platform, platform, "a refused command changed the tenants");
+        assert_eq!(self.store, store, "a refused command changed the store");
+        error
+    }
+}
+
+fn metric(min: f64) -> KrakeBody {
+    KrakeBody::Metric(MetricSpec {
+        min,
+        max: 10.0,
+        provider: ProviderMetric {
+            name: "p".into(),
+            metric: "load".into(),
+        },
+    })
+}
+
+fn create(body: KrakeBody) -> KrakeChange {
+    KrakeChange::Create {
+        meta: MetaInput::default(),
+        body,
+    }
+}
+
+fn update(meta: MetaInput, body: KrakeBody, generation: Option<u64>) -> KrakeChange {
+    KrakeChange::Update {
+        meta,
+        body,
+        generation,
+    }
+}
+
+fn owned_by(owner: &KrakeKey) -> MetaInput {
+    MetaInput {
+        owners: vec![owner.owner_ref()],
+        ..MetaInput::default()
+    }
+}
+
+#[test]
+fn names_and_labels_follow_krakes_patterns() {
+    for (name, valid) in [
+        ("a", true),
+        ("a-b.c:d_e", true),
+        ("-a", false),
+        ("a-", false),
+        ("", false),
+        ("a b", false),
+        ("é", false),
+        (&"a".repeat(255), true),
+        (&"a".repeat(256), false),
+    ] {
+        assert_eq!(validate::is_name(name), valid, "name {name:?}");
+    }
+    for (key, valid) in [
+        ("app", true),
+        ("example.com/app", true),
+        ("a:b", false),
+        ("/app", false),
+        (&"k".repeat(63), true),
+        (&"k".repeat(64), false),
+        (&format!("{}/k", "p".repeat(253)), true),
+    ] {
+        assert_eq!(validate::is_label_key(key), valid, "label key {key:?}");
+    }
+    for (value, valid) in [("v", true), ("", false), ("a.b-c_d", true), ("a/b", false)] {
+        assert_eq!(validate::is_label_value(value), valid, "label value {value:?}");
+    }
+}
+
+#[test]
+fn rbac_allows_what_a_bound_role_allows_and_list_all_needs_every_namespace() {
+    let mut world = World::new();
+    let rule = |namespaces: &[&str], verbs: Vec<Verb>| RoleRule {
+        api: "kubernetes".into(),
+        resources: vec!["applications".into()],
+        namespaces: namespaces.iter().map(|s| s.to_string()).collect(),
+        verbs,
+    };
+    let reader = KrakeRole {
+        rules: vec![rule(&["ns1"], vec![Verb::Get, Verb::List])],
+    };
+    let everywhere = KrakeRole {
+        rules: vec![RoleRule {
+            api: String::new(),
+            resources: vec![String::new()],
+            namespaces: vec![String::new()],
+            verbs: vec![Verb::List],
+        }],
+    };
+    for (name, role) in [("reader", reader), ("lister", everywhere)] {
+        world
+            .run(
+                &KrakeKey::new(KrakeKind::Role, None, name),
+                create(KrakeBody::Role(role)),
+            )
+            .expect("role made");
+    }
+    let bind = |users: &[&str], roles: &[&str]| {
+        KrakeBody::RoleBinding(KrakeRoleBinding {
+            users: users.iter().map(|s| s.to_string()).collect(),
+            roles: roles.iter().map(|s| s.to_string()).collect(),
+        })
+    };
+    world
+        .run(
+            &KrakeKey::new(KrakeKind::RoleBinding, None, "b1"),
+            create(bind(&["ann"], &["reader", "ghost"])),
+        )
+        .expect("binding made");
+    world
+        .run(
+            &KrakeKey::new(KrakeKind::RoleBinding, None, "b2"),
+            create(bind(&["bo"], &["lister"])),
+        )
+        .expect("binding made");
+    assert_eq!(world.store.roles_of("ann"), vec!["ghost", "reader"]);
+    assert!(world.store.roles_of("nobody").is_empty());
+    let access = |resource, verb, scope| Access {
+        api: "kubernetes",
+        resource,
+        verb,
+        scope,
+    };
+    let table = [
+        (
+            "ann",
+            access("applications", Verb::Get, Scope::Namespace("ns1")),
+            true,
+        ),
+        (
+            "ann",
+            access("applications", Verb::List, Scope::Namespace("ns1")),
+            true,
+        ),
+        (
+            "ann",
+            access("applications", Verb::Create, Scope::Namespace("ns1")),
+            false,
+        ),
+        (
+            "ann",
+            access("applications", Verb::Get, Scope::Namespace("ns2")),
+            false,
+        ),
+        (
+            "ann",
+            access("applications", Verb::List, Scope::AllNamespaces),
+            false,
+        ),
+        (
+            "ann",
+            access("clusters", Verb::Get, Scope::Namespace("ns1")),
+            false,
+        ),
+        (
+            "ann",
+            access("applications/status", Verb::Get, Scope::Namespace("ns1")),
+            false,
+        ),
+        ("bo", access("clusters", Verb::List, Scope::AllNamespaces), true),
+        ("bo", access("clusters", Verb::List, Scope::Global), true),
+        ("bo", access("clusters", Verb::Get, Scope::Global), false),
+        (
+            "nobody",
+            access("applications", Verb::Get, Scope::Namespace("ns1")),
+            false,
+        ),
+    ];
+    for (user, access, allowed) in table {
+        assert_eq!(world.store.allows(user, &access), allowed, "{user} {access:?}");
+    }
+}
+
+#[test]
+fn create_read_update_and_conflicts_follow_krake() {
+    let mut world = World::new();
+    let key = KrakeKey::new(KrakeKind::Metric, Some("ns1"), "load");
+    let made = world.run(&key, create(metric(0.0))).expect("made");
+    assert_eq!(made.meta.created_ms, made.meta.modified_ms);
+    assert_eq!(made.meta.generation, 1);
+    assert!(matches!(
+        world.refused(&key, create(metric(0.0))),
+        KrakeError::AlreadyExists(_)
+    ));
+    let elsewhere = KrakeKey::new(KrakeKind::Metric, Some("nope"), "load");
+    assert!(matches!(
+        world.refused(&elsewhere, create(metric(0.0))),
+        KrakeError::NotFound(_)
+    ));
+    let bad_label = MetaInput {
+        labels: BTreeMap::from([("-x".into(), "v".into())]),
+        ..MetaInput::default()
+    };
+    assert!(matches!(
+        world.refused(&key, update(bad_label, metric(0.0), None)),
+        KrakeError::Invalid { .. }
+    ));
+    assert!(matches!(
+        world.refused(&key, update(MetaInput::default(), metric(20.0), None)),
+        KrakeError::Invalid { .. }
+    ));
+    assert!(matches!(
+        world.refused(&key, update(MetaInput::default(), metric(1.0), Some(7))),
+        KrakeError::Transaction(_)
+    ));
+    let updated = world
+        .run(&key, update(MetaInput::default(), metric(1.0), Some(1)))
+        .expect("updated");
+    assert_eq!(updated.meta.uid, made.meta.uid);
+    assert_eq!(updated.meta.created_ms, made.meta.created_ms);
+    assert!(updated.meta.modified_ms > made.meta.modified_ms);
+    assert_eq!(updated.meta.generation, 2);
+    // The tenant's own metric is what Krake wrote: the scheduler reads this one.
+    let tenant = world.platform.tenant("ns1").expect("tenant");
+    assert_eq!(tenant.metrics["load"].min, 1.0);
+    let aliased = KrakeKey::new(KrakeKind::Metric, Some("operator"), "load");
+    assert!(matches!(
+        world.refused(&aliased, create(metric(0.0))),
+        KrakeError::Invalid { .. }
+    ));
+    let wrong = KrakeKey::new(KrakeKind::Metric, None, "load");
+    assert!(matches!(
+        world.refused(&wrong, create(metric(0.0))),
+        KrakeError::Invalid { .. }
+    ));
+}
+
+#[test]
+fn delete_marks_and_finalizers_hold_the_object_until_removed() {
+    let mut world = World::new();
+    let key = KrakeKey::new(KrakeKind::GlobalMetricsProvider, None, "p");
+    let provider = KrakeBody::MetricsProvider(ProviderSpec::Static {
+        values: StaticSpec {
+            metrics: BTreeMap::from([("load".into(), 1.0)]),
+        },
+    });
+    let held = MetaInput {
+        finalizers: vec!["mine".into()],
+        ..MetaInput::default()
+    };
+    world
+        .run(
+            &key,
+            KrakeChange::Create {
+                meta: held.clone(),
+                body: provider.clone(),
+            },
+        )
+        .expect("made");
+    let marked = world
+        .run(&key, KrakeChange::Delete { force: false })
+        .expect("marked");
+    assert!(marked.meta.in_deletion());
+    assert!(!marked.gone);
+    // The garbage collection dropped `cascade_deletion` (nothing depends on it); `mine` holds it.
+    let (meta, _) = world.read(&key).expect("still there");
+    assert_eq!(meta.input.finalizers, vec!["mine".to_string()]);
+    let again = world
+        .run(&key, KrakeChange::Delete { force: false })
+        .expect("idempotent");
+    assert_eq!(again.meta.deleted_ms, meta.deleted_ms);
+    let adding = MetaInput {
+        finalizers: vec!["mine".into(), "other".into()],
+        ..MetaInput::default()
+    };
+    assert!(matches!(
+        world.refused(&key, update(adding, provider.clone(), None)),
+        KrakeError::Finalizers(_)
+    ));
+    let released = world
+        .run(&key, update(MetaInput::default(), provider, None))
+        .expect("finalizer removed");
+    assert!(released.gone);
+    assert!(world.read(&key).is_none());
+    assert!(world
+        .platform
+        .tenant("operator")
+        .expect("operator")
+        .metrics_providers
+        .is_empty());
+}
+
+#[test]
+fn deleting_an_owner_deletes_its_dependents_first() {
+    let mut world = World::new();
+    let owner = KrakeKey::new(KrakeKind::GlobalMetric, None, "owner");
+    let child = KrakeKey::new(KrakeKind::Metric, Some("ns1"), "child");
+    let grandchild = KrakeKey::new(KrakeKind::Role, None, "grandchild");
+    let held = KrakeKey::new(KrakeKind::Metric, Some("ns1"), "held");
+    world.run(&owner, create(metric(0.0))).expect("owner");
+    world
+        .run(
+            &child,
+            KrakeChange::Create {
+                meta: owned_by(&owner),
+                body: metric(0.0),
+            },
+        )
+        .expect("child");
+    world
+        .run(
+            &grandchild,
+            KrakeChange::Create {
+                meta: owned_by(&child),
+                body: KrakeBody::Role(KrakeRole { rules: vec![] }),
+            },
+        )
+        .expect("grandchild");
+    let mut holding = owned_by(&owner);
+    holding.finalizers = vec!["mine".into()];
+    world
+        .run(
+            &held,
+            KrakeChange::Create {
+                meta: holding,
+                body: metric(0.0),
+            },
+        )
+        .expect("held");
+    world
+        .run(&owner, KrakeChange::Delete { force: false })
+        .expect("owner deleted");
+    assert!(world.read(&child).is_none(), "the child went");
+    assert!(world.read(&grandchild).is_none(), "the grandchild went");
+    let (held_meta, _) = world.read(&held).expect("a finalizer holds the dependent");
+    assert!(held_meta.in_deletion());
+    let (owner_meta, _) = world.read(&owner).expect("the owner waits for its dependent");
+    assert_eq!(owner_meta.input.finalizers, vec![CASCADE_DELETION.to_string()]);
+    world
+        .run(&held, update(owned_by(&owner), metric(0.0), None))
+        .expect("the dependent's finalizer removed");
+    assert!(world.read(&held).is_none());
+    assert!(
+        world.read(&owner).is_none(),
+        "the owner went after its last dependent"
+    );
+}
+
+#[test]
+fn force_removes_at_once() {
+    let mut world = World::new();
+    let key = KrakeKey::new(KrakeKind::Metric, Some("ns1"), "m");
+    let held = MetaInput {
+        finalizers: vec!["mine".into()],
+        ..MetaInput::default()
+    };
+    world
+        .run(
+            &key,
+            KrakeChange::Create {
+                meta: held,
+                body: metric(0.0),
+            },
+        )
+        .expect("made");
+    let gone = world
+        .run(&key, KrakeChange::Delete { force: true })
+        .expect("forced");
+    assert!(gone.gone);
+    assert!(world.read(&key).is_none());
+}
+
+#[test]
+fn a_metric_made_through_the_platform_api_has_krake_metadata() {
+    use crate::cluster::{ClusterCommand, ClusterOp};
+    let mut world = World::new();
+    let put = |min| ClusterCommand::User {
+        caller: Identity {
+            issuer: "i".into(),
+            subject: "root".into(),
+        },
+        change: ClusterOp::PutMetric {
+            tenant: "operator".into(),
+            name: "cpu".into(),
+            spec: match metric(min) {
+                KrakeBody::Metric(spec) => spec,
+                _ => unreachable!(),
+            },
+        },
+    };
+    world.platform.apply_cluster(5_000, &put(0.0)).expect("put");
+    let key = KrakeKey::new(KrakeKind::GlobalMetric, None, "cpu");
+    let (first, _) = world.read(&key).expect("read through Krake");
+    assert_eq!((first.created_ms, first.generation), (5_000, 1));
+    world.platform.apply_cluster(6_000, &put(1.0)).expect("put again");
+    let (second, body) = world.read(&key).expect("read again");
+    assert_eq!(second.uid, first.uid);
+    assert_eq!((second.modified_ms, second.generation), (6_000, 2));
+    assert_eq!(body, metric(1.0));
+}
