@@ -4,7 +4,8 @@
 # iptables and libfaketime (the chaos harness's partitions and clock skew), etcd (the
 # benchmark's reference cluster), Prometheus (the metric-scoring and monitoring tests' real
 # server), docker-compose and systemd's analyzer (the deployment recipes' validators), rustfmt and clippy, the official Kubernetes Python client used
-# by the compatibility tests, and schemathesis for the platform API's spec test. Safe to run
+# by the compatibility tests, schemathesis for the platform API's spec test, and Krake 1.0.1 in
+# its own Python 3.9 environment (scripts/setup-krake.sh) for the Krake dialect's. Safe to run
 # again: it installs only what is missing.
 set -euo pipefail
 
@@ -51,6 +52,9 @@ if ! python3 -c 'import schemathesis' >/dev/null 2>&1; then
   echo "setup: installing schemathesis (fuzzes the platform API from its OpenAPI document)"
   python3 -m pip install --quiet --disable-pip-version-check "schemathesis==4.32.5"
 fi
+
+# Krake 1.0.1 (client library and API server) for the Krake dialect's tests.
+"$(dirname "$0")/setup-krake.sh"
 
 command -v kubectl >/dev/null 2>&1 || echo "setup: warning: kubectl is not installed; the kubectl compatibility test will fail" >&2
 echo "setup: ready"

@@ -107,6 +107,19 @@ fn authenticate_credentials(state: &Core, credentials: &Credentials) -> Result<O
         .map_err(Denied::Unauthenticated)
 }
 
+/// The credential a request presents, verified: `None` when it presents none (a dialect with
+/// anonymous or static users decides what that means); an error for one that does not verify.
+pub fn verified(state: &Core, credentials: &Credentials) -> Result<Option<Verified>, AuthError> {
+    match (&credentials.authorization, &credentials.certificate) {
+        (None, None) => Ok(None),
+        (None, Some(certificate)) => Ok(Some(certificate.verified())),
+        (Some(_), _) => {
+            let token = Verifier::credential(credentials.authorization.as_deref())?;
+            state.verifier.verify_with_groups(&token).map(Some)
+        }
+    }
+}
+
 /// Whether the identity's user is an operator or a confirmed member of tenant `tenant`. Read
 /// from this node's replica: a membership change reaches it within the replication delay.
 fn platform_allows(state: &Core, identity: &Identity, tenant: Option<&str>) -> bool {

@@ -20,6 +20,7 @@ pub mod idempotency;
 pub mod axebow;
 pub mod boskos;
 pub mod claimer;
+pub mod krake;
 pub mod kube;
 pub mod ops;
 // The top floor: the rooms put together.
@@ -42,6 +43,7 @@ pub fn router(state: ApiState) -> Router {
         boskos,
         claimer,
         axebow,
+        krake,
         ops,
     } = state;
     let limit = core.max_body_bytes;
@@ -63,6 +65,7 @@ pub fn router(state: ApiState) -> Router {
                 .with_state(boskos),
         )
         .merge(claimer::routes().with_state(claimer))
+        .merge(krake::routes().with_state(krake))
         .merge(ops::audit::routes().with_state(ops.clone()))
         .layer(RequestBodyLimitLayer::new(limit));
     // The platform API reads bodies itself, so an oversized one gets its error envelope.

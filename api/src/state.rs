@@ -15,6 +15,7 @@ use crate::claimer::{ClaimerOptions, ClaimerState};
 use crate::core::{Core, Recount, MAX_BODY_BYTES};
 use crate::error::ApiError;
 use crate::http_metrics::HttpMetrics;
+use crate::krake::{KrakeOptions, KrakeState};
 use crate::ops::OpsState;
 
 /// Settings of the API that come from the node's configuration.
@@ -31,6 +32,8 @@ pub struct ApiOptions {
     /// Live reads of clusters' agents; the cluster inventory and log routes answer `503`
     /// without.
     pub agents: Option<Arc<dyn AgentReads>>,
+    /// How the Krake dialect treats callers without a credential.
+    pub krake: KrakeOptions,
 }
 
 impl std::fmt::Debug for dyn AgentReads {
@@ -47,6 +50,7 @@ impl Default for ApiOptions {
             platform: PlatformOptions::default(),
             max_body_bytes: MAX_BODY_BYTES,
             agents: None,
+            krake: KrakeOptions::default(),
         }
     }
 }
@@ -65,6 +69,8 @@ pub struct ApiState {
     pub claimer: ClaimerState,
     /// The Axebow platform API.
     pub axebow: AxebowState,
+    /// Krake's API.
+    pub krake: KrakeState,
     /// Health, membership, metrics, the audit log and snapshots.
     pub ops: OpsState,
 }
@@ -83,6 +89,7 @@ impl ApiState {
             platform,
             max_body_bytes,
             agents,
+            krake,
         } = options;
         let http = HttpMetrics::register(&registry, raft.id())?;
         let core = Core::new(raft, registry, shutdown, max_body_bytes, verifier);
@@ -95,6 +102,7 @@ impl ApiState {
         Ok(Self {
             http,
             claimer: ClaimerState::new(core.clone(), claimer),
+            krake: KrakeState::new(core.clone(), krake),
             ops: OpsState::new(core.clone(), recounts),
             boskos,
             axebow,

@@ -12,6 +12,7 @@ use clap::Args;
 use drover_actors::clusters::ClusterActorsConfig;
 use drover_actors::pools::PoolActorsConfig;
 use drover_api::claimer::ClaimerOptions;
+use drover_api::krake::KrakeOptions;
 use drover_api::ApiOptions;
 use drover_model::pool::{parse_duration_ms, PoolConfig};
 use drover_raft::{NodeId, RaftConfig};
@@ -111,6 +112,14 @@ pub struct ServeArgs {
     /// only); the claimer endpoints are off without a token.
     #[arg(long, env = "DROVER_CLAIMER_AUTH_TOKEN_FILE")]
     pub claimer_auth_token_file: Option<PathBuf>,
+    /// Krake's static authentication: requests to the Krake routes that carry no credential
+    /// are this user (subject to Krake's RBAC). For development, as in Krake.
+    #[arg(long, env = "DROVER_KRAKE_STATIC_USER")]
+    pub krake_static_user: Option<String>,
+    /// Requests to the Krake routes that carry no credential are `system:anonymous` (subject to
+    /// Krake's RBAC) instead of `401`.
+    #[arg(long, env = "DROVER_KRAKE_ALLOW_ANONYMOUS")]
+    pub krake_allow_anonymous: bool,
     /// A request's headers must arrive within this (Go duration), and a keep-alive connection
     /// idle this long is closed; both listeners.
     #[arg(long, env = "DROVER_HEADER_TIMEOUT")]
@@ -176,6 +185,8 @@ struct FileConfig {
     claimer_type: Option<String>,
     claimer_auth_token: Option<String>,
     claimer_auth_token_file: Option<PathBuf>,
+    krake_static_user: Option<String>,
+    krake_allow_anonymous: Option<bool>,
     header_timeout: Option<String>,
     max_connections: Option<usize>,
     max_connections_per_address: Option<usize>,
@@ -235,6 +246,8 @@ pub struct NodeConfig {
     pub reschedule_after: std::time::Duration,
     /// The k8s-claimer endpoints, when enabled.
     pub claimer: Option<ClaimerOptions>,
+    /// How the Krake dialect treats callers without a credential.
+    pub krake: KrakeOptions,
     /// The platform API's verifier, options and limits.
     pub platform: PlatformSettings,
     /// TLS of the API listener, when configured.
@@ -391,6 +404,13 @@ impl NodeConfig {
                 .map_err(|message| invalid("service-reschedule-after", message))?,
         };
         let claimer = claimer_options(args, &file)?;
+        let krake = KrakeOptions {
+            static_user: args.krake_static_user.clone().or(file.krake_static_user.clone()),
+            allow_anonymous: args.krake_allow_anonymous || file.krake_allow_anonymous.unwrap_or(false),
+        };
+        if krake.static_user.as_deref().is_some_and(|u| u.trim().is_empty()) {
+            return Err(invalid("krake-static-user", "must not be empty"));
+        }
         let platform = platform_settings(&args.platform, file.platform.clone().unwrap_or_default())?;
         let api_tls = crate::tls::load(
             args.tls
@@ -550,6 +570,7 @@ impl NodeConfig {
             migration_interval,
             reschedule_after,
             claimer,
+            krake,
             platform,
             api_tls,
             peer_tls,
@@ -576,6 +597,7 @@ impl NodeConfig {
             platform: self.platform.options.clone(),
             max_body_bytes: self.platform.max_body_bytes,
             agents: Some(crate::agent_reads::agent_reads()),
+            krake: self.krake.clone(),
         }
     }
 }

@@ -61,6 +61,8 @@ pub struct ClusterOptions {
     pub migration_interval: Option<std::time::Duration>,
     /// How often a placed service is scored again (60 s when `None`).
     pub reschedule_after: Option<std::time::Duration>,
+    /// How the Krake dialect treats callers without a credential.
+    pub krake: drover_api::krake::KrakeOptions,
 }
 
 impl ClusterOptions {
@@ -126,6 +128,7 @@ fn config_for(
             .reschedule_after
             .unwrap_or(std::time::Duration::from_secs(60)),
         claimer: options.claimer.clone(),
+        krake: options.krake.clone(),
         api_tls: options.api_tls.clone(),
         peer_tls: None,
         connections: options.connections.unwrap_or_default(),

@@ -6,6 +6,7 @@ pub mod agent;
 pub mod boskos;
 pub mod client;
 pub mod cluster;
+pub mod krake;
 pub mod platform;
 pub mod process;
 pub mod prometheus;

@@ -56,10 +56,10 @@ impl std::ops::Deref for BoskosState {
     }
 }
 
-/// Routes of the Boskos dialect.
+/// Routes of the Boskos dialect. Its health check `GET /` is answered by the Krake room
+/// (`200` with Krake's version document, to anyone).
 pub fn routes() -> Router<BoskosState> {
     Router::new()
-        .route("/", get(|| async { StatusCode::OK }))
         .route("/acquire", post(acquire))
         .route("/acquirebystate", post(acquire_by_state))
         .route("/release", post(release))

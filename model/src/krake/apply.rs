@@ -84,15 +84,10 @@ fn validate_role(role: &KrakeRole) -> Result<(), KrakeError> {
 }
 
 fn no_tenant(key: &KrakeKey) -> KrakeError {
-    match &key.namespace {
-        Some(ns) => KrakeError::NotFound(format!(
-            "Namespace {ns:?} is not a tenant of this Drover: a Krake namespace is a tenant (create it with POST /api/1.0-beta/tenant/{ns})"
-        )),
-        None => KrakeError::NotFound(
-            "The operator tenant does not exist yet: an operator registers first (POST /api/1.0-beta/user)"
-                .to_string(),
-        ),
-    }
+    let ns = key.tenant();
+    KrakeError::NotFound(format!(
+        "Namespace {ns:?} is not a tenant of this Drover: a Krake namespace is a tenant (create it with POST /api/1.0-beta/tenant/{ns})"
+    ))
 }
 
 impl KrakeObjects<'_> {
@@ -115,25 +110,29 @@ impl KrakeObjects<'_> {
                     .insert(key.name.clone(), Stored { meta, body: binding });
             }
             KrakeBody::Metric(spec) => {
-                let tenant = self
-                    .platform
-                    .tenants
-                    .get_mut(key.tenant())
-                    .ok_or_else(|| no_tenant(key))?;
+                let tenant = self.tenant_mut(key)?;
                 tenant.metrics.insert(key.name.clone(), spec);
                 tenant.krake.metrics.insert(key.name.clone(), meta);
             }
             KrakeBody::MetricsProvider(spec) => {
-                let tenant = self
-                    .platform
-                    .tenants
-                    .get_mut(key.tenant())
-                    .ok_or_else(|| no_tenant(key))?;
+                let tenant = self.tenant_mut(key)?;
                 tenant.metrics_providers.insert(key.name.clone(), spec);
                 tenant.krake.providers.insert(key.name.clone(), meta);
             }
         }
         Ok(())
+    }
+
+    /// The tenant holding a metric or provider. The operator tenant is made when a global one
+    /// is written before any operator registered (registering makes it the same way).
+    fn tenant_mut(&mut self, key: &KrakeKey) -> Result<&mut crate::platform::Tenant, KrakeError> {
+        if key.namespace.is_none() {
+            return Ok(self.platform.tenants.entry(key.tenant().to_string()).or_default());
+        }
+        self.platform
+            .tenants
+            .get_mut(key.tenant())
+            .ok_or_else(|| no_tenant(key))
     }
 
     fn remove(&mut self, key: &KrakeKey) {
@@ -164,19 +163,25 @@ impl KrakeObjects<'_> {
             KrakeKind::Role => (self.store.roles.len(), MAX_RBAC_OBJECTS),
             KrakeKind::RoleBinding => (self.store.role_bindings.len(), MAX_RBAC_OBJECTS),
             KrakeKind::GlobalMetric | KrakeKind::Metric => {
-                let tenant = self
-                    .platform
-                    .tenants
-                    .get(key.tenant())
-                    .ok_or_else(|| no_tenant(key))?;
+                let Some(tenant) = self.platform.tenants.get(key.tenant()) else {
+                    // The operator tenant is made by the first global write.
+                    return if key.namespace.is_none() {
+                        Ok(())
+                    } else {
+                        Err(no_tenant(key))
+                    };
+                };
                 (tenant.metrics.len(), MAX_METRICS_PER_TENANT)
             }
             KrakeKind::GlobalMetricsProvider | KrakeKind::MetricsProvider => {
-                let tenant = self
-                    .platform
-                    .tenants
-                    .get(key.tenant())
-                    .ok_or_else(|| no_tenant(key))?;
+                let Some(tenant) = self.platform.tenants.get(key.tenant()) else {
+                    // The operator tenant is made by the first global write.
+                    return if key.namespace.is_none() {
+                        Ok(())
+                    } else {
+                        Err(no_tenant(key))
+                    };
+                };
                 (tenant.metrics_providers.len(), MAX_METRICS_PER_TENANT)
             }
         };
@@ -198,8 +203,8 @@ impl KrakeObjects<'_> {
             KrakeChange::Update {
                 meta,
                 body,
-                generation,
-            } => self.update(now_ms, key, meta, body, *generation)?,
+                modified_us,
+            } => self.update(now_ms, key, meta, body, *modified_us)?,
             KrakeChange::Delete { force } => self.delete(now_ms, key, *force)?,
         };
         self.collect(now_ms);
@@ -238,16 +243,15 @@ impl KrakeObjects<'_> {
         key: &KrakeKey,
         input: &MetaInput,
         body: &KrakeBody,
-        generation: Option<u64>,
+        modified_us: Option<u64>,
     ) -> Result<KrakeStored, KrakeError> {
         validate::meta_input(input)?;
         validate_body(key.kind, body)?;
         let (mut meta, _) = self.read(key).ok_or_else(|| not_found(key))?;
-        if let Some(expected) = generation.filter(|g| *g != meta.generation) {
+        if modified_us.is_some_and(|read| read != meta.modified_us) {
             return Err(KrakeError::Transaction(format!(
-                "{} changed since it was read (generation {expected}, now {})",
+                "{} was changed since it was read: read it again and apply the change to what it is now",
                 key.described(),
-                meta.generation
             )));
         }
         if meta.in_deletion() && !input.finalizers.iter().all(|f| meta.input.finalizers.contains(f)) {
@@ -283,11 +287,10 @@ impl KrakeObjects<'_> {
             });
         }
         if !meta.in_deletion() {
-            meta.deleted_ms = Some(now_ms);
+            meta.mark_deleted(now_ms);
             if meta.input.finalizers.last().map(String::as_str) != Some(CASCADE_DELETION) {
                 meta.input.finalizers.push(CASCADE_DELETION.to_string());
             }
-            meta.touched(now_ms);
             self.write(key, meta.clone(), body.clone())?;
         }
         Ok(KrakeStored {

@@ -36,9 +36,10 @@ pub enum KrakeChange {
         meta: MetaInput,
         /// The object.
         body: KrakeBody,
-        /// Refuse unless the object is still at this generation.
+        /// Refuse unless the object was last modified at this time (µs): the version the
+        /// caller read.
         #[serde(default, skip_serializing_if = "Option::is_none")]
-        generation: Option<u64>,
+        modified_us: Option<u64>,
     },
     /// Mark it deleted (adding `cascade_deletion`), or with `force` remove it at once.
     Delete {

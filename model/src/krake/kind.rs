@@ -114,8 +114,8 @@ impl KrakeKey {
     /// How Krake names it in an error (`'Metric' 'x' does not exist in namespace 'ns'`).
     pub fn described(&self) -> String {
         match &self.namespace {
-            Some(ns) => format!("{:?} {:?} in namespace {:?}", self.kind.name(), self.name, ns),
-            None => format!("{:?} {:?}", self.kind.name(), self.name),
+            Some(ns) => format!("{} '{}' in namespace '{ns}'", self.kind.name(), self.name),
+            None => format!("{} '{}'", self.kind.name(), self.name),
         }
     }
 

@@ -1,6 +1,8 @@
 //! Krake's object metadata (`krake.md` §2.2): what the server sets (uid, created, modified,
 //! deleted) and what a writer sets (labels, finalizers, owners). Times are the committed clock
-//! of the write that set them, so every replica holds the same.
+//! of the write that set them, so every replica holds the same, in microseconds as Krake writes
+//! them; `modified` moves forward by at least one microsecond at every write, so it identifies
+//! the version a client read.
 
 use std::collections::BTreeMap;
 
@@ -44,16 +46,15 @@ pub struct MetaInput {
 pub struct KrakeMeta {
     /// Set once, when the object is made.
     pub uid: String,
-    /// When it was made (committed clock, ms).
-    pub created_ms: u64,
-    /// When its spec or metadata last changed (ms).
-    pub modified_ms: u64,
-    /// When a `DELETE` marked it; it is gone once its finalizers are.
+    /// When it was made (committed clock, µs).
+    pub created_us: u64,
+    /// When its spec or metadata last changed (µs), different at every write from either
+    /// dialect: a writer that read it may ask that nothing changed since (Drover's conflict
+    /// where Krake's last writer wins).
+    pub modified_us: u64,
+    /// When a `DELETE` marked it (µs); it is gone once its finalizers are.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub deleted_ms: Option<u64>,
-    /// Counts the writes to it, from either dialect: a writer that read generation `g` may ask
-    /// that nothing changed since (Drover's conflict where Krake's last writer wins).
-    pub generation: u64,
+    pub deleted_us: Option<u64>,
     /// What the writers set.
     #[serde(flatten)]
     pub input: MetaInput,
@@ -62,25 +63,29 @@ pub struct KrakeMeta {
 impl KrakeMeta {
     /// The metadata of an object made now, with a uid derived from what identifies the write.
     pub fn made(identity: &str, now_ms: u64, input: MetaInput) -> Self {
+        let now_us = now_ms.saturating_mul(1000);
         Self {
             uid: derive_uid(identity, now_ms),
-            created_ms: now_ms,
-            modified_ms: now_ms,
-            deleted_ms: None,
-            generation: 1,
+            created_us: now_us,
+            modified_us: now_us,
+            deleted_us: None,
             input,
         }
     }
 
     /// Records a write of the object's spec or metadata.
     pub fn touched(&mut self, now_ms: u64) {
-        self.modified_ms = now_ms.max(self.modified_ms);
-        self.generation += 1;
+        self.modified_us = now_ms.saturating_mul(1000).max(self.modified_us + 1);
+    }
+
+    /// Marks it deleted now (its modification time stays, as Krake's `DELETE` leaves it).
+    pub fn mark_deleted(&mut self, now_ms: u64) {
+        self.deleted_us = Some(now_ms.saturating_mul(1000).max(self.created_us));
     }
 
     /// Whether a `DELETE` marked it.
     pub fn in_deletion(&self) -> bool {
-        self.deleted_ms.is_some()
+        self.deleted_us.is_some()
     }
 }
 

@@ -97,11 +97,11 @@ fn create(body: KrakeBody) -> KrakeChange {
     }
 }
 
-fn update(meta: MetaInput, body: KrakeBody, generation: Option<u64>) -> KrakeChange {
+fn update(meta: MetaInput, body: KrakeBody, modified_us: Option<u64>) -> KrakeChange {
     KrakeChange::Update {
         meta,
         body,
-        generation,
+        modified_us,
     }
 }
 
@@ -252,8 +252,7 @@ fn create_read_update_and_conflicts_follow_krake() {
     let mut world = World::new();
     let key = KrakeKey::new(KrakeKind::Metric, Some("ns1"), "load");
     let made = world.run(&key, create(metric(0.0))).expect("made");
-    assert_eq!(made.meta.created_ms, made.meta.modified_ms);
-    assert_eq!(made.meta.generation, 1);
+    assert_eq!(made.meta.created_us, made.meta.modified_us);
     assert!(matches!(
         world.refused(&key, create(metric(0.0))),
         KrakeError::AlreadyExists(_)
@@ -276,16 +275,29 @@ fn create_read_update_and_conflicts_follow_krake() {
         KrakeError::Invalid { .. }
     ));
     assert!(matches!(
-        world.refused(&key, update(MetaInput::default(), metric(1.0), Some(7))),
+        world.refused(
+            &key,
+            update(MetaInput::default(), metric(1.0), Some(made.meta.modified_us + 1))
+        ),
         KrakeError::Transaction(_)
     ));
     let updated = world
-        .run(&key, update(MetaInput::default(), metric(1.0), Some(1)))
+        .run(
+            &key,
+            update(MetaInput::default(), metric(1.0), Some(made.meta.modified_us)),
+        )
         .expect("updated");
     assert_eq!(updated.meta.uid, made.meta.uid);
-    assert_eq!(updated.meta.created_ms, made.meta.created_ms);
-    assert!(updated.meta.modified_ms > made.meta.modified_ms);
-    assert_eq!(updated.meta.generation, 2);
+    assert_eq!(updated.meta.created_us, made.meta.created_us);
+    assert!(updated.meta.modified_us > made.meta.modified_us);
+    // The version read is gone: a second writer that read it conflicts.
+    assert!(matches!(
+        world.refused(
+            &key,
+            update(MetaInput::default(), metric(2.0), Some(made.meta.modified_us))
+        ),
+        KrakeError::Transaction(_)
+    ));
     // The tenant's own metric is what Krake wrote: the scheduler reads this one.
     let tenant = world.platform.tenant("ns1").expect("tenant");
     assert_eq!(tenant.metrics["load"].min, 1.0);
@@ -334,7 +346,7 @@ fn delete_marks_and_finalizers_hold_the_object_until_removed() {
     let again = world
         .run(&key, KrakeChange::Delete { force: false })
         .expect("idempotent");
-    assert_eq!(again.meta.deleted_ms, meta.deleted_ms);
+    assert_eq!(again.meta.deleted_us, meta.deleted_us);
     let adding = MetaInput {
         finalizers: vec!["mine".into(), "other".into()],
         ..MetaInput::default()
@@ -457,10 +469,10 @@ fn a_metric_made_through_the_platform_api_has_krake_metadata() {
     world.platform.apply_cluster(5_000, &put(0.0)).expect("put");
     let key = KrakeKey::new(KrakeKind::GlobalMetric, None, "cpu");
     let (first, _) = world.read(&key).expect("read through Krake");
-    assert_eq!((first.created_ms, first.generation), (5_000, 1));
+    assert_eq!((first.created_us, first.modified_us), (5_000_000, 5_000_000));
     world.platform.apply_cluster(6_000, &put(1.0)).expect("put again");
     let (second, body) = world.read(&key).expect("read again");
     assert_eq!(second.uid, first.uid);
-    assert_eq!((second.modified_ms, second.generation), (6_000, 2));
+    assert_eq!((second.created_us, second.modified_us), (5_000_000, 6_000_000));
     assert_eq!(body, metric(1.0));
 }

@@ -1,0 +1,40 @@
+//! The Krake room's state: the core every dialect shares, and how this dialect treats callers
+//! that send no credential.
+
+use std::sync::Arc;
+
+use crate::core::Core;
+
+/// How the Krake dialect authenticates callers without a credential.
+#[derive(Debug, Clone, Default)]
+pub struct KrakeOptions {
+    /// Krake's static strategy: every request without a credential is this user.
+    pub static_user: Option<String>,
+    /// Requests without a credential are `system:anonymous` (subject to RBAC) instead of `401`.
+    pub allow_anonymous: bool,
+}
+
+/// The Krake room's state: the core and its options.
+#[derive(Clone)]
+pub struct KrakeState {
+    pub(super) core: Core,
+    pub(super) options: Arc<KrakeOptions>,
+}
+
+impl KrakeState {
+    /// The room over `core`.
+    pub fn new(core: Core, options: KrakeOptions) -> Self {
+        Self {
+            core,
+            options: Arc::new(options),
+        }
+    }
+}
+
+impl std::ops::Deref for KrakeState {
+    type Target = Core;
+
+    fn deref(&self) -> &Core {
+        &self.core
+    }
+}

@@ -1,0 +1,452 @@
+//! Krake's operations on every kind (`krake.md` §2.5): create (`409` when the name is taken),
+//! read, list and list across namespaces (`?watch` streams instead), update of the full object
+//! merged by the server (read-only fields ignored, an immutable name or namespace `400`, a body
+//! equal to the object `400`), and delete (marking `deleted` and adding `cascade_deletion`;
+//! `?force` removes at once).
+//!
+//! One difference on purpose: a `PUT` whose `metadata.modified` is not the object's is refused
+//! with `409 TRANSACTION_ERROR` — the writer read an older version — where Krake keeps the last
+//! writer's object. A writer that sends no `modified` still replaces what is there.
+
+use std::collections::HashMap;
+
+use axum::body::{Body, Bytes};
+use axum::extract::{Path, Query, State};
+use axum::http::{header, StatusCode, Uri};
+use axum::response::{IntoResponse, Response};
+use drover_model::krake::apply::{keys_of, read};
+use drover_model::krake::rbac::Scope;
+use drover_model::krake::{KrakeChange, KrakeCommand, KrakeKey, KrakeKind, KrakeStored, Verb};
+use drover_model::{Command, CommandResult, Proposal};
+use drover_raft::Consistency;
+use serde_json::Value;
+
+use super::context::KrakeState;
+use super::guard::{allow, authenticate, Caller};
+use super::problem::{Problem, Title};
+use super::watch::{watch, DEFAULT_HEARTBEAT};
+use super::wire::{parse, render, render_list, Incoming};
+use crate::guard::Credentials;
+
+/// A JSON answer as Krake's server sends it.
+pub fn json_response(status: StatusCode, value: &Value) -> Response {
+    (
+        status,
+        [(header::CONTENT_TYPE, "application/json; charset=utf-8")],
+        value.to_string(),
+    )
+        .into_response()
+}
+
+/// The kind a route's group and plural name, when it is served with this scope.
+fn kind_of(api: &str, plural: &str, namespaced: bool) -> Result<KrakeKind, Problem> {
+    KrakeKind::by_plural(api, plural)
+        .filter(|kind| kind.namespaced() == namespaced)
+        .ok_or_else(|| Problem::http(StatusCode::NOT_FOUND))
+}
+
+fn scope(namespace: Option<&str>) -> Scope<'_> {
+    namespace.map_or(Scope::Global, Scope::Namespace)
+}
+
+/// A query flag as webargs reads a boolean (`?force`, `?force=True`, `?force=1`).
+fn flag(query: &HashMap<String, String>, name: &str) -> Result<bool, Problem> {
+    match query.get(name).map(|v| v.to_ascii_lowercase()) {
+        None => Ok(false),
+        Some(v) if ["", "true", "1", "yes", "on", "t", "y"].contains(&v.as_str()) => Ok(true),
+        Some(v) if ["false", "0", "no", "off", "f", "n"].contains(&v.as_str()) => Ok(false),
+        Some(_) => Err(Problem::invalid(name, "Not a valid boolean.")),
+    }
+}
+
+fn heartbeat(query: &HashMap<String, String>) -> Result<u64, Problem> {
+    match query.get("heartbeat") {
+        None => Ok(DEFAULT_HEARTBEAT),
+        Some(text) => text
+            .parse::<u64>()
+            .map_err(|_| Problem::invalid("heartbeat", "Must be greater than or equal to 0.")),
+    }
+}
+
+async fn body_json(state: &KrakeState, body: Body) -> Result<Value, Problem> {
+    let bytes: Bytes = axum::body::to_bytes(body, state.max_body_bytes)
+        .await
+        .map_err(|_| {
+            Problem::plain(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                format!(
+                    "413: the body is larger than {} bytes or was cut off",
+                    state.max_body_bytes
+                ),
+            )
+        })?;
+    serde_json::from_slice(&bytes).map_err(|_| Problem::http(StatusCode::UNSUPPORTED_MEDIA_TYPE))
+}
+
+async fn propose(
+    state: &KrakeState,
+    caller: &Caller,
+    key: KrakeKey,
+    change: KrakeChange,
+) -> Result<KrakeStored, Problem> {
+    let command = Command::Krake(KrakeCommand {
+        caller: caller.principal.clone(),
+        key,
+        change,
+    });
+    let proposal = Proposal::new(command).with_principal(Some(caller.principal.clone()));
+    match state.raft.write(proposal).await?.result {
+        CommandResult::Krake(stored) => Ok(stored),
+        CommandResult::Refused(drover_model::DomainError::Krake(error)) => Err(error.into()),
+        CommandResult::Refused(other) => Err(Problem::plain(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            other.to_string(),
+        )),
+        other => Err(Problem::plain(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            format!("500: the write answered {other:?}"),
+        )),
+    }
+}
+
+async fn current(
+    state: &KrakeState,
+    key: &KrakeKey,
+) -> Result<(drover_model::krake::KrakeMeta, drover_model::krake::KrakeBody), Problem> {
+    let (found, _) = state
+        .raft
+        .read(Consistency::Linearizable, |s| read(s.platform(), s.krake(), key))
+        .await?;
+    found.ok_or_else(|| Problem::not_found(key.kind.name(), &key.name, key.namespace.as_deref()))
+}
+
+async fn do_create(
+    state: KrakeState,
+    credentials: Credentials,
+    kind: KrakeKind,
+    namespace: Option<String>,
+    body: Body,
+) -> Result<Response, Problem> {
+    // The body is read first (bounded): a refusal that leaves it unread makes the server
+    // close a connection the client may already be reusing.
+    let value = body_json(&state, body).await;
+    let caller = authenticate(&state, &credentials)?;
+    allow(
+        &state,
+        &caller,
+        kind.api(),
+        kind.plural(),
+        Verb::Create,
+        scope(namespace.as_deref()),
+    )?;
+    let value = value?;
+    let Incoming {
+        name, input, body, ..
+    } = parse(kind, &value, None)?;
+    let key = KrakeKey::new(kind, namespace.as_deref(), &name);
+    let stored = propose(&state, &caller, key, KrakeChange::Create { meta: input, body })
+        .await
+        .map_err(|problem| {
+            match problem.title {
+                // Krake's words for a taken name.
+                Some(Title::ResourceAlreadyExists) => Problem::titled(
+                    StatusCode::CONFLICT,
+                    Title::ResourceAlreadyExists,
+                    format!(
+                        "{} {} already exists",
+                        kind.name(),
+                        super::problem::python_str(&name)
+                    ),
+                ),
+                _ => problem,
+            }
+        })?;
+    Ok(json_response(
+        StatusCode::OK,
+        &render(&stored.key, &stored.meta, &stored.body),
+    ))
+}
+
+async fn do_get(state: KrakeState, credentials: Credentials, key: KrakeKey) -> Result<Response, Problem> {
+    let caller = authenticate(&state, &credentials)?;
+    allow(
+        &state,
+        &caller,
+        key.kind.api(),
+        key.kind.plural(),
+        Verb::Get,
+        scope(key.namespace.as_deref()),
+    )?;
+    let (meta, body) = current(&state, &key).await?;
+    Ok(json_response(StatusCode::OK, &render(&key, &meta, &body)))
+}
+
+async fn do_list(
+    state: KrakeState,
+    credentials: Credentials,
+    kind: KrakeKind,
+    namespace: Option<String>,
+    query: HashMap<String, String>,
+) -> Result<Response, Problem> {
+    let caller = authenticate(&state, &credentials)?;
+    let reach = match &namespace {
+        Some(ns) => Scope::Namespace(ns),
+        None if kind.namespaced() => Scope::AllNamespaces,
+        None => Scope::Global,
+    };
+    allow(&state, &caller, kind.api(), kind.plural(), Verb::List, reach)?;
+    if query.contains_key("watch") {
+        let heartbeat = heartbeat(&query)?;
+        return watch(state, caller, kind, namespace, heartbeat).await;
+    }
+    let (items, _) = state
+        .raft
+        .read(Consistency::Linearizable, |s| {
+            keys_of(s.platform(), s.krake(), kind, namespace.as_deref())
+                .into_iter()
+                .filter_map(|key| {
+                    read(s.platform(), s.krake(), &key).map(|(meta, body)| render(&key, &meta, &body))
+                })
+                .collect::<Vec<Value>>()
+        })
+        .await?;
+    Ok(json_response(StatusCode::OK, &render_list(kind, items)))
+}
+
+async fn do_update(
+    state: KrakeState,
+    credentials: Credentials,
+    key: KrakeKey,
+    body: Body,
+) -> Result<Response, Problem> {
+    let value = body_json(&state, body).await;
+    let caller = authenticate(&state, &credentials)?;
+    allow(
+        &state,
+        &caller,
+        key.kind.api(),
+        key.kind.plural(),
+        Verb::Update,
+        scope(key.namespace.as_deref()),
+    )?;
+    let value = value?;
+    let (meta, stored_body) = current(&state, &key).await?;
+    let incoming = parse(key.kind, &value, Some(&stored_body))?;
+    let immutable = |field: &str| {
+        Problem::titled(
+            StatusCode::BAD_REQUEST,
+            Title::UpdateError,
+            format!("Trying to update an immutable field: {field}"),
+        )
+    };
+    if incoming.name != key.name {
+        return Err(immutable("name"));
+    }
+    if incoming.namespace.is_some() && incoming.namespace != key.namespace {
+        return Err(immutable("namespace"));
+    }
+    if meta.in_deletion()
+        && !incoming
+            .input
+            .finalizers
+            .iter()
+            .all(|f| meta.input.finalizers.contains(f))
+    {
+        return Err(Problem::titled(
+            StatusCode::CONFLICT,
+            Title::UpdateError,
+            "Finalizers can only be removed if a deletion is in progress.",
+        ));
+    }
+    let rendered = render(&key, &meta, &stored_body);
+    let readonly_same = super::wire::READONLY
+        .iter()
+        .zip(&incoming.readonly)
+        .all(|(name, sent)| rendered["metadata"][*name] == *sent);
+    if readonly_same && incoming.input == meta.input && incoming.body == stored_body {
+        return Err(Problem::titled(
+            StatusCode::BAD_REQUEST,
+            Title::UpdateError,
+            "The body contained no update.",
+        ));
+    }
+    let modified_us = incoming.modified_us();
+    let change = KrakeChange::Update {
+        meta: incoming.input,
+        body: incoming.body,
+        modified_us,
+    };
+    let stored = propose(&state, &caller, key, change).await?;
+    Ok(json_response(
+        StatusCode::OK,
+        &render(&stored.key, &stored.meta, &stored.body),
+    ))
+}
+
+async fn do_delete(
+    state: KrakeState,
+    credentials: Credentials,
+    key: KrakeKey,
+    query: HashMap<String, String>,
+) -> Result<Response, Problem> {
+    let caller = authenticate(&state, &credentials)?;
+    allow(
+        &state,
+        &caller,
+        key.kind.api(),
+        key.kind.plural(),
+        Verb::Delete,
+        scope(key.namespace.as_deref()),
+    )?;
+    let force = flag(&query, "force")?;
+    let stored = propose(&state, &caller, key.clone(), KrakeChange::Delete { force })
+        .await
+        .map_err(|problem| match problem.title {
+            Some(Title::NotFoundError) => {
+                Problem::not_found(key.kind.name(), &key.name, key.namespace.as_deref())
+            }
+            _ => problem,
+        })?;
+    Ok(json_response(
+        StatusCode::OK,
+        &render(&stored.key, &stored.meta, &stored.body),
+    ))
+}
+
+fn not_found_problem(problem: Problem, key: &KrakeKey) -> Problem {
+    match problem.title {
+        Some(Title::NotFoundError) => {
+            Problem::not_found(key.kind.name(), &key.name, key.namespace.as_deref())
+        }
+        _ => problem,
+    }
+}
+
+// The handlers of each route shape. The group is the path's first segment; the routes are
+// registered per group (`/core/…`), so no other dialect's path is taken.
+
+/// The path's parameters and its group.
+struct Params {
+    api: String,
+    map: HashMap<String, String>,
+}
+
+impl Params {
+    fn of(uri: &Uri, map: HashMap<String, String>) -> Self {
+        let api = uri
+            .path()
+            .trim_start_matches('/')
+            .split('/')
+            .next()
+            .unwrap_or_default()
+            .to_string();
+        Self { api, map }
+    }
+
+    fn get(&self, name: &str) -> String {
+        self.map.get(name).cloned().unwrap_or_default()
+    }
+
+    fn key(&self, namespaced: bool) -> Result<KrakeKey, Problem> {
+        let kind = kind_of(&self.api, &self.get("plural"), namespaced)?;
+        let namespace = namespaced.then(|| self.get("namespace"));
+        Ok(KrakeKey::new(kind, namespace.as_deref(), &self.get("name")))
+    }
+}
+
+/// `GET /{api}/{plural}`: a global kind's list, or a namespaced kind's across namespaces.
+pub async fn list_plain(
+    State(state): State<KrakeState>,
+    credentials: Credentials,
+    uri: Uri,
+    Path(map): Path<HashMap<String, String>>,
+    Query(query): Query<HashMap<String, String>>,
+) -> Result<Response, Problem> {
+    let params = Params::of(&uri, map);
+    let kind = KrakeKind::by_plural(&params.api, &params.get("plural"))
+        .ok_or_else(|| Problem::http(StatusCode::NOT_FOUND))?;
+    do_list(state, credentials, kind, None, query).await
+}
+
+/// `POST /{api}/{plural}`: create an object of a global kind.
+pub async fn create_global(
+    State(state): State<KrakeState>,
+    credentials: Credentials,
+    uri: Uri,
+    Path(map): Path<HashMap<String, String>>,
+    body: Body,
+) -> Result<Response, Problem> {
+    let params = Params::of(&uri, map);
+    let kind = match KrakeKind::by_plural(&params.api, &params.get("plural")) {
+        Some(kind) if kind.namespaced() => return Err(Problem::http(StatusCode::METHOD_NOT_ALLOWED)),
+        Some(kind) => kind,
+        None => return Err(Problem::http(StatusCode::NOT_FOUND)),
+    };
+    do_create(state, credentials, kind, None, body).await
+}
+
+/// `POST /{api}/namespaces/{namespace}/{plural}`: the namespace is the path's.
+pub async fn create_namespaced(
+    State(state): State<KrakeState>,
+    credentials: Credentials,
+    uri: Uri,
+    Path(map): Path<HashMap<String, String>>,
+    body: Body,
+) -> Result<Response, Problem> {
+    let params = Params::of(&uri, map);
+    let kind = kind_of(&params.api, &params.get("plural"), true)?;
+    do_create(state, credentials, kind, Some(params.get("namespace")), body).await
+}
+
+/// `GET /{api}/namespaces/{namespace}/{plural}`.
+pub async fn list_namespaced(
+    State(state): State<KrakeState>,
+    credentials: Credentials,
+    uri: Uri,
+    Path(map): Path<HashMap<String, String>>,
+    Query(query): Query<HashMap<String, String>>,
+) -> Result<Response, Problem> {
+    let params = Params::of(&uri, map);
+    let kind = kind_of(&params.api, &params.get("plural"), true)?;
+    do_list(state, credentials, kind, Some(params.get("namespace")), query).await
+}
+
+/// `GET` of one object (`/{api}/{plural}/{name}` or `/{api}/namespaces/{ns}/{plural}/{name}`).
+pub async fn get_one(
+    State(state): State<KrakeState>,
+    credentials: Credentials,
+    uri: Uri,
+    Path(map): Path<HashMap<String, String>>,
+) -> Result<Response, Problem> {
+    let params = Params::of(&uri, map);
+    let key = params.key(params.map.contains_key("namespace"))?;
+    do_get(state, credentials, key).await
+}
+
+/// `PUT` of one object.
+pub async fn update_one(
+    State(state): State<KrakeState>,
+    credentials: Credentials,
+    uri: Uri,
+    Path(map): Path<HashMap<String, String>>,
+    body: Body,
+) -> Result<Response, Problem> {
+    let params = Params::of(&uri, map);
+    let key = params.key(params.map.contains_key("namespace"))?;
+    do_update(state, credentials, key.clone(), body)
+        .await
+        .map_err(|p| not_found_problem(p, &key))
+}
+
+/// `DELETE` of one object.
+pub async fn delete_one(
+    State(state): State<KrakeState>,
+    credentials: Credentials,
+    uri: Uri,
+    Path(map): Path<HashMap<String, String>>,
+    Query(query): Query<HashMap<String, String>>,
+) -> Result<Response, Problem> {
+    let params = Params::of(&uri, map);
+    let key = params.key(params.map.contains_key("namespace"))?;
+    do_delete(state, credentials, key, query).await
+}

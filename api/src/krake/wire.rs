@@ -1,0 +1,253 @@
+//! Krake's objects on the wire (`krake.md` §2.1–2.2, §3.1): the envelope `{api, kind,
+//! metadata, spec}` (`rules` for a Role, `users` and `roles` for a RoleBinding), the metadata
+//! with every field present, times as Python writes them; and the reading of a request body
+//! into what Drover stores, with Krake's `422`s.
+
+use std::collections::BTreeMap;
+
+use drover_model::krake::{KrakeBody, KrakeKey, KrakeKind, KrakeMeta, MetaInput, ResourceRef};
+use drover_model::krake::{KrakeRole, KrakeRoleBinding};
+use drover_model::scheduling::metrics::{
+    MetricSpec, PrometheusSpec, ProviderMetric, ProviderSpec, StaticSpec, DEFAULT_PROMETHEUS_TIMEOUT_SECONDS,
+};
+use drover_model::time::{isoformat_us, parse_rfc3339_us};
+use serde::de::DeserializeOwned;
+use serde::Deserialize;
+use serde_json::{json, Map, Value};
+
+use super::problem::Problem;
+
+/// An object as Krake shows it.
+pub fn render(key: &KrakeKey, meta: &KrakeMeta, body: &KrakeBody) -> Value {
+    let mut object = Map::new();
+    object.insert("api".into(), json!(key.kind.api()));
+    object.insert("kind".into(), json!(key.kind.name()));
+    object.insert("metadata".into(), render_meta(key, meta));
+    match body {
+        KrakeBody::Role(role) => {
+            object.insert("rules".into(), json!(role.rules));
+        }
+        KrakeBody::RoleBinding(binding) => {
+            object.insert("users".into(), json!(binding.users));
+            object.insert("roles".into(), json!(binding.roles));
+        }
+        KrakeBody::Metric(spec) => {
+            object.insert("spec".into(), json!(spec));
+        }
+        KrakeBody::MetricsProvider(spec) => {
+            let spec = match spec {
+                ProviderSpec::Prometheus { prometheus } => {
+                    json!({"type": "prometheus", "prometheus": {"url": prometheus.url}})
+                }
+                ProviderSpec::Static { values } => {
+                    json!({"type": "static", "static": {"metrics": values.metrics}})
+                }
+            };
+            object.insert("spec".into(), spec);
+        }
+    }
+    Value::Object(object)
+}
+
+fn render_meta(key: &KrakeKey, meta: &KrakeMeta) -> Value {
+    json!({
+        "name": key.name,
+        "namespace": key.namespace,
+        "labels": meta.input.labels,
+        "finalizers": meta.input.finalizers,
+        "uid": meta.uid,
+        "created": isoformat_us(meta.created_us),
+        "modified": isoformat_us(meta.modified_us),
+        "deleted": meta.deleted_us.map(isoformat_us),
+        "owners": meta.input.owners,
+    })
+}
+
+/// A list as Krake shows it.
+pub fn render_list(kind: KrakeKind, items: Vec<Value>) -> Value {
+    json!({
+        "api": kind.api(),
+        "kind": format!("{}List", kind.name()),
+        "metadata": {},
+        "items": items,
+    })
+}
+
+/// A request body read: what the writer sets, and the read-only fields as it sent them.
+#[derive(Debug, Clone)]
+pub struct Incoming {
+    /// `metadata.name`.
+    pub name: String,
+    /// `metadata.namespace`, when the body has one.
+    pub namespace: Option<String>,
+    /// Labels, finalizers and owners.
+    pub input: MetaInput,
+    /// The object.
+    pub body: KrakeBody,
+    /// `uid`, `created`, `modified` and `deleted` as sent (null when absent).
+    pub readonly: [Value; 4],
+}
+
+impl Incoming {
+    /// The `modified` time the writer read, when it sent a valid one.
+    pub fn modified_us(&self) -> Option<u64> {
+        self.readonly[2].as_str().and_then(parse_rfc3339_us)
+    }
+}
+
+/// The read-only metadata fields, in [`Incoming::readonly`]'s order.
+pub const READONLY: [&str; 4] = ["uid", "created", "modified", "deleted"];
+
+fn field<T: DeserializeOwned>(value: Option<&Value>, path: &str) -> Result<Option<T>, Problem> {
+    match value {
+        None | Some(Value::Null) => Ok(None),
+        Some(value) => T::deserialize(value)
+            .map(Some)
+            .map_err(|e| Problem::invalid(path, &format!("Not a valid value: {e}."))),
+    }
+}
+
+fn required<T: DeserializeOwned>(value: Option<&Value>, path: &str) -> Result<T, Problem> {
+    field(value, path)?.ok_or_else(|| Problem::invalid(path, "Missing data for required field."))
+}
+
+/// Krake's Metric spec (unknown fields are ignored, as Krake's schemas do).
+#[derive(Deserialize)]
+struct MetricWire {
+    min: f64,
+    max: f64,
+    provider: ProviderMetricWire,
+}
+
+#[derive(Deserialize)]
+struct ProviderMetricWire {
+    name: String,
+    metric: String,
+}
+
+#[derive(Deserialize)]
+struct PrometheusWire {
+    url: String,
+}
+
+#[derive(Deserialize)]
+struct StaticWire {
+    metrics: BTreeMap<String, f64>,
+}
+
+#[derive(Deserialize)]
+struct RoleRuleWire {
+    api: String,
+    resources: Vec<String>,
+    namespaces: Vec<String>,
+    verbs: Vec<drover_model::krake::Verb>,
+}
+
+/// Reads a body of `kind`. `stored` is the object's provider as stored, so that what Krake's
+/// shape has no field for (a Prometheus query's timeout) survives a Krake update.
+pub fn parse(kind: KrakeKind, value: &Value, stored: Option<&KrakeBody>) -> Result<Incoming, Problem> {
+    let Value::Object(object) = value else {
+        return Err(Problem::invalid("_schema", "Invalid input type."));
+    };
+    for (name, expected) in [("api", kind.api()), ("kind", kind.name())] {
+        match object.get(name) {
+            None => {}
+            Some(Value::String(given)) if given == expected => {}
+            Some(_) => return Err(Problem::invalid(name, &format!("Must be equal to {expected}."))),
+        }
+    }
+    let metadata = match object.get("metadata") {
+        Some(Value::Object(metadata)) => metadata,
+        Some(_) => return Err(Problem::invalid("metadata._schema", "Invalid input type.")),
+        None => return Err(Problem::invalid("metadata", "Missing data for required field.")),
+    };
+    let name: String = required(metadata.get("name"), "metadata.name")?;
+    let namespace: Option<String> = field(metadata.get("namespace"), "metadata.namespace")?;
+    let input = MetaInput {
+        labels: field(metadata.get("labels"), "metadata.labels")?.unwrap_or_default(),
+        finalizers: field(metadata.get("finalizers"), "metadata.finalizers")?.unwrap_or_default(),
+        owners: field::<Vec<ResourceRef>>(metadata.get("owners"), "metadata.owners")?.unwrap_or_default(),
+    };
+    let readonly = READONLY.map(|name| metadata.get(name).cloned().unwrap_or(Value::Null));
+    let body = match kind {
+        KrakeKind::Role => {
+            let rules: Vec<RoleRuleWire> = required(object.get("rules"), "rules")?;
+            KrakeBody::Role(KrakeRole {
+                rules: rules
+                    .into_iter()
+                    .map(|r| drover_model::krake::RoleRule {
+                        api: r.api,
+                        resources: r.resources,
+                        namespaces: r.namespaces,
+                        verbs: r.verbs,
+                    })
+                    .collect(),
+            })
+        }
+        KrakeKind::RoleBinding => KrakeBody::RoleBinding(KrakeRoleBinding {
+            users: required(object.get("users"), "users")?,
+            roles: required(object.get("roles"), "roles")?,
+        }),
+        KrakeKind::GlobalMetric | KrakeKind::Metric => {
+            let spec: MetricWire = required(object.get("spec"), "spec")?;
+            KrakeBody::Metric(MetricSpec {
+                min: spec.min,
+                max: spec.max,
+                provider: ProviderMetric {
+                    name: spec.provider.name,
+                    metric: spec.provider.metric,
+                },
+            })
+        }
+        KrakeKind::GlobalMetricsProvider | KrakeKind::MetricsProvider => {
+            KrakeBody::MetricsProvider(parse_provider(object.get("spec"), stored)?)
+        }
+    };
+    Ok(Incoming {
+        name,
+        namespace,
+        input,
+        body,
+        readonly,
+    })
+}
+
+fn parse_provider(spec: Option<&Value>, stored: Option<&KrakeBody>) -> Result<ProviderSpec, Problem> {
+    let Some(Value::Object(spec)) = spec else {
+        return Err(Problem::invalid("spec", "Missing data for required field."));
+    };
+    let kind: String = required(spec.get("type"), "spec.type")?;
+    match kind.as_str() {
+        "prometheus" => {
+            let wire: PrometheusWire = required(spec.get("prometheus"), "spec.prometheus")?;
+            let timeout_seconds = match stored {
+                Some(KrakeBody::MetricsProvider(ProviderSpec::Prometheus { prometheus })) => {
+                    prometheus.timeout_seconds
+                }
+                _ => DEFAULT_PROMETHEUS_TIMEOUT_SECONDS,
+            };
+            Ok(ProviderSpec::Prometheus {
+                prometheus: PrometheusSpec {
+                    url: wire.url,
+                    timeout_seconds,
+                },
+            })
+        }
+        "static" => {
+            let wire: StaticWire = required(spec.get("static"), "spec.static")?;
+            Ok(ProviderSpec::Static {
+                values: StaticSpec {
+                    metrics: wire.metrics,
+                },
+            })
+        }
+        "kafka" => Err(Problem::invalid(
+            "spec.type",
+            "Drover reads metrics from prometheus and static providers; kafka providers are not supported.",
+        )),
+        other => Err(Problem::invalid(
+            "spec.type",
+            &format!("Unknown type {other:?}: prometheus or static."),
+        )),
+    }
+}

@@ -1,0 +1,313 @@
+//! Krake's API on Drover (#33), checked with Krake 1.0.1's own client library: every kind of
+//! the `core` group through `krake.client`, Krake's errors and RBAC (`tests/compat/krake`);
+//! one state for two dialects (a metric or provider made through Krake is the platform API's,
+//! and the other way round); anonymous and static users when the node allows them.
+
+use std::time::Duration;
+
+use anyhow::{ensure, Result};
+use drover_api::krake::KrakeOptions;
+use drover_tests::client::http_client;
+use drover_tests::cluster::{ClusterOptions, TestCluster};
+use drover_tests::platform::{token, PlatformClient, OPERATOR_SUBJECT, TEST_STATIC_TOKEN};
+use reqwest::StatusCode;
+use serde_json::{json, Value};
+
+const ELECTION: Duration = Duration::from_secs(15);
+
+/// A three-node cluster with credentials, the operator registered and tenants `ns1` and `ns2`.
+async fn cluster_with_namespaces(krake: KrakeOptions) -> Result<TestCluster> {
+    let options = ClusterOptions {
+        krake,
+        ..ClusterOptions::with_credentials()
+    };
+    let cluster = TestCluster::start_with_options(3, options).await?;
+    cluster.leader(ELECTION).await?;
+    let root = cluster.platform(1, Some(token(OPERATOR_SUBJECT)));
+    root.register(OPERATOR_SUBJECT).await?;
+    for tenant in ["ns1", "ns2"] {
+        let made = root.post(&format!("/tenant/{tenant}"), &json!({})).await?;
+        ensure!(made.status == StatusCode::OK, "tenant {tenant}: {made:?}");
+    }
+    Ok(cluster)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn krakes_client_drives_every_core_kind_through_a_follower() -> Result<()> {
+    let cluster = cluster_with_namespaces(KrakeOptions::default()).await?;
+    let leader = cluster.leader(ELECTION).await?;
+    let follower = cluster
+        .running_ids()
+        .into_iter()
+        .find(|id| *id != leader)
+        .unwrap_or(leader);
+    let said = drover_tests::krake::run(
+        "core_client.py",
+        vec![
+            format!("http://{}", cluster.api_addr(follower)),
+            TEST_STATIC_TOKEN.to_string(),
+            token("ann"),
+            "ann".to_string(),
+        ],
+    )
+    .await?;
+    ensure!(said.contains("all checks passed"), "{said}");
+    cluster.shutdown().await
+}
+
+async fn call(
+    addr: &str,
+    authorization: Option<&str>,
+    method: reqwest::Method,
+    path: &str,
+    body: Option<Value>,
+) -> Result<(StatusCode, Value)> {
+    let mut request = http_client(authorization).request(method, format!("http://{addr}{path}"));
+    if let Some(body) = body {
+        request = request.json(&body);
+    }
+    let response = request.send().await?;
+    let status = response.status();
+    let text = response.text().await?;
+    Ok((status, serde_json::from_str(&text).unwrap_or(Value::Null)))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_metric_and_a_provider_are_one_object_in_both_dialects() -> Result<()> {
+    let cluster = cluster_with_namespaces(KrakeOptions::default()).await?;
+    let addr = cluster.api_addr(2);
+    let operator = Some(TEST_STATIC_TOKEN);
+    let root = PlatformClient::new(&cluster.api_addr(3), Some(token(OPERATOR_SUBJECT)));
+
+    // Made through Krake, read and used through the platform API.
+    let metric = json!({"api": "core", "kind": "Metric", "metadata": {"name": "load", "labels": {"team": "a"}},
+        "spec": {"min": 0, "max": 100, "provider": {"name": "static-load", "metric": "load"}}});
+    let (status, made) = call(
+        &addr,
+        operator,
+        reqwest::Method::POST,
+        "/core/namespaces/ns1/metrics",
+        Some(metric),
+    )
+    .await?;
+    ensure!(status == StatusCode::OK, "{status} {made}");
+    let provider = json!({"metadata": {"name": "static-load"}, "spec": {"type": "static", "static": {"metrics": {"load": 42}}}});
+    let (status, _) = call(
+        &addr,
+        operator,
+        reqwest::Method::POST,
+        "/core/namespaces/ns1/metricsproviders",
+        Some(provider),
+    )
+    .await?;
+    ensure!(status == StatusCode::OK);
+    let seen = root.get("/tenant/ns1/metric/load").await?;
+    ensure!(
+        seen.status == StatusCode::OK && seen.body["data"]["spec"]["max"] == 100.0,
+        "{seen:?}"
+    );
+    let seen = root.get("/tenant/ns1/metricsprovider/static-load").await?;
+    ensure!(
+        seen.status == StatusCode::OK && seen.body["data"]["spec"]["static"]["metrics"]["load"] == 42.0,
+        "{seen:?}"
+    );
+
+    // Changed through the platform API: Krake shows the change, same uid, a later `modified`.
+    let changed = root
+        .put(
+            "/tenant/ns1/metric/load",
+            &json!({"min": 0, "max": 50, "provider": {"name": "static-load", "metric": "load"}}),
+        )
+        .await?;
+    ensure!(changed.status == StatusCode::OK, "{changed:?}");
+    let (_, now) = call(
+        &addr,
+        operator,
+        reqwest::Method::GET,
+        "/core/namespaces/ns1/metrics/load",
+        None,
+    )
+    .await?;
+    ensure!(now["spec"]["max"] == 50.0, "{now}");
+    ensure!(now["metadata"]["uid"] == made["metadata"]["uid"], "{now} {made}");
+    ensure!(now["metadata"]["labels"]["team"] == "a", "labels kept: {now}");
+    ensure!(
+        now["metadata"]["modified"].as_str() > made["metadata"]["modified"].as_str(),
+        "{now}"
+    );
+
+    // Made through the platform API (the operator tenant's: Krake's global kinds), read through Krake.
+    let put = root
+        .put(
+            "/tenant/operator/metricsprovider/prom",
+            &json!({"type": "prometheus", "prometheus": {"url": "http://127.0.0.1:9/", "timeout_seconds": 7}}),
+        )
+        .await?;
+    ensure!(put.status == StatusCode::OK, "{put:?}");
+    let (status, global) = call(
+        &addr,
+        operator,
+        reqwest::Method::GET,
+        "/core/globalmetricsproviders/prom",
+        None,
+    )
+    .await?;
+    ensure!(
+        status == StatusCode::OK
+            && global["spec"] == json!({"type": "prometheus", "prometheus": {"url": "http://127.0.0.1:9/"}}),
+        "{global}"
+    );
+    ensure!(
+        global["metadata"]["uid"].as_str().is_some_and(|u| u.len() == 36),
+        "{global}"
+    );
+    // A Krake update keeps what Krake's shape has no field for (the query timeout).
+    let mut relabelled = global.clone();
+    relabelled["metadata"]["labels"] = json!({"tier": "gold"});
+    let (status, _) = call(
+        &addr,
+        operator,
+        reqwest::Method::PUT,
+        "/core/globalmetricsproviders/prom",
+        Some(relabelled),
+    )
+    .await?;
+    ensure!(status == StatusCode::OK);
+    let kept = root.get("/tenant/operator/metricsprovider/prom").await?;
+    ensure!(
+        kept.body["data"]["spec"]["prometheus"]["timeout_seconds"] == 7,
+        "{kept:?}"
+    );
+
+    // A Krake delete removes the tenant's object (no dependent, no finalizer holds it).
+    let (status, _) = call(
+        &addr,
+        operator,
+        reqwest::Method::DELETE,
+        "/core/namespaces/ns1/metrics/load",
+        None,
+    )
+    .await?;
+    ensure!(status == StatusCode::OK);
+    drover_tests::wait::eventually(
+        Duration::from_secs(10),
+        "the metric is gone from the platform API",
+        || async {
+            (root.get("/tenant/ns1/metric/load").await.ok()?.status == StatusCode::NOT_FOUND).then_some(())
+        },
+    )
+    .await?;
+    // A namespace that is no tenant is Krake's 404, saying what to do.
+    let (status, body) = call(
+        &addr,
+        operator,
+        reqwest::Method::GET,
+        "/core/namespaces/nowhere/metrics",
+        None,
+    )
+    .await?;
+    ensure!(
+        status == StatusCode::OK && body["items"] == json!([]),
+        "{status} {body}"
+    );
+    let metric = json!({"metadata": {"name": "x"}, "spec": {"min": 0, "max": 1, "provider": {"name": "p", "metric": "x"}}});
+    let (status, body) = call(
+        &addr,
+        operator,
+        reqwest::Method::POST,
+        "/core/namespaces/nowhere/metrics",
+        Some(metric),
+    )
+    .await?;
+    ensure!(
+        status == StatusCode::NOT_FOUND
+            && body["detail"]
+                .as_str()
+                .is_some_and(|d| d.contains("POST /api/1.0-beta/tenant/nowhere")),
+        "{status} {body}"
+    );
+    cluster.shutdown().await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn anonymous_and_static_users_are_subject_to_rbac() -> Result<()> {
+    let anonymous = cluster_with_namespaces(KrakeOptions {
+        static_user: None,
+        allow_anonymous: true,
+    })
+    .await?;
+    let addr = anonymous.api_addr(1);
+    let (status, me) = call(&addr, None, reqwest::Method::GET, "/me", None).await?;
+    ensure!(
+        status == StatusCode::OK && me == json!({"user": "system:anonymous", "roles": []}),
+        "{status} {me}"
+    );
+    let (status, body) = call(&addr, None, reqwest::Method::GET, "/core/roles", None).await?;
+    ensure!(
+        status == StatusCode::FORBIDDEN && body["title"].is_null(),
+        "{status} {body}"
+    );
+    // An operator binds a role to the anonymous user: reads are allowed, writes are not.
+    let role = json!({"metadata": {"name": "read-roles"}, "rules": [{"api": "core", "resources": ["roles"], "namespaces": [], "verbs": ["list", "get"]}]});
+    let binding = json!({"metadata": {"name": "anonymous-reads"}, "users": ["system:anonymous"], "roles": ["read-roles"]});
+    for (path, body) in [("/core/roles", role), ("/core/rolebindings", binding)] {
+        let (status, answer) = call(
+            &addr,
+            Some(TEST_STATIC_TOKEN),
+            reqwest::Method::POST,
+            path,
+            Some(body),
+        )
+        .await?;
+        ensure!(status == StatusCode::OK, "{path}: {status} {answer}");
+    }
+    let (status, listed) = call(&addr, None, reqwest::Method::GET, "/core/roles", None).await?;
+    ensure!(
+        status == StatusCode::OK && listed["items"].as_array().is_some_and(|i| i.len() == 1),
+        "{status} {listed}"
+    );
+    let (status, _) = call(
+        &addr,
+        None,
+        reqwest::Method::DELETE,
+        "/core/roles/read-roles",
+        None,
+    )
+    .await?;
+    ensure!(status == StatusCode::FORBIDDEN);
+    // A credential that does not verify is refused, whatever anonymous access allows.
+    let (status, _) = call(
+        &addr,
+        Some("not-a-known-token-000"),
+        reqwest::Method::GET,
+        "/core/roles",
+        None,
+    )
+    .await?;
+    ensure!(status == StatusCode::UNAUTHORIZED);
+    anonymous.shutdown().await?;
+
+    let fixed = cluster_with_namespaces(KrakeOptions {
+        static_user: Some("system:admin".to_string()),
+        allow_anonymous: false,
+    })
+    .await?;
+    let (status, me) = call(&fixed.api_addr(2), None, reqwest::Method::GET, "/me", None).await?;
+    ensure!(
+        status == StatusCode::OK && me["user"] == "system:admin",
+        "{status} {me}"
+    );
+    let (status, _) = call(
+        &fixed.api_addr(2),
+        None,
+        reqwest::Method::GET,
+        "/core/globalmetrics",
+        None,
+    )
+    .await?;
+    ensure!(
+        status == StatusCode::FORBIDDEN,
+        "the static user has no role yet: {status}"
+    );
+    fixed.shutdown().await
+}
