@@ -52,3 +52,105 @@ pub async fn run(name: &str, args: Vec<String>) -> Result<String> {
     ensure!(output.status.success(), "{name} failed:\n{said}");
     Ok(said)
 }
+
+/// A port on 127.0.0.1 that was free a moment ago.
+fn free_port() -> Result<u16> {
+    Ok(std::net::TcpListener::bind((std::net::Ipv4Addr::LOCALHOST, 0))?
+        .local_addr()?
+        .port())
+}
+
+/// Krake 1.0.1's own API server on loopback (`tests/compat/krake/krake_server.py`: its static
+/// user `system:admin`, always-allow), over an etcd of its own (Debian's etcd 3.4), both in a
+/// temporary directory and killed when this is dropped.
+pub struct KrakeServer {
+    /// `http://127.0.0.1:PORT`.
+    pub url: String,
+    children: Vec<tokio::process::Child>,
+    _dir: tempfile::TempDir,
+}
+
+impl KrakeServer {
+    /// Starts etcd and Krake's server, and waits until the server answers `GET /`.
+    pub async fn start() -> Result<Self> {
+        let dir = tempfile::tempdir()?;
+        let (client, peer, api) = (free_port()?, free_port()?, free_port()?);
+        let quiet = || std::process::Stdio::null();
+        let etcd = tokio::process::Command::new("etcd")
+            .arg("--data-dir")
+            .arg(dir.path().join("etcd"))
+            .arg(format!("--listen-client-urls=http://127.0.0.1:{client}"))
+            .arg(format!("--advertise-client-urls=http://127.0.0.1:{client}"))
+            .arg(format!("--listen-peer-urls=http://127.0.0.1:{peer}"))
+            .arg(format!("--initial-advertise-peer-urls=http://127.0.0.1:{peer}"))
+            .arg(format!("--initial-cluster=default=http://127.0.0.1:{peer}"))
+            .stdout(quiet())
+            .stderr(quiet())
+            .kill_on_drop(true)
+            .spawn()
+            .context("starting etcd (make setup installs it)")?;
+        let mut server = Self {
+            url: format!("http://127.0.0.1:{api}"),
+            children: vec![etcd],
+            _dir: dir,
+        };
+        let krake = tokio::process::Command::new(python()?)
+            .arg(script("krake_server.py"))
+            .arg(api.to_string())
+            .arg(client.to_string())
+            .env("PYTHONWARNINGS", "ignore")
+            .stdout(quiet())
+            .stderr(quiet())
+            .kill_on_drop(true)
+            .spawn()
+            .context("starting Krake's API server")?;
+        server.children.push(krake);
+        let http = reqwest::Client::new();
+        let url = format!("{}/", server.url);
+        crate::wait::eventually(
+            std::time::Duration::from_secs(30),
+            "Krake's API server answers",
+            || {
+                let (http, url) = (http.clone(), url.clone());
+                async move {
+                    http.get(url)
+                        .send()
+                        .await
+                        .ok()?
+                        .status()
+                        .is_success()
+                        .then_some(())
+                }
+            },
+        )
+        .await?;
+        // A list proves etcd answers too.
+        crate::wait::eventually(
+            std::time::Duration::from_secs(30),
+            "Krake's server reads etcd",
+            || {
+                let http = http.clone();
+                let url = format!("{}/core/roles", server.url);
+                async move {
+                    http.get(&url)
+                        .send()
+                        .await
+                        .ok()?
+                        .status()
+                        .is_success()
+                        .then_some(())
+                }
+            },
+        )
+        .await?;
+        Ok(server)
+    }
+}
+
+impl Drop for KrakeServer {
+    fn drop(&mut self) {
+        for child in &mut self.children {
+            let _ = child.start_kill();
+        }
+    }
+}

@@ -4,8 +4,8 @@
 //! user), else by Krake's static strategy when the node names a static user, else as
 //! `system:anonymous` when anonymous access is on; otherwise `401`. An operator (a static token
 //! of group `operators`, a member of the operator tenant) may do everything, as in every
-//! dialect, and so may anyone on a node that runs open; everyone else gets what the roles bound
-//! to them allow (RBAC), or `403`.
+//! dialect, and so may anyone on a node that runs open (as the static user, when one is named);
+//! everyone else gets what the roles bound to them allow (RBAC), or `403`.
 
 use axum::http::StatusCode;
 use drover_model::audit::principal_of;
@@ -33,8 +33,9 @@ pub struct Caller {
 /// Authenticates a request.
 pub fn authenticate(state: &KrakeState, credentials: &Credentials) -> Result<Caller, Problem> {
     if state.verifier.is_open() {
+        let user = state.options.static_user.clone();
         return Ok(Caller {
-            user: ANONYMOUS_USER.to_string(),
+            user: user.unwrap_or_else(|| ANONYMOUS_USER.to_string()),
             operator: true,
             principal: crate::guard::ANONYMOUS.to_string(),
         });

@@ -230,6 +230,8 @@ async fn do_update(
         scope(key.namespace.as_deref()),
     )?;
     let value = value?;
+    // Krake checks the body before it looks the object up.
+    parse(key.kind, &value, None)?.check_full_object()?;
     let (meta, stored_body) = current(&state, &key).await?;
     let incoming = parse(key.kind, &value, Some(&stored_body))?;
     let immutable = |field: &str| {
@@ -262,7 +264,7 @@ async fn do_update(
     let readonly_same = super::wire::READONLY
         .iter()
         .zip(&incoming.readonly)
-        .all(|(name, sent)| rendered["metadata"][*name] == *sent);
+        .all(|(name, sent)| sent.as_ref() == Some(&rendered["metadata"][*name]));
     if readonly_same && incoming.input == meta.input && incoming.body == stored_body {
         return Err(Problem::titled(
             StatusCode::BAD_REQUEST,

@@ -84,19 +84,42 @@ pub struct Incoming {
     pub input: MetaInput,
     /// The object.
     pub body: KrakeBody,
-    /// `uid`, `created`, `modified` and `deleted` as sent (null when absent).
-    pub readonly: [Value; 4],
+    /// `uid`, `created`, `modified` and `deleted` as sent (`None` when absent).
+    pub readonly: [Option<Value>; 4],
 }
 
 impl Incoming {
     /// The `modified` time the writer read, when it sent a valid one.
     pub fn modified_us(&self) -> Option<u64> {
-        self.readonly[2].as_str().and_then(parse_rfc3339_us)
+        self.readonly[2]
+            .as_ref()
+            .and_then(Value::as_str)
+            .and_then(parse_rfc3339_us)
     }
 }
 
 /// The read-only metadata fields, in [`Incoming::readonly`]'s order.
 pub const READONLY: [&str; 4] = ["uid", "created", "modified", "deleted"];
+
+impl Incoming {
+    /// What Krake's schema of a full object asks of its read-only fields (an update carries the
+    /// object as it was read): `uid`, `created` and `modified` present and not null, the times
+    /// valid, `deleted` null or a time.
+    pub fn check_full_object(&self) -> Result<(), Problem> {
+        for (name, value) in READONLY.iter().zip(&self.readonly) {
+            let path = format!("metadata.{name}");
+            match value {
+                None | Some(Value::Null) if *name == "deleted" => {}
+                None => return Err(Problem::invalid(&path, "Missing data for required field.")),
+                Some(Value::Null) => return Err(Problem::invalid(&path, "Field may not be null.")),
+                Some(Value::String(text)) if *name == "uid" || parse_rfc3339_us(text).is_some() => {}
+                Some(_) if *name == "uid" => return Err(Problem::invalid(&path, "Not a valid string.")),
+                Some(_) => return Err(Problem::invalid(&path, "Not a valid datetime.")),
+            }
+        }
+        Ok(())
+    }
+}
 
 fn field<T: DeserializeOwned>(value: Option<&Value>, path: &str) -> Result<Option<T>, Problem> {
     match value {
@@ -168,7 +191,7 @@ pub fn parse(kind: KrakeKind, value: &Value, stored: Option<&KrakeBody>) -> Resu
         finalizers: field(metadata.get("finalizers"), "metadata.finalizers")?.unwrap_or_default(),
         owners: field::<Vec<ResourceRef>>(metadata.get("owners"), "metadata.owners")?.unwrap_or_default(),
     };
-    let readonly = READONLY.map(|name| metadata.get(name).cloned().unwrap_or(Value::Null));
+    let readonly = READONLY.map(|name| metadata.get(name).cloned());
     let body = match kind {
         KrakeKind::Role => {
             let rules: Vec<RoleRuleWire> = required(object.get("rules"), "rules")?;

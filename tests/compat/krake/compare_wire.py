@@ -1,0 +1,223 @@
+"""The same requests against Krake 1.0.1's own API server and Drover's Krake dialect, answers
+compared: status, content type and body, with what differs by nature set aside (uids and
+times; the wording of a 422's marshmallow messages and of 401/403 details). Every other
+difference must be one of ALLOWED below, each with its reason (docs/KRAKE.md lists them too).
+
+Usage: compare_wire.py KRAKE_URL DROVER_URL DROVER_TOKEN
+  Krake's server runs with its static user and always-allow; Drover's requests carry
+  DROVER_TOKEN (an operator's); the namespace `ns1` must be a tenant of Drover.
+Prints one line per step and exits 1 at an unexplained difference.
+"""
+import asyncio
+import json
+import sys
+
+from aiohttp import ClientSession, ClientTimeout
+
+KRAKE, DROVER, TOKEN = sys.argv[1:4]
+
+# Steps whose answers differ on purpose: step name -> the reason.
+ALLOWED = {
+    "update with a stale modified": "Drover refuses a full-object PUT whose metadata.modified is not the "
+    "object's (409 TRANSACTION_ERROR) where Krake keeps the last writer's object",
+    "kafka provider": "Drover reads metrics from prometheus and static providers only: a kafka "
+    "provider is a 422 naming spec.type",
+    "delete it again": "as for the read after delete below: the object Drover returns has lost "
+    "cascade_deletion already",
+    "read after delete": "Drover runs Krake's garbage collection in the same write: cascade_deletion is "
+    "gone as soon as nothing depends on the object (Krake waits for its garbage-collector process, "
+    "not running beside this server)",
+    "me": "the user is the credential's subject (Drover's request carries an operator's token; "
+    "Krake's server names its static user)",
+}
+
+
+def normalise(body):
+    """Sets aside what differs by nature: uids and times (kept as present or null)."""
+    if isinstance(body, dict):
+        out = {}
+        for key, value in body.items():
+            if key in ("uid", "created", "modified", "deleted"):
+                out[key] = None if value is None else "<set>"
+            else:
+                out[key] = normalise(value)
+        return out
+    if isinstance(body, list):
+        return [normalise(item) for item in body]
+    return body
+
+
+def problem_core(body):
+    """A problem document's type, title and status (the detail's words may differ)."""
+    return {key: body.get(key) for key in ("type", "title", "status", "instance")}
+
+
+class Target:
+    def __init__(self, url, headers):
+        self.url = url
+        self.session = ClientSession(headers=headers, timeout=ClientTimeout(total=20))
+        self.modified = {}
+
+    async def send(self, method, path, body=None, raw=None):
+        kwargs = {}
+        if raw is not None:
+            kwargs["data"] = raw
+        elif body is not None:
+            kwargs["data"] = json.dumps(body)
+        async with self.session.request(method, self.url + path, **kwargs) as response:
+            text = await response.text()
+            try:
+                parsed = json.loads(text) if text else None
+            except ValueError:
+                parsed = text
+            return response.status, response.headers.get("Content-Type", ""), parsed
+
+    async def first_event(self, path, then):
+        """Opens a watch, runs `then`, returns the first event line."""
+        async with self.session.get(self.url + path + "?watch&heartbeat=0", timeout=ClientTimeout(sock_read=10)) as response:
+            await then()
+            line = await asyncio.wait_for(response.content.readline(), 10)
+            return response.status, response.headers.get("Content-Type", ""), json.loads(line)
+
+
+def metric(name, namespace=None, maximum=1.0, finalizers=None):
+    kind = "Metric" if namespace else "GlobalMetric"
+    return {
+        "api": "core",
+        "kind": kind,
+        "metadata": {"name": name, "namespace": namespace, "finalizers": finalizers or [], "labels": {"a": "b"}},
+        "spec": {"min": 0, "max": maximum, "provider": {"name": "prov", "metric": "load"}},
+    }
+
+
+def steps():
+    """(name, method, path, body or a function of the target, raw, kind of comparison)."""
+    gm, ns = "/core/globalmetrics", "/core/namespaces/ns1/metrics"
+    role = {"api": "core", "kind": "Role", "metadata": {"name": "r1"},
+            "rules": [{"api": "core", "resources": ["metrics"], "namespaces": ["ns1"], "verbs": ["get", "list_all"]}]}
+    binding = {"api": "core", "kind": "RoleBinding", "metadata": {"name": "b1"}, "users": ["ann"], "roles": ["r1"]}
+    static = {"api": "core", "kind": "GlobalMetricsProvider", "metadata": {"name": "prov"},
+              "spec": {"type": "static", "static": {"metrics": {"load": 0.5}}}}
+    prometheus = {"api": "core", "kind": "MetricsProvider", "metadata": {"name": "prom"},
+                  "spec": {"type": "prometheus", "prometheus": {"url": "http://127.0.0.1:9/"}}}
+    kafka = {"api": "core", "kind": "GlobalMetricsProvider", "metadata": {"name": "kafka"},
+             "spec": {"type": "kafka", "kafka": {"url": "http://127.0.0.1:9/", "table": "t", "comparison_column": "c", "value_column": "v"}}}
+
+    def read_then(path, change):
+        async def body(target):
+            _, _, current = await target.send("GET", path)
+            change(current)
+            return current
+        return body
+
+    def stale(path):
+        async def body(target):
+            _, _, current = await target.send("GET", path)
+            current["spec"]["max"] = 7.0
+            await target.send("PUT", path, body=current)
+            current["spec"]["max"] = 8.0  # still carries the modified read before the PUT above
+            return current
+        return body
+
+    return [
+        ("version", "GET", "/", None, None),
+        ("me", "GET", "/me", None, None),
+        ("create a global metric", "POST", gm, metric("m1"), None),
+        ("create it again", "POST", gm, metric("m1"), None),
+        ("read it", "GET", gm + "/m1", None, None),
+        ("read a missing one", "GET", gm + "/nope", None, None),
+        ("list", "GET", gm, None, None),
+        ("update with no change", "PUT", gm + "/m1", read_then(gm + "/m1", lambda o: None), None),
+        ("update the spec", "PUT", gm + "/m1", read_then(gm + "/m1", lambda o: o["spec"].update(max=2.0)), None),
+        ("update the name", "PUT", gm + "/m1", read_then(gm + "/m1", lambda o: o["metadata"].update(name="m2")), None),
+        ("update the labels, uid ignored", "PUT", gm + "/m1",
+         read_then(gm + "/m1", lambda o: o["metadata"].update(labels={"c": "d"}, uid="other")), None),
+        ("update with a stale modified", "PUT", gm + "/m1", stale(gm + "/m1"), None),
+        ("update a missing one", "PUT", gm + "/nope", metric("nope"), None),
+        ("a body that is not JSON", "POST", gm, None, b"not json"),
+        ("a body that is a list", "POST", gm, [1], None),
+        ("a name Krake refuses", "POST", gm, metric("-bad"), None),
+        ("a label Krake refuses", "POST", gm, dict(metric("m3"), metadata={"name": "m3", "labels": {"-x": "y"}}), None),
+        ("the wrong kind", "POST", gm, dict(metric("m4"), kind="Role"), None),
+        ("no spec", "POST", gm, {"metadata": {"name": "m5"}}, None),
+        ("create a metric in ns1", "POST", ns, metric("n1", "ns1"), None),
+        ("the body's namespace is the path's", "POST", ns, metric("n2", "elsewhere"), None),
+        ("read in ns1", "GET", ns + "/n1", None, None),
+        ("read a missing one in ns1", "GET", ns + "/nope", None, None),
+        ("list ns1", "GET", ns, None, None),
+        ("list every namespace", "GET", "/core/metrics", None, None),
+        ("create a static provider", "POST", "/core/globalmetricsproviders", static, None),
+        ("create a prometheus provider", "POST", "/core/namespaces/ns1/metricsproviders", prometheus, None),
+        ("kafka provider", "POST", "/core/globalmetricsproviders", kafka, None),
+        ("create a role", "POST", "/core/roles", role, None),
+        ("create a role binding", "POST", "/core/rolebindings", binding, None),
+        ("list role bindings", "GET", "/core/rolebindings", None, None),
+        ("create a held metric", "POST", gm, metric("held", finalizers=["hold"]), None),
+        ("delete it", "DELETE", gm + "/held", None, None),
+        ("delete it again", "DELETE", gm + "/held", None, None),
+        ("read after delete", "GET", gm + "/held", None, None),
+        ("delete a missing one", "DELETE", gm + "/nope", None, None),
+        ("delete a namespaced one", "DELETE", ns + "/n1", None, None),
+        ("an unknown route", "GET", "/core/nothing", None, None),
+        ("a wrong method", "PATCH", gm, None, None),
+        ("a namespaced kind without namespace", "POST", "/core/metrics", metric("x"), None),
+    ]
+
+
+def compare(name, krake, drover):
+    k_status, k_type, k_body = krake
+    d_status, d_type, d_body = drover
+    differences = []
+    if k_status != d_status:
+        differences.append(f"status {k_status} / {d_status}")
+    if k_type.split(";")[0] != d_type.split(";")[0]:
+        differences.append(f"content type {k_type} / {d_type}")
+    if isinstance(k_body, dict) and "instance" in k_body and isinstance(d_body, dict):
+        if problem_core(k_body) != problem_core(d_body):
+            differences.append(f"problem {problem_core(k_body)} / {problem_core(d_body)}")
+        titled = k_body.get("title") is not None
+        if titled and k_status != 422 and k_body.get("detail") != d_body.get("detail"):
+            differences.append(f"detail {k_body.get('detail')!r} / {d_body.get('detail')!r}")
+    elif normalise(k_body) != normalise(d_body):
+        differences.append(f"body {json.dumps(normalise(k_body))} / {json.dumps(normalise(d_body))}")
+    if not differences:
+        print(f"same: {name}", flush=True)
+        return True
+    if name in ALLOWED:
+        print(f"differs as documented: {name} ({'; '.join(differences)}): {ALLOWED[name]}", flush=True)
+        return True
+    print(f"DIFFERENT: {name}: {'; '.join(differences)}", flush=True)
+    return False
+
+
+async def main():
+    krake = Target(KRAKE, {})
+    drover = Target(DROVER, {"Authorization": TOKEN})
+    unexplained = 0
+    try:
+        for name, method, path, body, raw in steps():
+            answers = []
+            for target in (krake, drover):
+                sent = await body(target) if callable(body) else body
+                answers.append(await target.send(method, path, body=sent, raw=raw))
+            if not compare(name, *answers):
+                unexplained += 1
+        # A watch's first event, for an object made after it started.
+        answers = []
+        for target in (krake, drover):
+            async def make(target=target):
+                await target.send("POST", "/core/roles", body={"metadata": {"name": "watched"}, "rules": []})
+            answers.append(await target.first_event("/core/roles", make))
+        if not compare("a watch's ADDED event", *answers):
+            unexplained += 1
+    finally:
+        await krake.session.close()
+        await drover.session.close()
+    if unexplained:
+        print(f"{unexplained} unexplained differences")
+        sys.exit(1)
+    print("no unexplained difference")
+
+
+if __name__ == "__main__":
+    asyncio.run(main())
