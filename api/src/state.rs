@@ -94,6 +94,7 @@ impl ApiState {
         let http = HttpMetrics::register(&registry, raft.id())?;
         let core = Core::new(raft, registry, shutdown, max_body_bytes, verifier);
         let boskos = BoskosState::new(core.clone())?;
+        let krake = KrakeState::new(core.clone(), krake, agents.clone());
         let axebow = AxebowState::new(core.clone(), platform, agents)?;
         let recounts: Vec<Arc<dyn Recount>> = vec![
             Arc::new(boskos.pool_metrics.clone()),
@@ -102,7 +103,7 @@ impl ApiState {
         Ok(Self {
             http,
             claimer: ClaimerState::new(core.clone(), claimer),
-            krake: KrakeState::new(core.clone(), krake),
+            krake,
             ops: OpsState::new(core.clone(), recounts),
             boskos,
             axebow,

@@ -113,6 +113,16 @@ impl State {
         });
     }
 
+    /// Runs Krake's cascading deletion after a write that may have let it go on (a service gone
+    /// from a cluster in deletion); nothing to do, and cheap, when no Krake object waits.
+    fn collect_krake(&mut self, now_ms: u64) {
+        crate::krake::apply::KrakeObjects {
+            platform: &mut self.platform,
+            store: &mut self.krake,
+        }
+        .collect_pending(now_ms);
+    }
+
     fn apply_command(
         &mut self,
         index: u64,
@@ -145,6 +155,7 @@ impl State {
                 let outcome = self.platform.changing_services(index, &touched, |p| {
                     Ok((p.apply_service(now_ms, service_command)?, true))
                 })?;
+                self.collect_krake(now_ms);
                 Ok((CommandResult::Service(outcome), Vec::new()))
             }
             Command::Krake(krake_command) => {
@@ -157,6 +168,7 @@ impl State {
             }
             Command::Cluster(cluster_command) => {
                 self.platform.apply_cluster(now_ms, cluster_command)?;
+                self.collect_krake(now_ms);
                 Ok((CommandResult::Done, Vec::new()))
             }
             Command::Pool(pool_command) => {

@@ -3,6 +3,7 @@
 
 use std::sync::Arc;
 
+use crate::agents::AgentReads;
 use crate::core::Core;
 
 /// How the Krake dialect authenticates callers without a credential.
@@ -14,19 +15,22 @@ pub struct KrakeOptions {
     pub allow_anonymous: bool,
 }
 
-/// The Krake room's state: the core and its options.
+/// The Krake room's state: the core, its options, and live reads of agents (a Cluster's
+/// kubeconfig is checked to name one).
 #[derive(Clone)]
 pub struct KrakeState {
     pub(super) core: Core,
     pub(super) options: Arc<KrakeOptions>,
+    pub(super) agents: Option<Arc<dyn AgentReads>>,
 }
 
 impl KrakeState {
     /// The room over `core`.
-    pub fn new(core: Core, options: KrakeOptions) -> Self {
+    pub fn new(core: Core, options: KrakeOptions, agents: Option<Arc<dyn AgentReads>>) -> Self {
         Self {
             core,
             options: Arc::new(options),
+            agents,
         }
     }
 }

@@ -1,10 +1,13 @@
-//! Krake's REST API (`../shared/docs/krake.md`) as a dialect of Drover: its `core` group today
-//! (roles and their bindings, metrics and metrics providers, global and namespaced), over the
+//! Krake's REST API (`../shared/docs/krake.md`) as a dialect of Drover: its `core` group (roles
+//! and their bindings, metrics and metrics providers, global and namespaced) and its
+//! `kubernetes` group's Clusters (each a Drover cluster run by a `drover agent`), over the
 //! same replicated state as the other dialects — a Krake namespace is a tenant, Krake's global
 //! metrics and providers are the operator tenant's. Krake's envelope and metadata, its
 //! operation semantics, its problem documents, `?watch` streams, `GET /` and `GET /me`, its
 //! authentication and RBAC. `docs/KRAKE.md` lists the routes and every difference.
 
+pub mod cluster_checks;
+pub mod cluster_wire;
 pub mod context;
 pub mod guard;
 pub mod objects;
@@ -14,14 +17,14 @@ pub mod watch;
 pub mod wire;
 
 use axum::http::StatusCode;
-use axum::routing::get;
+use axum::routing::{get, put};
 use axum::Router;
 
 pub use context::{KrakeOptions, KrakeState};
 use problem::Problem;
 
 /// The groups served, each under its own path prefix.
-pub const GROUPS: [&str; 1] = ["core"];
+pub const GROUPS: [&str; 2] = ["core", "kubernetes"];
 
 /// The Krake routes.
 pub fn routes() -> Router<KrakeState> {
@@ -49,6 +52,10 @@ pub fn routes() -> Router<KrakeState> {
                 get(objects::get_one)
                     .put(objects::update_one)
                     .delete(objects::delete_one),
+            )
+            .route(
+                &format!("/{group}/namespaces/{{namespace}}/{{plural}}/{{name}}/{{subresource}}"),
+                put(objects::subresource),
             );
     }
     router.method_not_allowed_fallback(|| async { Problem::http(StatusCode::METHOD_NOT_ALLOWED) })

@@ -16,11 +16,14 @@ use axum::http::{header, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
 use drover_model::krake::apply::{keys_of, read};
 use drover_model::krake::rbac::Scope;
-use drover_model::krake::{KrakeChange, KrakeCommand, KrakeKey, KrakeKind, KrakeStored, Verb};
+use drover_model::krake::{
+    KrakeBody, KrakeChange, KrakeCommand, KrakeKey, KrakeKind, KrakeMeta, KrakeStored, Verb,
+};
 use drover_model::{Command, CommandResult, Proposal};
 use drover_raft::Consistency;
 use serde_json::Value;
 
+use super::cluster_checks::{agent_answers, blocking_state, wait_for};
 use super::context::KrakeState;
 use super::guard::{allow, authenticate, Caller};
 use super::problem::{Problem, Title};
@@ -83,6 +86,35 @@ async fn body_json(state: &KrakeState, body: Body) -> Result<Value, Problem> {
     serde_json::from_slice(&bytes).map_err(|_| Problem::http(StatusCode::UNSUPPORTED_MEDIA_TYPE))
 }
 
+/// `?blocking=STATE`, for the kinds that have one (Clusters today).
+fn blocking_of(kind: KrakeKind, query: &HashMap<String, String>) -> Result<Option<String>, Problem> {
+    match kind {
+        KrakeKind::Cluster => blocking_state(query),
+        _ => Ok(None),
+    }
+}
+
+/// Answers a blocking write once its object is in the state asked for (or gone, or a minute
+/// has passed): the object as it is then, or as the write left it when it is gone.
+async fn blocked(state: &KrakeState, stored: &KrakeStored, wanted: &str) -> Result<Response, Problem> {
+    wait_for(state, &stored.key, wanted).await;
+    let now = state.raft.local_read(|s| {
+        read(s.platform(), s.krake(), &stored.key).map(|(meta, body)| render(s, &stored.key, &meta, &body))
+    });
+    Ok(json_response(
+        StatusCode::OK,
+        &now.unwrap_or_else(|| shown(state, stored)),
+    ))
+}
+
+/// How Krake shows an object a write returned (its status read from this node's replica,
+/// which has applied the write).
+fn shown(state: &KrakeState, stored: &KrakeStored) -> Value {
+    state
+        .raft
+        .local_read(|s| render(s, &stored.key, &stored.meta, &stored.body))
+}
+
 async fn propose(
     state: &KrakeState,
     caller: &Caller,
@@ -109,13 +141,16 @@ async fn propose(
     }
 }
 
-async fn current(
-    state: &KrakeState,
-    key: &KrakeKey,
-) -> Result<(drover_model::krake::KrakeMeta, drover_model::krake::KrakeBody), Problem> {
+/// The object `key` names, read linearizably, with how Krake shows it.
+async fn current(state: &KrakeState, key: &KrakeKey) -> Result<(KrakeMeta, KrakeBody, Value), Problem> {
     let (found, _) = state
         .raft
-        .read(Consistency::Linearizable, |s| read(s.platform(), s.krake(), key))
+        .read(Consistency::Linearizable, |s| {
+            read(s.platform(), s.krake(), key).map(|(meta, body)| {
+                let shown = render(s, key, &meta, &body);
+                (meta, body, shown)
+            })
+        })
         .await?;
     found.ok_or_else(|| Problem::not_found(key.kind.name(), &key.name, key.namespace.as_deref()))
 }
@@ -126,6 +161,7 @@ async fn do_create(
     kind: KrakeKind,
     namespace: Option<String>,
     body: Body,
+    query: HashMap<String, String>,
 ) -> Result<Response, Problem> {
     // The body is read first (bounded): a refusal that leaves it unread makes the server
     // close a connection the client may already be reusing.
@@ -143,6 +179,10 @@ async fn do_create(
     let Incoming {
         name, input, body, ..
     } = parse(kind, &value, None)?;
+    let blocking = blocking_of(kind, &query)?;
+    if let KrakeBody::Cluster(cluster) = &body {
+        agent_answers(&state, cluster, None).await?;
+    }
     let key = KrakeKey::new(kind, namespace.as_deref(), &name);
     let stored = propose(&state, &caller, key, KrakeChange::Create { meta: input, body })
         .await
@@ -161,10 +201,10 @@ async fn do_create(
                 _ => problem,
             }
         })?;
-    Ok(json_response(
-        StatusCode::OK,
-        &render(&stored.key, &stored.meta, &stored.body),
-    ))
+    if let Some(wanted) = blocking {
+        return blocked(&state, &stored, &wanted).await;
+    }
+    Ok(json_response(StatusCode::OK, &shown(&state, &stored)))
 }
 
 async fn do_get(state: KrakeState, credentials: Credentials, key: KrakeKey) -> Result<Response, Problem> {
@@ -177,8 +217,8 @@ async fn do_get(state: KrakeState, credentials: Credentials, key: KrakeKey) -> R
         Verb::Get,
         scope(key.namespace.as_deref()),
     )?;
-    let (meta, body) = current(&state, &key).await?;
-    Ok(json_response(StatusCode::OK, &render(&key, &meta, &body)))
+    let (_, _, shown) = current(&state, &key).await?;
+    Ok(json_response(StatusCode::OK, &shown))
 }
 
 async fn do_list(
@@ -205,7 +245,7 @@ async fn do_list(
             keys_of(s.platform(), s.krake(), kind, namespace.as_deref())
                 .into_iter()
                 .filter_map(|key| {
-                    read(s.platform(), s.krake(), &key).map(|(meta, body)| render(&key, &meta, &body))
+                    read(s.platform(), s.krake(), &key).map(|(meta, body)| render(s, &key, &meta, &body))
                 })
                 .collect::<Vec<Value>>()
         })
@@ -232,8 +272,11 @@ async fn do_update(
     let value = value?;
     // Krake checks the body before it looks the object up.
     parse(key.kind, &value, None)?.check_full_object()?;
-    let (meta, stored_body) = current(&state, &key).await?;
+    let (meta, stored_body, rendered) = current(&state, &key).await?;
     let incoming = parse(key.kind, &value, Some(&stored_body))?;
+    if let (KrakeBody::Cluster(cluster), KrakeBody::Cluster(stored)) = (&incoming.body, &stored_body) {
+        agent_answers(&state, cluster, stored.join_token.as_deref()).await?;
+    }
     let immutable = |field: &str| {
         Problem::titled(
             StatusCode::BAD_REQUEST,
@@ -260,7 +303,6 @@ async fn do_update(
             "Finalizers can only be removed if a deletion is in progress.",
         ));
     }
-    let rendered = render(&key, &meta, &stored_body);
     let readonly_same = super::wire::READONLY
         .iter()
         .zip(&incoming.readonly)
@@ -279,10 +321,7 @@ async fn do_update(
         modified_us,
     };
     let stored = propose(&state, &caller, key, change).await?;
-    Ok(json_response(
-        StatusCode::OK,
-        &render(&stored.key, &stored.meta, &stored.body),
-    ))
+    Ok(json_response(StatusCode::OK, &shown(&state, &stored)))
 }
 
 async fn do_delete(
@@ -301,6 +340,7 @@ async fn do_delete(
         scope(key.namespace.as_deref()),
     )?;
     let force = flag(&query, "force")?;
+    let blocking = blocking_of(key.kind, &query)?;
     let stored = propose(&state, &caller, key.clone(), KrakeChange::Delete { force })
         .await
         .map_err(|problem| match problem.title {
@@ -309,10 +349,10 @@ async fn do_delete(
             }
             _ => problem,
         })?;
-    Ok(json_response(
-        StatusCode::OK,
-        &render(&stored.key, &stored.meta, &stored.body),
-    ))
+    if let Some(wanted) = blocking {
+        return blocked(&state, &stored, &wanted).await;
+    }
+    Ok(json_response(StatusCode::OK, &shown(&state, &stored)))
 }
 
 fn not_found_problem(problem: Problem, key: &KrakeKey) -> Problem {
@@ -376,6 +416,7 @@ pub async fn create_global(
     credentials: Credentials,
     uri: Uri,
     Path(map): Path<HashMap<String, String>>,
+    Query(query): Query<HashMap<String, String>>,
     body: Body,
 ) -> Result<Response, Problem> {
     let params = Params::of(&uri, map);
@@ -384,7 +425,7 @@ pub async fn create_global(
         Some(kind) => kind,
         None => return Err(Problem::http(StatusCode::NOT_FOUND)),
     };
-    do_create(state, credentials, kind, None, body).await
+    do_create(state, credentials, kind, None, body, query).await
 }
 
 /// `POST /{api}/namespaces/{namespace}/{plural}`: the namespace is the path's.
@@ -393,11 +434,20 @@ pub async fn create_namespaced(
     credentials: Credentials,
     uri: Uri,
     Path(map): Path<HashMap<String, String>>,
+    Query(query): Query<HashMap<String, String>>,
     body: Body,
 ) -> Result<Response, Problem> {
     let params = Params::of(&uri, map);
     let kind = kind_of(&params.api, &params.get("plural"), true)?;
-    do_create(state, credentials, kind, Some(params.get("namespace")), body).await
+    do_create(
+        state,
+        credentials,
+        kind,
+        Some(params.get("namespace")),
+        body,
+        query,
+    )
+    .await
 }
 
 /// `GET /{api}/namespaces/{namespace}/{plural}`.
@@ -451,4 +501,37 @@ pub async fn delete_one(
     let params = Params::of(&uri, map);
     let key = params.key(params.map.contains_key("namespace"))?;
     do_delete(state, credentials, key, query).await
+}
+
+/// `PUT …/{name}/{subresource}` (`status`, `binding`): authorized as Krake does
+/// (`plural/subresource:update`), then refused — a Cluster's status is what Drover's cluster
+/// actor observes, and Drover does not schedule clusters to clouds.
+pub async fn subresource(
+    State(state): State<KrakeState>,
+    credentials: Credentials,
+    uri: Uri,
+    Path(map): Path<HashMap<String, String>>,
+    body: Body,
+) -> Result<Response, Problem> {
+    let params = Params::of(&uri, map);
+    let key = params.key(true)?;
+    let sub = params.get("subresource");
+    let _ = body_json(&state, body).await;
+    let caller = authenticate(&state, &credentials)?;
+    let resource = format!("{}/{sub}", key.kind.plural());
+    allow(
+        &state,
+        &caller,
+        key.kind.api(),
+        &resource,
+        Verb::Update,
+        scope(key.namespace.as_deref()),
+    )?;
+    current(&state, &key).await?;
+    let why = match (key.kind, sub.as_str()) {
+        (KrakeKind::Cluster, "status") => "the status of a Cluster is what Drover's cluster actor observes of its agent; it is not written through the API",
+        (KrakeKind::Cluster, "binding") => "Drover does not schedule clusters to clouds: a Cluster is registered by its drover agent's kubeconfig",
+        _ => return Err(Problem::http(StatusCode::NOT_FOUND)),
+    };
+    Err(Problem::invalid(&sub, why))
 }

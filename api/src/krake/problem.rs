@@ -161,7 +161,7 @@ impl From<KrakeError> for Problem {
             KrakeError::Update(detail) => {
                 Problem::titled(StatusCode::BAD_REQUEST, Title::UpdateError, detail)
             }
-            KrakeError::Finalizers(detail) => {
+            KrakeError::Finalizers(detail) | KrakeError::Busy(detail) => {
                 Problem::titled(StatusCode::CONFLICT, Title::UpdateError, detail)
             }
         }

@@ -38,8 +38,9 @@ const POLL: Duration = Duration::from_millis(200);
 /// Krake's default heartbeat, in seconds.
 pub const DEFAULT_HEARTBEAT: u64 = 10;
 
-/// What identifies a version of an object: its uid, and when it was modified and deleted.
-type Fingerprint = (String, u64, Option<u64>);
+/// What identifies a version of an object: its uid, when it was modified and deleted, and a
+/// digest of its observed status (a cluster's state changes without a write to its spec).
+type Fingerprint = (String, u64, Option<u64>, u64);
 
 /// What a watch saw of each object: its version and how it looked (for `DELETED`).
 type Seen = BTreeMap<KrakeKey, (Fingerprint, Value)>;
@@ -51,10 +52,14 @@ fn look(state: &State, kind: KrakeKind, namespace: Option<&str>, before: &Seen) 
         .into_iter()
         .filter_map(|key| {
             let (meta, body) = read(state.platform(), state.krake(), &key)?;
-            let print = (meta.uid.clone(), meta.modified_us, meta.deleted_us);
+            let status = match kind {
+                KrakeKind::Cluster => super::cluster_wire::status_digest(state, &key),
+                _ => 0,
+            };
+            let print = (meta.uid.clone(), meta.modified_us, meta.deleted_us, status);
             let value = match before.get(&key) {
                 Some((seen, value)) if *seen == print => value.clone(),
-                _ => render(&key, &meta, &body),
+                _ => render(state, &key, &meta, &body),
             };
             Some((key, (print, value)))
         })

@@ -11,14 +11,15 @@ use drover_model::scheduling::metrics::{
     MetricSpec, PrometheusSpec, ProviderMetric, ProviderSpec, StaticSpec, DEFAULT_PROMETHEUS_TIMEOUT_SECONDS,
 };
 use drover_model::time::{isoformat_us, parse_rfc3339_us};
+use drover_model::State;
 use serde::de::DeserializeOwned;
 use serde::Deserialize;
 use serde_json::{json, Map, Value};
 
 use super::problem::Problem;
 
-/// An object as Krake shows it.
-pub fn render(key: &KrakeKey, meta: &KrakeMeta, body: &KrakeBody) -> Value {
+/// An object as Krake shows it; `state` gives what the object's status is observed from.
+pub fn render(state: &State, key: &KrakeKey, meta: &KrakeMeta, body: &KrakeBody) -> Value {
     let mut object = Map::new();
     object.insert("api".into(), json!(key.kind.api()));
     object.insert("kind".into(), json!(key.kind.name()));
@@ -44,6 +45,10 @@ pub fn render(key: &KrakeKey, meta: &KrakeMeta, body: &KrakeBody) -> Value {
                 }
             };
             object.insert("spec".into(), spec);
+        }
+        KrakeBody::Cluster(cluster) => {
+            object.insert("spec".into(), super::cluster_wire::spec(key, cluster));
+            object.insert("status".into(), super::cluster_wire::status(state, key));
         }
     }
     Value::Object(object)
@@ -225,6 +230,7 @@ pub fn parse(kind: KrakeKind, value: &Value, stored: Option<&KrakeBody>) -> Resu
         KrakeKind::GlobalMetricsProvider | KrakeKind::MetricsProvider => {
             KrakeBody::MetricsProvider(parse_provider(object.get("spec"), stored)?)
         }
+        KrakeKind::Cluster => KrakeBody::Cluster(super::cluster_wire::parse(object.get("spec"))?),
     };
     Ok(Incoming {
         name,

@@ -2,6 +2,7 @@
 //! (`krake.md` §2.5) on the objects it names, and the cascading deletion its garbage collector
 //! would do (§6.6), run in the same apply so no replica waits for a controller.
 
+use super::cluster::{KrakeCluster, KrakeClusterExtras};
 use super::command::{KrakeBody, KrakeChange, KrakeCommand, KrakeStored};
 use super::error::KrakeError;
 use super::kind::{KrakeKey, KrakeKind};
@@ -9,12 +10,19 @@ use super::meta::{KrakeMeta, MetaInput, CASCADE_DELETION};
 use super::rbac::KrakeRole;
 use super::store::{KrakeStore, Stored, MAX_RBAC_OBJECTS};
 use super::validate;
+use crate::cluster::{ClusterOp, ClusterPatch, ClusterRef, ClusterRegistration};
 use crate::platform::error::PlatformError;
 use crate::platform::Platform;
-use crate::scheduling::metrics::{validate_metric, validate_provider, MAX_METRICS_PER_TENANT};
+use crate::platform::{validate_endpoint, validate_join_token};
+use crate::scheduling::metrics::{validate_metric, validate_provider, validate_refs, MAX_METRICS_PER_TENANT};
 
-/// Most rules of a role, and most entries of a rule's or a binding's lists.
+/// Most rules of a role, and most entries of a rule's or a binding's lists (and of a
+/// cluster's custom resources).
 pub const MAX_RULES: usize = 64;
+
+/// Most bytes of what a Krake cluster keeps beside the Drover cluster (kubeconfig entries,
+/// constraints).
+pub const MAX_EXTRAS_BYTES: usize = 64 * 1024;
 
 /// Krake's objects as one apply sees them: the platform's tenants and the RBAC store.
 pub struct KrakeObjects<'a> {
@@ -58,11 +66,48 @@ pub fn validate_body(kind: KrakeKind, body: &KrakeBody) -> Result<(), KrakeError
         (KrakeKind::GlobalMetricsProvider | KrakeKind::MetricsProvider, KrakeBody::MetricsProvider(spec)) => {
             validate_provider(spec).map_err(platform_invalid)
         }
+        (KrakeKind::Cluster, KrakeBody::Cluster(cluster)) => validate_cluster(cluster),
         (kind, _) => Err(KrakeError::invalid(
             "kind",
             format!("the body is not a {}", kind.name()),
         )),
     }
+}
+
+fn validate_cluster(cluster: &KrakeCluster) -> Result<(), KrakeError> {
+    let kubeconfig = |error: PlatformError| match error {
+        PlatformError::Invalid { message, .. } => KrakeError::invalid("spec.kubeconfig", message),
+        other => KrakeError::invalid("spec.kubeconfig", other.to_string()),
+    };
+    validate_endpoint(&cluster.endpoint).map_err(kubeconfig)?;
+    if let Some(token) = &cluster.join_token {
+        validate_join_token(token).map_err(kubeconfig)?;
+    }
+    validate_refs(&cluster.metrics).map_err(|e| match e {
+        PlatformError::Invalid { message, .. } => KrakeError::invalid("spec.metrics", message),
+        other => KrakeError::invalid("spec.metrics", other.to_string()),
+    })?;
+    let extras = &cluster.extras;
+    if extras.custom_resources.len() > MAX_RULES
+        || extras
+            .custom_resources
+            .iter()
+            .any(|r| r.is_empty() || r.len() > validate::MAX_NAME)
+    {
+        return Err(KrakeError::invalid(
+            "spec.custom_resources",
+            format!("at most {MAX_RULES} names of 1 to 255 characters"),
+        ));
+    }
+    let size = serde_json::to_vec(&extras.kubeconfig).map_or(usize::MAX, |b| b.len())
+        + serde_json::to_vec(&extras.constraints).map_or(usize::MAX, |b| b.len());
+    if size > MAX_EXTRAS_BYTES {
+        return Err(KrakeError::invalid(
+            "spec",
+            format!("the kubeconfig and constraints take at most {MAX_EXTRAS_BYTES} bytes"),
+        ));
+    }
+    Ok(())
 }
 
 fn validate_role(role: &KrakeRole) -> Result<(), KrakeError> {
@@ -97,7 +142,13 @@ impl KrakeObjects<'_> {
         read(self.platform, self.store, key)
     }
 
-    fn write(&mut self, key: &KrakeKey, meta: KrakeMeta, body: KrakeBody) -> Result<(), KrakeError> {
+    fn write(
+        &mut self,
+        now_ms: u64,
+        key: &KrakeKey,
+        meta: KrakeMeta,
+        body: KrakeBody,
+    ) -> Result<(), KrakeError> {
         match body {
             KrakeBody::Role(role) => {
                 self.store
@@ -119,7 +170,69 @@ impl KrakeObjects<'_> {
                 tenant.metrics_providers.insert(key.name.clone(), spec);
                 tenant.krake.providers.insert(key.name.clone(), meta);
             }
+            KrakeBody::Cluster(cluster) => self.write_cluster(now_ms, key, meta, cluster)?,
         }
+        Ok(())
+    }
+
+    /// Registers the Drover cluster, or patches it, and keeps the Krake extras beside it.
+    fn write_cluster(
+        &mut self,
+        now_ms: u64,
+        key: &KrakeKey,
+        mut meta: KrakeMeta,
+        cluster: KrakeCluster,
+    ) -> Result<(), KrakeError> {
+        let at = ClusterRef {
+            tenant: key.tenant().to_string(),
+            name: key.name.clone(),
+        };
+        let labels = std::mem::take(&mut meta.input.labels);
+        let exists = self
+            .platform
+            .tenant(&at.tenant)
+            .ok_or_else(|| no_tenant(key))?
+            .clusters
+            .contains_key(&at.name);
+        let op = if exists {
+            ClusterOp::Patch {
+                cluster: at.clone(),
+                patch: ClusterPatch {
+                    endpoint: Some(cluster.endpoint.clone()),
+                    join_token: cluster.join_token.clone(),
+                    labels: Some(labels),
+                    metrics: Some(cluster.metrics.clone()),
+                },
+            }
+        } else {
+            let join_token = cluster.join_token.clone().ok_or_else(|| {
+                KrakeError::invalid(
+                    "spec.kubeconfig",
+                    "the user has no token: give the agent's join token",
+                )
+            })?;
+            ClusterOp::Register {
+                cluster: at.clone(),
+                uid: meta.uid.clone(),
+                registration: ClusterRegistration {
+                    endpoint: cluster.endpoint.clone(),
+                    join_token,
+                    labels,
+                    metrics: cluster.metrics.clone(),
+                },
+            }
+        };
+        self.platform
+            .apply_cluster_op(now_ms, &op)
+            .map_err(cluster_refused)?;
+        let tenant = self.tenant_mut(key)?;
+        tenant.krake.clusters.insert(
+            key.name.clone(),
+            KrakeClusterExtras {
+                meta,
+                spec: cluster.extras,
+            },
+        );
         Ok(())
     }
 
@@ -135,7 +248,7 @@ impl KrakeObjects<'_> {
             .ok_or_else(|| no_tenant(key))
     }
 
-    fn remove(&mut self, key: &KrakeKey) {
+    fn remove(&mut self, key: &KrakeKey) -> Result<(), KrakeError> {
         match key.kind {
             KrakeKind::Role => {
                 self.store.roles.remove(&key.name);
@@ -155,11 +268,24 @@ impl KrakeObjects<'_> {
                     tenant.krake.providers.remove(&key.name);
                 }
             }
+            KrakeKind::Cluster => {
+                let at = ClusterRef {
+                    tenant: key.tenant().to_string(),
+                    name: key.name.clone(),
+                };
+                // The platform's deregistration also drops the Krake extras.
+                self.platform
+                    .apply_cluster_op(0, &ClusterOp::Deregister { cluster: at })
+                    .map_err(cluster_refused)?;
+            }
         }
+        Ok(())
     }
 
     fn room_for(&self, key: &KrakeKey) -> Result<(), KrakeError> {
         let (count, max) = match key.kind {
+            // The platform's registration has its own bounds.
+            KrakeKind::Cluster => return Ok(()),
             KrakeKind::Role => (self.store.roles.len(), MAX_RBAC_OBJECTS),
             KrakeKind::RoleBinding => (self.store.role_bindings.len(), MAX_RBAC_OBJECTS),
             KrakeKind::GlobalMetric | KrakeKind::Metric => {
@@ -228,7 +354,7 @@ impl KrakeObjects<'_> {
         }
         self.room_for(key)?;
         let meta = KrakeMeta::made(&key.to_string(), now_ms, input.clone());
-        self.write(key, meta.clone(), body.clone())?;
+        self.write(now_ms, key, meta.clone(), body.clone())?;
         Ok(KrakeStored {
             key: key.clone(),
             meta,
@@ -263,9 +389,9 @@ impl KrakeObjects<'_> {
         meta.touched(now_ms);
         let gone = meta.in_deletion() && meta.input.finalizers.is_empty();
         if gone {
-            self.remove(key);
+            self.remove(key)?;
         } else {
-            self.write(key, meta.clone(), body.clone())?;
+            self.write(now_ms, key, meta.clone(), body.clone())?;
         }
         Ok(KrakeStored {
             key: key.clone(),
@@ -278,7 +404,7 @@ impl KrakeObjects<'_> {
     fn delete(&mut self, now_ms: u64, key: &KrakeKey, force: bool) -> Result<KrakeStored, KrakeError> {
         let (mut meta, body) = self.read(key).ok_or_else(|| not_found(key))?;
         if force {
-            self.remove(key);
+            self.remove(key)?;
             return Ok(KrakeStored {
                 key: key.clone(),
                 meta,
@@ -291,7 +417,7 @@ impl KrakeObjects<'_> {
             if meta.input.finalizers.last().map(String::as_str) != Some(CASCADE_DELETION) {
                 meta.input.finalizers.push(CASCADE_DELETION.to_string());
             }
-            self.write(key, meta.clone(), body.clone())?;
+            self.write(now_ms, key, meta.clone(), body.clone())?;
         }
         Ok(KrakeStored {
             key: key.clone(),
@@ -310,8 +436,15 @@ impl KrakeObjects<'_> {
         self.store.roles.values().any(|s| cascading(&s.meta))
             || self.store.role_bindings.values().any(|s| cascading(&s.meta))
             || self.platform.tenants.values().any(|tenant| {
-                tenant.krake.metrics.values().any(cascading) || tenant.krake.providers.values().any(cascading)
+                tenant.krake.metrics.values().any(cascading)
+                    || tenant.krake.providers.values().any(cascading)
+                    || tenant.krake.clusters.values().any(|c| cascading(&c.meta))
             })
+    }
+
+    /// Runs the cascading deletion if any object waits for it (after writes of other kinds).
+    pub fn collect_pending(&mut self, now_ms: u64) {
+        self.collect(now_ms);
     }
 
     /// Every Krake object's key.
@@ -352,12 +485,14 @@ impl KrakeObjects<'_> {
                     meta.input.finalizers.pop();
                     meta.touched(now_ms);
                     if meta.input.finalizers.is_empty() {
-                        self.remove(key);
+                        // A cluster that services still run on stays (with its finalizer)
+                        // until they are gone; a later write collects it.
+                        changed |= self.remove(key).is_ok();
                     } else {
                         // Cannot fail: the object was just read from its tenant.
-                        let _ = self.write(key, meta, body.clone());
+                        let _ = self.write(now_ms, key, meta, body.clone());
+                        changed = true;
                     }
-                    changed = true;
                 } else {
                     for (dependent, dependent_meta, _) in dependents {
                         if !dependent_meta.in_deletion() {
@@ -421,6 +556,25 @@ pub fn read(platform: &Platform, store: &KrakeStore, key: &KrakeKey) -> Option<(
                 .unwrap_or_else(made_up);
             Some((meta, KrakeBody::Metric(spec.clone())))
         }
+        KrakeKind::Cluster => {
+            let tenant = platform.tenant(key.tenant())?;
+            let cluster = tenant.clusters.get(&key.name)?;
+            let extras = tenant.krake.clusters.get(&key.name);
+            let mut meta = match extras {
+                Some(extras) => extras.meta.clone(),
+                None => KrakeMeta::made(&key.to_string(), cluster.registered_ms, MetaInput::default()),
+            };
+            // One copy: the uid and labels are the Drover cluster's.
+            meta.uid = cluster.uid.clone();
+            meta.input.labels = cluster.labels.clone();
+            let body = KrakeCluster {
+                endpoint: cluster.endpoint.clone(),
+                join_token: Some(cluster.join_token.clone()),
+                metrics: cluster.metrics.clone(),
+                extras: extras.map(|e| e.spec.clone()).unwrap_or_default(),
+            };
+            Some((meta, KrakeBody::Cluster(body)))
+        }
         KrakeKind::GlobalMetricsProvider | KrakeKind::MetricsProvider => {
             let tenant = platform.tenant(key.tenant())?;
             let spec = tenant.metrics_providers.get(&key.name)?;
@@ -457,15 +611,15 @@ pub fn keys_of(
             .tenant(crate::platform::OPERATOR_TENANT)
             .map(|t| global(t.metrics_providers.keys().collect()))
             .unwrap_or_default(),
-        KrakeKind::Metric | KrakeKind::MetricsProvider => platform
+        KrakeKind::Metric | KrakeKind::MetricsProvider | KrakeKind::Cluster => platform
             .tenants()
             .filter(|(name, _)| name.as_str() != crate::platform::OPERATOR_TENANT)
             .filter(|(name, _)| namespace.is_none_or(|ns| ns == name.as_str()))
             .flat_map(|(name, tenant)| {
-                let names: Vec<&String> = if kind == KrakeKind::Metric {
-                    tenant.metrics.keys().collect()
-                } else {
-                    tenant.metrics_providers.keys().collect()
+                let names: Vec<&String> = match kind {
+                    KrakeKind::Metric => tenant.metrics.keys().collect(),
+                    KrakeKind::MetricsProvider => tenant.metrics_providers.keys().collect(),
+                    _ => tenant.clusters.keys().collect(),
                 };
                 names
                     .into_iter()
@@ -482,4 +636,21 @@ pub fn keys(platform: &Platform, store: &KrakeStore) -> Vec<KrakeKey> {
         .into_iter()
         .flat_map(|kind| keys_of(platform, store, kind, None))
         .collect()
+}
+
+/// A refusal of the platform's cluster operations, in Krake's terms.
+fn cluster_refused(error: PlatformError) -> KrakeError {
+    match error {
+        PlatformError::Invalid { field, message } => {
+            let field = match field.as_str() {
+                "endpoint" | "join_token" => "spec.kubeconfig".to_string(),
+                "labels" => "metadata.labels".to_string(),
+                other => other.to_string(),
+            };
+            KrakeError::Invalid { field, message }
+        }
+        PlatformError::NotFound(message) => KrakeError::NotFound(message),
+        PlatformError::Conflict(message) => KrakeError::Busy(message),
+        other => KrakeError::Busy(other.to_string()),
+    }
 }

@@ -61,6 +61,8 @@ pub enum KrakeBody {
     Metric(MetricSpec),
     /// A metrics provider (global or namespaced).
     MetricsProvider(ProviderSpec),
+    /// A cluster.
+    Cluster(super::cluster::KrakeCluster),
 }
 
 /// An object after a command: its metadata and content, and whether it is gone (its last

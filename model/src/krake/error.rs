@@ -27,6 +27,10 @@ pub enum KrakeError {
     /// The update is not allowed (`400 UPDATE_ERROR`, or `409` for finalizers).
     #[error("{0}")]
     Update(String),
+    /// The change conflicts with what else the object is to Drover (a cluster that services run
+    /// on, an agent endpoint another cluster has) (`409 UPDATE_ERROR`).
+    #[error("{0}")]
+    Busy(String),
     /// Finalizers were added to an object in deletion (`409 UPDATE_ERROR`).
     #[error("{0}")]
     Finalizers(String),

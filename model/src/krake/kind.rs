@@ -20,22 +20,28 @@ pub enum KrakeKind {
     GlobalMetricsProvider,
     /// `core` `MetricsProvider`: a provider of the tenant its namespace names.
     MetricsProvider,
+    /// `kubernetes` `Cluster`: the tenant's cluster, run by a `drover agent`.
+    Cluster,
 }
 
 impl KrakeKind {
     /// Every kind, in route order.
-    pub const ALL: [KrakeKind; 6] = [
+    pub const ALL: [KrakeKind; 7] = [
         KrakeKind::Role,
         KrakeKind::RoleBinding,
         KrakeKind::GlobalMetric,
         KrakeKind::Metric,
         KrakeKind::GlobalMetricsProvider,
         KrakeKind::MetricsProvider,
+        KrakeKind::Cluster,
     ];
 
     /// The API group (`api` in the envelope and in RBAC rules).
     pub fn api(self) -> &'static str {
-        "core"
+        match self {
+            KrakeKind::Cluster => "kubernetes",
+            _ => "core",
+        }
     }
 
     /// The kind's name.
@@ -47,6 +53,7 @@ impl KrakeKind {
             KrakeKind::Metric => "Metric",
             KrakeKind::GlobalMetricsProvider => "GlobalMetricsProvider",
             KrakeKind::MetricsProvider => "MetricsProvider",
+            KrakeKind::Cluster => "Cluster",
         }
     }
 
@@ -59,12 +66,16 @@ impl KrakeKind {
             KrakeKind::Metric => "metrics",
             KrakeKind::GlobalMetricsProvider => "globalmetricsproviders",
             KrakeKind::MetricsProvider => "metricsproviders",
+            KrakeKind::Cluster => "clusters",
         }
     }
 
     /// Whether its objects live in a namespace.
     pub fn namespaced(self) -> bool {
-        matches!(self, KrakeKind::Metric | KrakeKind::MetricsProvider)
+        matches!(
+            self,
+            KrakeKind::Metric | KrakeKind::MetricsProvider | KrakeKind::Cluster
+        )
     }
 
     /// The kind whose plural is `plural` in group `api`.

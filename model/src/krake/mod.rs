@@ -9,6 +9,7 @@
 //! bindings) is stored here ([`store::KrakeStore`]).
 
 pub mod apply;
+pub mod cluster;
 pub mod command;
 pub mod error;
 pub mod kind;

@@ -41,12 +41,15 @@ pub struct KrakeMetas {
     /// Of its metrics providers.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub providers: BTreeMap<String, KrakeMeta>,
+    /// Of its clusters made or changed through Krake: the metadata and the spec's extras.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub clusters: BTreeMap<String, super::cluster::KrakeClusterExtras>,
 }
 
 impl KrakeMetas {
     /// Whether there is nothing in it.
     pub fn is_empty(&self) -> bool {
-        self.metrics.is_empty() && self.providers.is_empty()
+        self.metrics.is_empty() && self.providers.is_empty() && self.clusters.is_empty()
     }
 }
 

@@ -476,3 +476,141 @@ fn a_metric_made_through_the_platform_api_has_krake_metadata() {
     assert_eq!((second.created_us, second.modified_us), (5_000_000, 6_000_000));
     assert_eq!(body, metric(1.0));
 }
+
+fn kubeconfig(server: &str, token: Option<&str>) -> serde_json::Value {
+    let mut user = serde_json::json!({});
+    if let Some(token) = token {
+        user["token"] = serde_json::json!(token);
+    }
+    serde_json::json!({
+        "apiVersion": "v1",
+        "kind": "Config",
+        "clusters": [{"name": "c", "cluster": {"server": server}}],
+        "users": [{"name": "u", "user": user}],
+        "contexts": [{"name": "x", "context": {"cluster": "c", "user": "u"}}],
+        "current-context": "x",
+    })
+}
+
+#[test]
+fn a_kubeconfig_names_one_agent_and_its_token() {
+    use super::cluster::{read_kubeconfig, show_kubeconfig, REDACTED_TOKEN};
+    let (server, token, skeleton) = read_kubeconfig(&kubeconfig(
+        "http://127.0.0.1:7701",
+        Some("join-token-0123456789"),
+    ))
+    .expect("read");
+    assert_eq!(server, "http://127.0.0.1:7701");
+    assert_eq!(token.as_deref(), Some("join-token-0123456789"));
+    assert!(skeleton.pointer("/clusters/0/cluster/server").is_none());
+    assert!(skeleton.pointer("/users/0/user/token").is_none());
+    let shown = show_kubeconfig(&skeleton, "ignored", "http://127.0.0.1:7702");
+    assert_eq!(shown["clusters"][0]["cluster"]["server"], "http://127.0.0.1:7702");
+    assert_eq!(shown["users"][0]["user"]["token"], REDACTED_TOKEN);
+    assert_eq!(shown["contexts"][0]["name"], "x");
+    // What a reader sends back keeps the stored token.
+    let (_, kept, _) = read_kubeconfig(&shown).expect("read back");
+    assert_eq!(kept, None);
+    let mut two = kubeconfig("http://127.0.0.1:7701", Some("t"));
+    two["users"] = serde_json::json!([{"name": "u", "user": {}}, {"name": "v", "user": {}}]);
+    let refused = [
+        (two, "Only one user"),
+        (kubeconfig("http://127.0.0.1:7701", None), "no token"),
+        (serde_json::json!({"clusters": []}), "contexts"),
+        (serde_json::json!([1]), "mapping"),
+    ];
+    for (kubeconfig, says) in refused {
+        match read_kubeconfig(&kubeconfig) {
+            Err(KrakeError::Invalid { field, message }) => {
+                assert_eq!(field, "spec.kubeconfig");
+                assert!(message.contains(says), "{message}");
+            }
+            other => panic!("{kubeconfig}: {other:?}"),
+        }
+    }
+}
+
+fn cluster_body(endpoint: &str, token: Option<&str>) -> KrakeBody {
+    KrakeBody::Cluster(super::cluster::KrakeCluster {
+        endpoint: endpoint.to_string(),
+        join_token: token.map(str::to_string),
+        metrics: vec![],
+        extras: super::cluster::KrakeClusterSpecExtras {
+            kubeconfig: serde_json::json!({"clusters": [{"name": "c", "cluster": {}}]}),
+            custom_resources: vec!["crontabs.stable.example.com".into()],
+            constraints: serde_json::json!({"cloud": {"labels": [], "metrics": []}}),
+            backoff: Default::default(),
+        },
+    })
+}
+
+#[test]
+fn a_krake_cluster_is_the_tenants_drover_cluster() {
+    let mut world = World::new();
+    let key = KrakeKey::new(KrakeKind::Cluster, Some("ns1"), "edge");
+    let labelled = MetaInput {
+        labels: BTreeMap::from([("zone".into(), "a".into())]),
+        ..MetaInput::default()
+    };
+    let made = world
+        .run(
+            &key,
+            KrakeChange::Create {
+                meta: labelled.clone(),
+                body: cluster_body("http://127.0.0.1:7701", Some("join-token-0123456789")),
+            },
+        )
+        .expect("registered");
+    let tenant = world.platform.tenant("ns1").expect("tenant");
+    let cluster = &tenant.clusters["edge"];
+    assert_eq!(cluster.uid, made.meta.uid, "one uid");
+    assert_eq!(cluster.endpoint, "http://127.0.0.1:7701");
+    assert_eq!(cluster.join_token, "join-token-0123456789");
+    assert_eq!(cluster.labels["zone"], "a");
+    assert!(
+        tenant.krake.clusters["edge"].meta.input.labels.is_empty(),
+        "labels kept once, in the cluster"
+    );
+    // A reader's body (no token) keeps the token; labels and endpoint change.
+    let relabelled = MetaInput {
+        labels: BTreeMap::from([("zone".into(), "b".into())]),
+        ..MetaInput::default()
+    };
+    world
+        .run(
+            &key,
+            update(relabelled, cluster_body("http://127.0.0.1:7702", None), None),
+        )
+        .expect("patched");
+    let (meta, body) = world.read(&key).expect("read");
+    assert_eq!(meta.input.labels["zone"], "b");
+    match body {
+        KrakeBody::Cluster(cluster) => {
+            assert_eq!(cluster.endpoint, "http://127.0.0.1:7702");
+            assert_eq!(cluster.join_token.as_deref(), Some("join-token-0123456789"));
+            assert_eq!(
+                cluster.extras.custom_resources,
+                vec!["crontabs.stable.example.com".to_string()]
+            );
+        }
+        other => panic!("{other:?}"),
+    }
+    // Another cluster may not take the same agent.
+    let twin = KrakeKey::new(KrakeKind::Cluster, Some("ns1"), "twin");
+    assert!(matches!(
+        world.refused(
+            &twin,
+            create(cluster_body(
+                "http://127.0.0.1:7702",
+                Some("join-token-0123456789")
+            ))
+        ),
+        KrakeError::Busy(_)
+    ));
+    // Deleting it deregisters the Drover cluster.
+    world
+        .run(&key, KrakeChange::Delete { force: false })
+        .expect("deleted");
+    let tenant = world.platform.tenant("ns1").expect("tenant");
+    assert!(tenant.clusters.is_empty() && tenant.krake.clusters.is_empty());
+}

@@ -178,6 +178,12 @@ impl Platform {
         }
     }
 
+    /// Applies a cluster operation authorized elsewhere (Krake's RBAC, checked by the API).
+    pub(crate) fn apply_cluster_op(&mut self, now_ms: u64, op: &ClusterOp) -> Result<(), PlatformError> {
+        self.reservations.clear();
+        self.change_cluster(now_ms, op)
+    }
+
     fn cluster_mut(&mut self, cluster: &ClusterRef) -> Result<&mut Cluster, PlatformError> {
         self.tenants
             .get_mut(&cluster.tenant)
@@ -273,6 +279,13 @@ impl Platform {
                 if let Some(endpoint) = &patch.endpoint {
                     self.check_endpoint_free(endpoint, cluster)?;
                 }
+                if let Some(extras) = self
+                    .tenants
+                    .get_mut(&cluster.tenant)
+                    .and_then(|t| t.krake.clusters.get_mut(&cluster.name))
+                {
+                    extras.meta.touched(now_ms);
+                }
                 let stored = self.cluster_mut(cluster)?;
                 if let Some(endpoint) = &patch.endpoint {
                     stored.endpoint = endpoint.clone();
@@ -315,6 +328,7 @@ impl Platform {
                 }
                 if let Some(tenant) = self.tenants.get_mut(&cluster.tenant) {
                     tenant.clusters.remove(&cluster.name);
+                    tenant.krake.clusters.remove(&cluster.name);
                 }
                 Ok(())
             }

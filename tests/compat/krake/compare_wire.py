@@ -100,6 +100,14 @@ def steps():
               "spec": {"type": "static", "static": {"metrics": {"load": 0.5}}}}
     prometheus = {"api": "core", "kind": "MetricsProvider", "metadata": {"name": "prom"},
                   "spec": {"type": "prometheus", "prometheus": {"url": "http://127.0.0.1:9/"}}}
+    clusters = "/kubernetes/namespaces/ns1/clusters"
+    kubeconfig = {
+        "apiVersion": "v1", "kind": "Config", "current-context": "x",
+        "clusters": [{"name": "c", "cluster": {"server": "http://127.0.0.1:9"}}],
+        "users": [{"name": "u", "user": {"token": "a-token-0123456789"}}],
+        "contexts": [{"name": "x", "context": {"cluster": "c", "user": "u"}}],
+    }
+    two_users = dict(kubeconfig, users=kubeconfig["users"] + [{"name": "v", "user": {"token": "t"}}])
     kafka = {"api": "core", "kind": "GlobalMetricsProvider", "metadata": {"name": "kafka"},
              "spec": {"type": "kafka", "kafka": {"url": "http://127.0.0.1:9/", "table": "t", "comparison_column": "c", "value_column": "v"}}}
 
@@ -161,6 +169,15 @@ def steps():
         ("an unknown route", "GET", "/core/nothing", None, None),
         ("a wrong method", "PATCH", gm, None, None),
         ("a namespaced kind without namespace", "POST", "/core/metrics", metric("x"), None),
+        ("a cluster without constraints", "POST", clusters, {"metadata": {"name": "c1"}, "spec": {"kubeconfig": kubeconfig}}, None),
+        ("a cluster's kubeconfig with two users", "POST", clusters,
+         {"metadata": {"name": "c2"}, "spec": {"kubeconfig": two_users, "constraints": {"cloud": {"labels": [], "metrics": []}}}}, None),
+        ("a cluster with neither kubeconfig nor tosca", "POST", clusters,
+         {"metadata": {"name": "c3"}, "spec": {"constraints": {"cloud": {"labels": [], "metrics": []}}}}, None),
+        ("read a missing cluster", "GET", clusters + "/nope", None, None),
+        ("list the clusters of ns1", "GET", clusters, None, None),
+        ("list every namespace's clusters", "GET", "/kubernetes/clusters", None, None),
+        ("delete a missing cluster", "DELETE", clusters + "/nope", None, None),
     ]
 
 

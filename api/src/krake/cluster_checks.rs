@@ -1,0 +1,106 @@
+//! What the API checks of a Krake `Cluster` before it is written: that its kubeconfig's server
+//! is a `drover agent` taking the token (Drover has no Kubernetes driver: a Kubernetes API
+//! server cannot be driven, and is refused rather than left `OFFLINE`), and `?blocking=STATE`,
+//! which answers once the cluster is in that state (or gone) — within a minute, not never.
+
+use std::time::Duration;
+
+use axum::http::StatusCode;
+use drover_model::krake::cluster::KrakeCluster;
+use drover_model::krake::KrakeKey;
+use drover_model::platform::validate_endpoint;
+
+use super::context::KrakeState;
+use super::problem::Problem;
+use crate::agents::AgentReadError;
+
+/// Longest a `?blocking` request waits, as Krake's.
+pub const BLOCKING_WAIT: Duration = Duration::from_secs(60);
+
+/// How often a `?blocking` request looks.
+const BLOCKING_POLL: Duration = Duration::from_millis(100);
+
+/// Refuses a kubeconfig whose server answers, but not as a drover agent taking the token. An
+/// agent that cannot be reached yet is accepted: its cluster stays `PENDING`, then `OFFLINE`,
+/// until it answers (as any cluster).
+pub async fn agent_answers(
+    state: &KrakeState,
+    cluster: &KrakeCluster,
+    stored_token: Option<&str>,
+) -> Result<(), Problem> {
+    let Some(agents) = &state.agents else {
+        return Ok(());
+    };
+    let Some(token) = cluster.join_token.as_deref().or(stored_token) else {
+        return Ok(());
+    };
+    if validate_endpoint(&cluster.endpoint).is_err() {
+        // The apply refuses it with its reason.
+        return Ok(());
+    }
+    match agents.identity(&cluster.endpoint, token).await {
+        Ok(_) | Err(AgentReadError::Unreachable(_)) => Ok(()),
+        Err(error) => Err(Problem::invalid(
+            "spec.kubeconfig",
+            &format!(
+                "the server {} answered, but not as a drover agent that takes this token ({error}). A Krake Cluster on Drover is a drover agent: Drover has no Kubernetes driver, so a Kubernetes API server cannot be registered.",
+                cluster.endpoint
+            ),
+        )),
+    }
+}
+
+/// `?blocking=STATE` (case-insensitive): waits until the cluster is in that state, or for
+/// `deleted` until it is gone; `None` when the request does not block.
+pub fn blocking_state(query: &std::collections::HashMap<String, String>) -> Result<Option<String>, Problem> {
+    let Some(wanted) = query.get("blocking") else {
+        return Ok(None);
+    };
+    let wanted = wanted.to_ascii_uppercase();
+    const STATES: [&str; 9] = [
+        "PENDING",
+        "ONLINE",
+        "DEGRADED",
+        "OFFLINE",
+        "CONNECTING",
+        "UNHEALTHY",
+        "NOTREADY",
+        "FAILING_METRICS",
+        "DELETED",
+    ];
+    if !STATES.contains(&wanted.as_str()) {
+        return Err(Problem::plain(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            format!(
+                "{{'blocking': ['{wanted} is not a state of a Cluster: one of {}.']}}",
+                STATES.join(", ")
+            ),
+        ));
+    }
+    Ok(Some(wanted))
+}
+
+/// Waits (on this node's replica) until the cluster `key` names is in `wanted`, or gone for
+/// `DELETED`, or [`BLOCKING_WAIT`] has passed.
+pub async fn wait_for(state: &KrakeState, key: &KrakeKey, wanted: &str) {
+    let deadline = tokio::time::Instant::now() + BLOCKING_WAIT;
+    loop {
+        let reached = state.raft.local_read(|s| {
+            let cluster = s
+                .platform()
+                .tenant(key.tenant())
+                .and_then(|t| t.clusters.get(&key.name));
+            match cluster {
+                None => wanted == "DELETED",
+                Some(cluster) => cluster.status.state.as_str() == wanted,
+            }
+        });
+        if reached || tokio::time::Instant::now() >= deadline {
+            return;
+        }
+        tokio::select! {
+            _ = state.shutdown.cancelled() => return,
+            _ = tokio::time::sleep(BLOCKING_POLL) => {}
+        }
+    }
+}

@@ -1,0 +1,189 @@
+//! A Krake `Cluster` on the wire (`krake.md` §3.2): its spec from the Drover cluster (the
+//! kubeconfig's server is the agent's endpoint, its token never shown, the metrics the
+//! cluster's) and the extras kept beside it; its status from what the cluster's actor observed
+//! (state, reason, the metrics it could not read). Reading a body: Krake's required fields, the
+//! kubeconfig as Krake validates it, and a `422` for what Drover does not do (a TOSCA template:
+//! Drover does not create clusters through an infrastructure provider).
+
+use drover_model::cluster::{ClusterState, ClusterStatus};
+use drover_model::krake::cluster::{
+    read_kubeconfig, show_kubeconfig, Backoff, KrakeCluster, KrakeClusterSpecExtras,
+};
+use drover_model::krake::KrakeKey;
+use drover_model::scheduling::metrics::{MetricFailureReason, MetricRef};
+use drover_model::State;
+use serde::Deserialize;
+use serde_json::{json, Map, Value};
+
+use super::problem::Problem;
+
+/// Krake's `ReasonCode`s Drover's cluster states map to.
+const CLUSTER_NOT_REACHABLE: u32 = 20;
+const INTERNAL_ERROR: u32 = 1;
+
+fn metric_reason_code(reason: MetricFailureReason) -> u32 {
+    match reason {
+        MetricFailureReason::InvalidMetric => 91,
+        MetricFailureReason::UnreachableMetricsProvider => 92,
+        MetricFailureReason::UnknownMetric => 93,
+        MetricFailureReason::UnknownMetricsProvider => 94,
+    }
+}
+
+/// The spec as Krake shows it.
+pub fn spec(key: &KrakeKey, cluster: &KrakeCluster) -> Value {
+    let extras = &cluster.extras;
+    let constraints = if extras.constraints.is_object() {
+        extras.constraints.clone()
+    } else {
+        json!({"cloud": {"labels": [], "metrics": []}})
+    };
+    json!({
+        "kubeconfig": show_kubeconfig(&extras.kubeconfig, &key.name, &cluster.endpoint),
+        "tosca": {},
+        "custom_resources": extras.custom_resources,
+        "constraints": constraints,
+        "metrics": cluster.metrics,
+        "backoff": extras.backoff.backoff,
+        "backoff_delay": extras.backoff.backoff_delay,
+        "backoff_limit": extras.backoff.backoff_limit,
+    })
+}
+
+/// Krake's reason for a Drover cluster's state (`None` while it is well).
+fn reason(status: &ClusterStatus) -> Value {
+    let code = match status.state {
+        ClusterState::Pending | ClusterState::Online => return Value::Null,
+        ClusterState::Offline | ClusterState::Degraded | ClusterState::Connecting => CLUSTER_NOT_REACHABLE,
+        ClusterState::FailingMetrics => status
+            .metrics
+            .failures
+            .values()
+            .next()
+            .map_or(INTERNAL_ERROR, |f| metric_reason_code(f.reason)),
+        ClusterState::Unhealthy | ClusterState::NotReady => INTERNAL_ERROR,
+    };
+    json!({"code": code, "message": status.reason})
+}
+
+/// The status as Krake shows it, from the cluster's committed observation.
+pub fn status(state: &State, key: &KrakeKey) -> Value {
+    let Some(cluster) = state
+        .platform()
+        .tenant(key.tenant())
+        .and_then(|t| t.clusters.get(&key.name))
+    else {
+        return Value::Null;
+    };
+    let observed = &cluster.status;
+    let metrics_reasons: Map<String, Value> = observed
+        .metrics
+        .failures
+        .iter()
+        .map(|(name, failure)| {
+            (
+                name.clone(),
+                json!({"code": metric_reason_code(failure.reason), "message": failure.message}),
+            )
+        })
+        .collect();
+    json!({
+        "reason": reason(observed),
+        "kube_controller_triggered": null,
+        "state": observed.state.as_str(),
+        "metrics_reasons": metrics_reasons,
+        "last_applied_tosca": {},
+        "nodes": [],
+        "cluster_id": null,
+        "scheduled": null,
+        "scheduled_to": null,
+        "running_on": null,
+        "retries": 0,
+    })
+}
+
+/// A digest of what a watcher of clusters must see change besides the metadata: the status.
+pub fn status_digest(state: &State, key: &KrakeKey) -> u64 {
+    let text = status(state, key).to_string();
+    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+    for byte in text.bytes() {
+        hash ^= u64::from(byte);
+        hash = hash.wrapping_mul(0x0100_0000_01b3);
+    }
+    hash
+}
+
+#[derive(Deserialize)]
+struct MetricRefWire {
+    name: String,
+    weight: f64,
+    #[serde(default)]
+    namespaced: bool,
+}
+
+fn field<T: serde::de::DeserializeOwned>(
+    spec: &Map<String, Value>,
+    name: &str,
+) -> Result<Option<T>, Problem> {
+    match spec.get(name) {
+        None | Some(Value::Null) => Ok(None),
+        Some(value) => T::deserialize(value)
+            .map(Some)
+            .map_err(|e| Problem::invalid(&format!("spec.{name}"), &format!("Not a valid value: {e}."))),
+    }
+}
+
+/// Reads a Cluster's spec.
+pub fn parse(spec: Option<&Value>) -> Result<KrakeCluster, Problem> {
+    let spec = match spec {
+        Some(Value::Object(spec)) => spec,
+        Some(_) => return Err(Problem::invalid("spec._schema", "Invalid input type.")),
+        None => return Err(Problem::invalid("spec", "Missing data for required field.")),
+    };
+    if spec.get("constraints").is_none_or(Value::is_null) {
+        return Err(Problem::invalid(
+            "spec.constraints",
+            "Missing data for required field.",
+        ));
+    }
+    if spec.get("tosca").is_some_and(|t| !t.is_null() && t != &json!({})) {
+        return Err(Problem::invalid(
+            "spec.tosca",
+            "Drover does not create clusters through an infrastructure provider: register a drover agent by its kubeconfig.",
+        ));
+    }
+    let kubeconfig = match spec.get("kubeconfig") {
+        Some(value) if !value.is_null() && value != &json!({}) => value,
+        _ => {
+            return Err(Problem::invalid(
+                "spec._schema",
+                "At least one of the following fields must be defined: kubeconfig (Drover registers clusters by their drover agent's kubeconfig).",
+            ))
+        }
+    };
+    let (endpoint, join_token, skeleton) = read_kubeconfig(kubeconfig).map_err(Problem::from)?;
+    let metrics: Vec<MetricRefWire> = field(spec, "metrics")?.unwrap_or_default();
+    let defaults = Backoff::default();
+    Ok(KrakeCluster {
+        endpoint,
+        join_token,
+        metrics: metrics
+            .into_iter()
+            .map(|m| MetricRef {
+                name: m.name,
+                weight: m.weight,
+                namespaced: m.namespaced,
+            })
+            .collect(),
+        extras: KrakeClusterSpecExtras {
+            kubeconfig: skeleton,
+            custom_resources: field(spec, "custom_resources")?.unwrap_or_default(),
+            constraints: spec.get("constraints").cloned().unwrap_or(Value::Null),
+            backoff: Backoff {
+                backoff: field(spec, "backoff")?.unwrap_or(defaults.backoff),
+                backoff_delay: field(spec, "backoff_delay")?.unwrap_or(defaults.backoff_delay),
+                backoff_limit: field(spec, "backoff_limit")?.unwrap_or(defaults.backoff_limit),
+            },
+        },
+    })
+}
