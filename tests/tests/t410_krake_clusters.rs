@@ -5,7 +5,7 @@
 //! keeps it; a watch sees the agent go `DEGRADED`/`OFFLINE` when it is paused, with Krake's
 //! reason; a kubeconfig naming something that is not an agent is refused; `/status` is refused;
 //! a delete deregisters it. A cluster registered through the platform API reads the same
-//! through Krake.
+//! through Krake. Krake's own client library (`krake.client`) drives a Cluster through it all.
 
 use std::time::Duration;
 
@@ -230,5 +230,18 @@ async fn a_krake_cluster_is_a_drover_cluster_run_by_an_agent() -> Result<()> {
     ensure!(gone.status == StatusCode::NOT_FOUND, "{gone:?}");
     let (status, _) = call(&addr, Method::GET, &format!("{base}/edge"), None).await?;
     ensure!(status == StatusCode::NOT_FOUND);
+
+    // Krake's own client library drives the same, unchanged.
+    let said = drover_tests::krake::run(
+        "cluster_client.py",
+        vec![
+            format!("http://{}", nodes.api_addr(3)),
+            token(OPERATOR_SUBJECT),
+            server.clone(),
+            AGENT_TOKEN.to_string(),
+        ],
+    )
+    .await?;
+    ensure!(said.contains("all checks passed"), "{said}");
     Ok(())
 }

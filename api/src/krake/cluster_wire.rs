@@ -66,14 +66,20 @@ fn reason(status: &ClusterStatus) -> Value {
     json!({"code": code, "message": status.reason})
 }
 
-/// The status as Krake shows it, from the cluster's committed observation.
+/// The status as Krake shows it, from the cluster's committed observation (`DELETING` once the
+/// cluster is gone).
 pub fn status(state: &State, key: &KrakeKey) -> Value {
     let Some(cluster) = state
         .platform()
         .tenant(key.tenant())
         .and_then(|t| t.clusters.get(&key.name))
     else {
-        return Value::Null;
+        // Gone in the write being answered (a delete whose collection removed it at once).
+        return json!({
+            "reason": null, "kube_controller_triggered": null, "state": "DELETING",
+            "metrics_reasons": {}, "last_applied_tosca": {}, "nodes": [], "cluster_id": null,
+            "scheduled": null, "scheduled_to": null, "running_on": null, "retries": 0,
+        });
     };
     let observed = &cluster.status;
     let metrics_reasons: Map<String, Value> = observed
