@@ -3,7 +3,7 @@
 CARGO_TARGET_DIR ?= $(HOME)/.cache/drover-target
 export CARGO_TARGET_DIR
 
-.PHONY: setup demo test test-rollout-kills lint bench bench-failover bench-scale bench-leasing bench-clusters bench-services bench-services-scale bench-scheduling soak chaos chaos-five chaos-sim chaos-planted chaos-sim-planted
+.PHONY: setup demo test test-rollout-kills lint bench bench-krake bench-failover bench-scale bench-leasing bench-clusters bench-services bench-services-scale bench-scheduling soak chaos chaos-five chaos-sim chaos-planted chaos-sim-planted
 
 ## setup: install what a fresh machine lacks (clang, libclang, iptables, libfaketime, etcd,
 ## Prometheus, the Kubernetes Python client)
@@ -71,6 +71,13 @@ bench-services: setup
 	cargo build --release -p drover-node -p drover-bench
 	$(CARGO_TARGET_DIR)/release/drover-bench services --services 200 --roles 3
 	$(CARGO_TARGET_DIR)/release/drover-bench services --services 2000 --roles 1 --placement-burst
+
+## bench-krake: Krake 1.0.1's own API server and a three-node Drover side by side, the same
+## load through Krake's own client library and as plain JSON (8 clients: creates, full-object
+## updates, gets, lists of 1,000 objects, watch events counted)
+bench-krake: setup
+	cargo build --release -p drover-node
+	scripts/bench-krake.sh
 
 ## bench-services-scale: 1,000 then 10,000 services of ten instances (100,000 on sim agents),
 ## each in a fresh cluster: creates/s, placements/s, time to all running, CPU and memory per
