@@ -13,6 +13,7 @@ pub mod cluster;
 pub mod command;
 pub mod error;
 pub mod kind;
+pub mod manifest;
 pub mod meta;
 pub mod rbac;
 pub mod store;

@@ -15,6 +15,7 @@ Usage: bench.py --target NAME=URL[=TOKEN] ... [--objects 1000] [--clients 8] [--
 import argparse
 import asyncio
 import json
+import os
 import multiprocessing as mp
 import time
 
@@ -24,6 +25,9 @@ from aiohttp import ClientSession, ClientTimeout
 # The objects' names are PREFIX-0, PREFIX-1, …; each run takes its own prefix (Krake's core kinds
 # cannot be deleted for good without its garbage collector).
 PREFIX = "bench"
+
+# A watch is done once every event came, or none came for this many seconds after the load.
+QUIET = float(os.environ.get("BENCH_WATCH_QUIET", "10"))
 
 
 def session(token):
@@ -40,6 +44,15 @@ def metric(name):
     )
 
 
+def raw_metric(name):
+    return {
+        "api": "core",
+        "kind": "GlobalMetric",
+        "metadata": {"name": name},
+        "spec": {"min": 0, "max": 100, "provider": {"name": "bench", "metric": "load"}},
+    }
+
+
 class RawApi:
     """The calls the bench makes, as plain JSON requests."""
 
@@ -47,7 +60,7 @@ class RawApi:
         self.url, self.http = url, http
 
     async def create_global_metric(self, body):
-        async with self.http.post(f"{self.url}/core/globalmetrics", json=body.serialize()) as response:
+        async with self.http.post(f"{self.url}/core/globalmetrics", json=body) as response:
             return await response.read()
 
     async def read_global_metric(self, name):
@@ -118,14 +131,16 @@ async def phases_of(api, index, clients, objects, gets, barrier, results):
     mine = [f"{PREFIX}-{i}" for i in range(index, objects, clients)]
 
     async def timed(phase, work):
-        await asyncio.get_running_loop().run_in_executor(None, barrier.wait)
+        await asyncio.get_running_loop().run_in_executor(None, barrier.wait, 600)
         start = time.time()
         count = await work()
         results.put((phase, index, start, time.time(), count))
 
+    raw = isinstance(api, RawApi)
+
     async def creates():
         for name in mine:
-            await api.create_global_metric(metric(name))
+            await api.create_global_metric(raw_metric(name) if raw else metric(name))
         return len(mine)
 
     read = {}
@@ -160,20 +175,25 @@ async def phases_of(api, index, clients, objects, gets, barrier, results):
 
 
 def worker(*args):
-    asyncio.run(worker_phases(*args))
+    try:
+        asyncio.run(worker_phases(*args))
+    except Exception as error:  # reported, and the other workers are let go
+        args[-1].put(("error", args[3], 0.0, 0.0, f"{type(error).__name__}: {error}"))
+        args[-2].abort()
 
 
 async def watch_events(url, token, objects, stop):
-    """Counts the ADDED and MODIFIED events of bench objects until `stop` is set and all came
-    (or 15 s after)."""
+    """Counts the ADDED and MODIFIED events of bench objects (heartbeats aside)."""
     seen = {"ADDED": set(), "MODIFIED": set()}
     async with session(token) as http:
         async with http.get(f"{url}/core/globalmetrics?watch&heartbeat=1", timeout=ClientTimeout(sock_read=30)) as response:
-            deadline = None
+            # After the load: until every event came, or none came for 10 s (at most 2 min).
+            last, end = time.time(), None
             while True:
-                if stop.is_set() and deadline is None:
-                    deadline = time.time() + 15
-                if deadline and (time.time() > deadline or all(len(v) >= objects for v in seen.values())):
+                now = time.time()
+                if stop.is_set() and end is None:
+                    end = now + 120
+                if end and (all(len(v) >= objects for v in seen.values()) or now > end or now - last > QUIET):
                     break
                 try:
                     line = await asyncio.wait_for(response.content.readline(), 1)
@@ -181,6 +201,7 @@ async def watch_events(url, token, objects, stop):
                     continue
                 if not line.strip():
                     continue
+                last = time.time()
                 event = json.loads(line)
                 name = event["object"]["metadata"]["name"]
                 if event["type"] in seen and name.startswith(PREFIX + "-"):
@@ -207,13 +228,19 @@ def run_target(name, url, token, objects, clients, gets, raw):
     stop.set()
     watcher.join()
     phases = {}
+    errors = []
     while not results.empty():
         phase, _, start, end, count = results.get()
+        if phase == "error":
+            errors.append(count)
+            continue
         entry = phases.setdefault(phase, {"start": start, "end": end, "count": 0, "each": []})
         entry["start"], entry["end"] = min(entry["start"], start), max(entry["end"], end)
         entry["count"] += count
         entry["each"].append(end - start)
     seen = watch.get()
+    if errors:
+        return {"target": name, "errors": sorted(set(errors))}
     out = {"target": name, "client": "plain JSON" if raw else "krake.client", "objects": objects, "clients": clients}
     for phase in ("create", "update", "get"):
         entry = phases[phase]
