@@ -17,7 +17,7 @@ use serde_json::{Map, Value};
 
 use super::error::KrakeError;
 use crate::cluster::agent_api::{ExecSpec, Probe, Resources};
-use crate::service::deployment::{RoleSpec, MAX_ROLE_INSTANCES};
+use crate::service::{RoleSpec, MAX_ROLE_INSTANCES};
 use crate::validation::is_label;
 
 /// What a manifest runs.
@@ -108,7 +108,10 @@ pub fn translate(manifest: &[Value]) -> Result<Translated, KrakeError> {
         }
     }
     if out.roles.is_empty() {
-        return Err(refuse("spec.manifest", "the manifest runs nothing: give a Deployment, StatefulSet, Job or Pod"));
+        return Err(refuse(
+            "spec.manifest",
+            "the manifest runs nothing: give a Deployment, StatefulSet, Job or Pod",
+        ));
     }
     Ok(out)
 }
@@ -122,7 +125,11 @@ fn pod_path(kind: &str, path: &str) -> String {
 }
 
 /// The replicas and pod spec of a workload.
-fn workload<'a>(item: &'a Value, kind: &str, path: &str) -> Result<(u32, &'a Map<String, Value>), KrakeError> {
+fn workload<'a>(
+    item: &'a Value,
+    kind: &str,
+    path: &str,
+) -> Result<(u32, &'a Map<String, Value>), KrakeError> {
     let spec = item
         .get("spec")
         .and_then(Value::as_object)
@@ -131,22 +138,42 @@ fn workload<'a>(item: &'a Value, kind: &str, path: &str) -> Result<(u32, &'a Map
         "Pod" => (Some(1), Some(spec)),
         "Job" => (
             spec.get("parallelism").and_then(Value::as_u64).or(Some(1)),
-            spec.get("template").and_then(|t| t.get("spec")).and_then(Value::as_object),
+            spec.get("template")
+                .and_then(|t| t.get("spec"))
+                .and_then(Value::as_object),
         ),
         _ => (
             spec.get("replicas").map_or(Some(1), Value::as_u64),
-            spec.get("template").and_then(|t| t.get("spec")).and_then(Value::as_object),
+            spec.get("template")
+                .and_then(|t| t.get("spec"))
+                .and_then(Value::as_object),
         ),
     };
     let replicas = replicas
         .and_then(|r| u32::try_from(r).ok())
         .filter(|r| *r <= MAX_ROLE_INSTANCES)
-        .ok_or_else(|| refuse(&format!("{path}.spec.replicas"), format!("0 to {MAX_ROLE_INSTANCES}")))?;
-    let pod = pod.ok_or_else(|| refuse(&format!("{path}.spec.template.spec"), "Missing data for required field."))?;
+        .ok_or_else(|| {
+            refuse(
+                &format!("{path}.spec.replicas"),
+                format!("0 to {MAX_ROLE_INSTANCES}"),
+            )
+        })?;
+    let pod = pod.ok_or_else(|| {
+        refuse(
+            &format!("{path}.spec.template.spec"),
+            "Missing data for required field.",
+        )
+    })?;
     Ok((replicas, pod))
 }
 
-fn role(workload: &str, containers: usize, container: &Value, replicas: u32, path: &str) -> Result<(String, RoleSpec), KrakeError> {
+fn role(
+    workload: &str,
+    containers: usize,
+    container: &Value,
+    replicas: u32,
+    path: &str,
+) -> Result<(String, RoleSpec), KrakeError> {
     let fields = container
         .as_object()
         .ok_or_else(|| refuse(path, "Not a valid mapping type."))?;
@@ -171,7 +198,11 @@ fn role(workload: &str, containers: usize, container: &Value, replicas: u32, pat
             None | Some(Value::Null) => Ok(Vec::new()),
             Some(Value::Array(items)) => items
                 .iter()
-                .map(|v| v.as_str().map(str::to_string).ok_or_else(|| refuse(&format!("{path}.{key}"), "a list of strings")))
+                .map(|v| {
+                    v.as_str()
+                        .map(str::to_string)
+                        .ok_or_else(|| refuse(&format!("{path}.{key}"), "a list of strings"))
+                })
                 .collect(),
             Some(_) => Err(refuse(&format!("{path}.{key}"), "a list of strings")),
         }
@@ -213,13 +244,24 @@ fn role(workload: &str, containers: usize, container: &Value, replicas: u32, pat
 /// The container's named ports.
 fn container_ports(container: &Value, path: &str) -> Result<BTreeMap<String, u16>, KrakeError> {
     let mut named = BTreeMap::new();
-    for (p, port) in container.get("ports").and_then(Value::as_array).into_iter().flatten().enumerate() {
+    for (p, port) in container
+        .get("ports")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .enumerate()
+    {
         let number = port
             .get("containerPort")
             .and_then(Value::as_u64)
             .and_then(|n| u16::try_from(n).ok())
             .filter(|n| *n > 0)
-            .ok_or_else(|| refuse(&format!("{path}.ports.{p}.containerPort"), "a port from 1 to 65535"))?;
+            .ok_or_else(|| {
+                refuse(
+                    &format!("{path}.ports.{p}.containerPort"),
+                    "a port from 1 to 65535",
+                )
+            })?;
         if let Some(name) = port.get("name").and_then(Value::as_str) {
             named.insert(name.to_string(), number);
         }
@@ -256,11 +298,21 @@ fn requests(value: Option<&Value>, path: &str) -> Result<Resources, KrakeError> 
     let requests = resources.get("requests");
     let cpu = match requests.and_then(|r| r.get("cpu")) {
         None => 0,
-        Some(q) => cpu_millis(q).ok_or_else(|| refuse(&format!("{path}.resources.requests.cpu"), "a CPU quantity (\"250m\", \"0.5\", \"2\")"))?,
+        Some(q) => cpu_millis(q).ok_or_else(|| {
+            refuse(
+                &format!("{path}.resources.requests.cpu"),
+                "a CPU quantity (\"250m\", \"0.5\", \"2\")",
+            )
+        })?,
     };
     let memory = match requests.and_then(|r| r.get("memory")) {
         None => 0,
-        Some(q) => memory_mib(q).ok_or_else(|| refuse(&format!("{path}.resources.requests.memory"), "a memory quantity (\"64Mi\", \"1Gi\", \"128M\", bytes)"))?,
+        Some(q) => memory_mib(q).ok_or_else(|| {
+            refuse(
+                &format!("{path}.resources.requests.memory"),
+                "a memory quantity (\"64Mi\", \"1Gi\", \"128M\", bytes)",
+            )
+        })?,
     };
     Ok(Resources {
         cpu_millis: cpu,
@@ -284,12 +336,18 @@ pub fn cpu_millis(quantity: &Value) -> Option<u64> {
 /// `text` (a non-negative decimal) times `scale`, rounded up.
 fn decimal_scaled(text: &str, scale: u64) -> Option<u64> {
     let (whole, fraction) = text.split_once('.').unwrap_or((text, ""));
-    if whole.is_empty() && fraction.is_empty() || !whole.bytes().chain(fraction.bytes()).all(|b| b.is_ascii_digit()) {
+    if whole.is_empty() && fraction.is_empty()
+        || !whole.bytes().chain(fraction.bytes()).all(|b| b.is_ascii_digit())
+    {
         return None;
     }
     let whole: u64 = if whole.is_empty() { 0 } else { whole.parse().ok()? };
     let digits = fraction.len().min(9) as u32;
-    let fraction: u64 = if digits == 0 { 0 } else { fraction[..digits as usize].parse().ok()? };
+    let fraction: u64 = if digits == 0 {
+        0
+    } else {
+        fraction[..digits as usize].parse().ok()?
+    };
     let denominator = 10u64.pow(digits);
     let scaled_fraction = (fraction.checked_mul(scale)?).div_ceil(denominator);
     whole.checked_mul(scale)?.checked_add(scaled_fraction)
@@ -315,14 +373,20 @@ pub fn memory_mib(quantity: &Value) -> Option<u64> {
         ("T", 1_000_000_000_000),
         ("", 1),
     ];
-    let (number, unit) = suffixes
-        .iter()
-        .find_map(|(suffix, unit)| text.strip_suffix(suffix).filter(|n| !n.is_empty()).map(|n| (n, *unit)))?;
+    let (number, unit) = suffixes.iter().find_map(|(suffix, unit)| {
+        text.strip_suffix(suffix)
+            .filter(|n| !n.is_empty())
+            .map(|n| (n, *unit))
+    })?;
     let bytes = decimal_scaled(number, unit)?;
     Some(bytes.div_ceil(MIB))
 }
 
-fn probe(value: Option<&Value>, named: &BTreeMap<String, u16>, path: &str) -> Result<Option<Probe>, KrakeError> {
+fn probe(
+    value: Option<&Value>,
+    named: &BTreeMap<String, u16>,
+    path: &str,
+) -> Result<Option<Probe>, KrakeError> {
     let Some(probe) = value else {
         return Ok(None);
     };
@@ -333,10 +397,19 @@ fn probe(value: Option<&Value>, named: &BTreeMap<String, u16>, path: &str) -> Re
             Some(Value::String(name)) => named.get(name).copied(),
             _ => None,
         }
-        .ok_or_else(|| refuse(&format!("{path}.{at}.port"), "a port number, or the name of a container port"))
+        .ok_or_else(|| {
+            refuse(
+                &format!("{path}.{at}.port"),
+                "a port number, or the name of a container port",
+            )
+        })
     };
     if let Some(http) = probe.get("httpGet") {
-        let path_of = http.get("path").and_then(Value::as_str).unwrap_or("/").to_string();
+        let path_of = http
+            .get("path")
+            .and_then(Value::as_str)
+            .unwrap_or("/")
+            .to_string();
         return Ok(Some(Probe::Http {
             port: port(http.get("port"), "httpGet")?,
             path: path_of,
@@ -347,7 +420,10 @@ fn probe(value: Option<&Value>, named: &BTreeMap<String, u16>, path: &str) -> Re
             port: port(tcp.get("port"), "tcpSocket")?,
         }));
     }
-    Err(refuse(&path, "Drover's agents probe readiness by httpGet or tcpSocket on 127.0.0.1"))
+    Err(refuse(
+        &path,
+        "Drover's agents probe readiness by httpGet or tcpSocket on 127.0.0.1",
+    ))
 }
 
 fn service_ports(item: &Value, path: &str) -> Result<Vec<(u16, u16)>, KrakeError> {
@@ -366,7 +442,8 @@ fn service_ports(item: &Value, path: &str) -> Result<Vec<(u16, u16)>, KrakeError
                     .and_then(|n| u16::try_from(n).ok())
                     .filter(|n| *n > 0)
             };
-            let exposed = number("port").ok_or_else(|| refuse(&format!("{path}.spec.ports.{i}.port"), "a port from 1 to 65535"))?;
+            let exposed = number("port")
+                .ok_or_else(|| refuse(&format!("{path}.spec.ports.{i}.port"), "a port from 1 to 65535"))?;
             Ok((exposed, number("targetPort").unwrap_or(exposed)))
         })
         .collect()
@@ -399,8 +476,20 @@ mod tests {
         let role = &out.roles["web"];
         assert_eq!(role.instances, 3);
         assert_eq!(role.exec.argv, vec!["python3", "-m", "http.server", "8080"]);
-        assert_eq!(role.exec.probe, Some(Probe::Http { port: 8080, path: "/".into() }));
-        assert_eq!(role.resources, Resources { cpu_millis: 250, memory_mib: 64 });
+        assert_eq!(
+            role.exec.probe,
+            Some(Probe::Http {
+                port: 8080,
+                path: "/".into()
+            })
+        );
+        assert_eq!(
+            role.resources,
+            Resources {
+                cpu_millis: 250,
+                memory_mib: 64
+            }
+        );
         assert_eq!(role.env["MODE"], "test");
         assert_eq!(out.services["web"], vec![(80, 8080)]);
     }
@@ -428,17 +517,47 @@ mod tests {
             deployment(1, c)
         };
         let table = [
-            (with("image", json!("nginx:1.25")), "spec.manifest.0.spec.template.spec.containers.0.image"),
-            (with("volumeMounts", json!([])), "spec.manifest.0.spec.template.spec.containers.0.volumeMounts"),
-            (with("command", json!([])), "spec.manifest.0.spec.template.spec.containers.0.command"),
-            (with("env", json!([{"name": "X", "valueFrom": {"secretKeyRef": {}}}])), "spec.manifest.0.spec.template.spec.containers.0.env.0.valueFrom"),
-            (with("resources", json!({"limits": {"cpu": "1"}})), "spec.manifest.0.spec.template.spec.containers.0.resources.limits"),
-            (with("resources", json!({"requests": {"cpu": "lots"}})), "spec.manifest.0.spec.template.spec.containers.0.resources.requests.cpu"),
-            (with("readinessProbe", json!({"exec": {"command": ["true"]}})), "spec.manifest.0.spec.template.spec.containers.0.readinessProbe"),
-            (json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"}}), "spec.manifest.0.kind"),
-            (json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "w"},
-                    "spec": {"template": {"spec": {"volumes": [], "containers": [container()]}}}}), "spec.manifest.0.spec.template.spec.volumes"),
-            (json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {}}), "spec.manifest.0.metadata.name"),
+            (
+                with("image", json!("nginx:1.25")),
+                "spec.manifest.0.spec.template.spec.containers.0.image",
+            ),
+            (
+                with("volumeMounts", json!([])),
+                "spec.manifest.0.spec.template.spec.containers.0.volumeMounts",
+            ),
+            (
+                with("command", json!([])),
+                "spec.manifest.0.spec.template.spec.containers.0.command",
+            ),
+            (
+                with("env", json!([{"name": "X", "valueFrom": {"secretKeyRef": {}}}])),
+                "spec.manifest.0.spec.template.spec.containers.0.env.0.valueFrom",
+            ),
+            (
+                with("resources", json!({"limits": {"cpu": "1"}})),
+                "spec.manifest.0.spec.template.spec.containers.0.resources.limits",
+            ),
+            (
+                with("resources", json!({"requests": {"cpu": "lots"}})),
+                "spec.manifest.0.spec.template.spec.containers.0.resources.requests.cpu",
+            ),
+            (
+                with("readinessProbe", json!({"exec": {"command": ["true"]}})),
+                "spec.manifest.0.spec.template.spec.containers.0.readinessProbe",
+            ),
+            (
+                json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"}}),
+                "spec.manifest.0.kind",
+            ),
+            (
+                json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "w"},
+                    "spec": {"template": {"spec": {"volumes": [], "containers": [container()]}}}}),
+                "spec.manifest.0.spec.template.spec.volumes",
+            ),
+            (
+                json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {}}),
+                "spec.manifest.0.metadata.name",
+            ),
         ];
         for (item, path) in table {
             match translate(&[item.clone()]) {
@@ -451,12 +570,25 @@ mod tests {
 
     #[test]
     fn quantities_as_kubernetes_writes_them() {
-        for (text, millis) in [("250m", 250), ("0.5", 500), ("2", 2000), ("0.0001", 1), (".5", 500)] {
+        for (text, millis) in [
+            ("250m", 250),
+            ("0.5", 500),
+            ("2", 2000),
+            ("0.0001", 1),
+            (".5", 500),
+        ] {
             assert_eq!(cpu_millis(&json!(text)), Some(millis), "{text}");
         }
         assert_eq!(cpu_millis(&json!(1)), Some(1000));
         assert_eq!(cpu_millis(&json!("1x")), None);
-        for (text, mib) in [("64Mi", 64), ("1Gi", 1024), ("128M", 123), ("1024Ki", 1), ("1", 1), ("1.5Gi", 1536)] {
+        for (text, mib) in [
+            ("64Mi", 64),
+            ("1Gi", 1024),
+            ("128M", 123),
+            ("1024Ki", 1),
+            ("1", 1),
+            ("1.5Gi", 1536),
+        ] {
             assert_eq!(memory_mib(&json!(text)), Some(mib), "{text}");
         }
         assert_eq!(memory_mib(&json!("Mi")), None);
