@@ -560,7 +560,7 @@ mod tests {
             ),
         ];
         for (item, path) in table {
-            match translate(&[item.clone()]) {
+            match translate(std::slice::from_ref(&item)) {
                 Err(KrakeError::Invalid { field, .. }) => assert_eq!(field, path, "{item}"),
                 other => panic!("{item}: {other:?}"),
             }
