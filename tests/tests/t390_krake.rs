@@ -311,3 +311,111 @@ async fn anonymous_and_static_users_are_subject_to_rbac() -> Result<()> {
     );
     fixed.shutdown().await
 }
+
+/// Lists then watches from the list's version: what happened in between is told first.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_watch_resumes_from_a_lists_version() -> Result<()> {
+    let cluster = cluster_with_namespaces(KrakeOptions::default()).await?;
+    let addr = cluster.api_addr(3);
+    let operator = Some(TEST_STATIC_TOKEN);
+    let role = |name: &str| json!({"metadata": {"name": name}, "rules": []});
+    for name in ["kept", "changed", "removed"] {
+        let (status, _) = call(
+            &addr,
+            operator,
+            reqwest::Method::POST,
+            "/core/roles",
+            Some(role(name)),
+        )
+        .await?;
+        ensure!(status == StatusCode::OK);
+    }
+    let (status, listed) = call(&addr, operator, reqwest::Method::GET, "/core/roles", None).await?;
+    ensure!(
+        status == StatusCode::OK && listed["items"].as_array().map(Vec::len) == Some(3),
+        "{listed}"
+    );
+    let version = listed["metadata"]["resourceVersion"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    ensure!(version.parse::<u64>().is_ok(), "{listed}");
+
+    // Changes while nobody watches, through other nodes.
+    let (_, mut changed) = call(
+        &cluster.api_addr(1),
+        operator,
+        reqwest::Method::GET,
+        "/core/roles/changed",
+        None,
+    )
+    .await?;
+    changed["metadata"]["labels"] = json!({"new": "label"});
+    let (status, _) = call(
+        &cluster.api_addr(1),
+        operator,
+        reqwest::Method::PUT,
+        "/core/roles/changed",
+        Some(changed),
+    )
+    .await?;
+    ensure!(status == StatusCode::OK);
+    let (status, _) = call(
+        &cluster.api_addr(2),
+        operator,
+        reqwest::Method::DELETE,
+        "/core/roles/removed",
+        None,
+    )
+    .await?;
+    ensure!(status == StatusCode::OK);
+    let (status, _) = call(
+        &cluster.api_addr(2),
+        operator,
+        reqwest::Method::POST,
+        "/core/roles",
+        Some(role("added")),
+    )
+    .await?;
+    ensure!(status == StatusCode::OK);
+
+    let mut watch = http_client(operator)
+        .get(format!(
+            "http://{addr}/core/roles?watch&heartbeat=0&resourceVersion={version}"
+        ))
+        .send()
+        .await?;
+    ensure!(watch.status() == StatusCode::OK);
+    let mut events = Vec::new();
+    let mut buffer = String::new();
+    while events.len() < 3 {
+        let chunk = tokio::time::timeout(Duration::from_secs(10), watch.chunk()).await??;
+        let Some(chunk) = chunk else { break };
+        buffer.push_str(&String::from_utf8_lossy(&chunk));
+        while let Some(end) = buffer.find('\n') {
+            let line: String = buffer.drain(..=end).collect();
+            let event: Value = serde_json::from_str(line.trim())?;
+            events.push(format!(
+                "{} {}",
+                event["type"].as_str().unwrap_or_default(),
+                event["object"]["metadata"]["name"].as_str().unwrap_or_default()
+            ));
+        }
+    }
+    events.sort();
+    ensure!(
+        events == vec!["ADDED added", "DELETED removed", "MODIFIED changed"],
+        "{events:?}"
+    );
+    // A version that is no number is Krake's 422.
+    let (status, _) = call(
+        &addr,
+        operator,
+        reqwest::Method::GET,
+        "/core/roles?watch&resourceVersion=soon",
+        None,
+    )
+    .await?;
+    ensure!(status == StatusCode::UNPROCESSABLE_ENTITY, "{status}");
+    cluster.shutdown().await
+}

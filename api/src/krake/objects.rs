@@ -62,6 +62,26 @@ fn flag(query: &HashMap<String, String>, name: &str) -> Result<bool, Problem> {
     }
 }
 
+/// The version a list answers with (`metadata.resourceVersion`): a watch that resumes from it
+/// is told every change applied after the list was read. Every write applied later has a
+/// committed clock at least this state's, and so a time above this.
+fn list_version(state: &drover_model::State) -> u64 {
+    state.clock_ms().saturating_mul(1000).saturating_sub(1)
+}
+
+/// `?resourceVersion=V` on a watch: resume after the version a list returned.
+fn resume_from(query: &HashMap<String, String>) -> Result<Option<u64>, Problem> {
+    match query.get("resourceVersion").map(String::as_str) {
+        None | Some("") => Ok(None),
+        Some(text) => text.parse().map(Some).map_err(|_| {
+            Problem::invalid(
+                "resourceVersion",
+                "Not a valid integer: give the resourceVersion a list returned.",
+            )
+        }),
+    }
+}
+
 fn heartbeat(query: &HashMap<String, String>) -> Result<u64, Problem> {
     match query.get("heartbeat") {
         None => Ok(DEFAULT_HEARTBEAT),
@@ -237,20 +257,22 @@ async fn do_list(
     allow(&state, &caller, kind.api(), kind.plural(), Verb::List, reach)?;
     if query.contains_key("watch") {
         let heartbeat = heartbeat(&query)?;
-        return watch(state, caller, kind, namespace, heartbeat).await;
+        let resume = resume_from(&query)?;
+        return watch(state, caller, kind, namespace, heartbeat, resume).await;
     }
-    let (items, _) = state
+    let ((items, version), _) = state
         .raft
         .read(Consistency::Linearizable, |s| {
-            keys_of(s.platform(), s.krake(), kind, namespace.as_deref())
+            let items = keys_of(s.platform(), s.krake(), kind, namespace.as_deref())
                 .into_iter()
                 .filter_map(|key| {
                     read(s.platform(), s.krake(), &key).map(|(meta, body)| render(s, &key, &meta, &body))
                 })
-                .collect::<Vec<Value>>()
+                .collect::<Vec<Value>>();
+            (items, list_version(s))
         })
         .await?;
-    Ok(json_response(StatusCode::OK, &render_list(kind, items)))
+    Ok(json_response(StatusCode::OK, &render_list(kind, items, version)))
 }
 
 async fn do_update(

@@ -3,6 +3,12 @@
 //! initial listing, as Krake's), a bare `\n` every `heartbeat` seconds (default 10, 0 for none),
 //! and for `DELETED` the object as it last was.
 //!
+//! With `resourceVersion=V` (the version a list returned) the watch first tells what happened
+//! after V — each object removed since, with its last state, and each made (`ADDED`) or changed
+//! (`MODIFIED`) since — so a client that lists, then watches from the list's version, misses
+//! nothing in between (Krake's watch cannot resume). A version older than the removals Drover
+//! keeps (the last 4,096) is `410`: list again.
+//!
 //! A watch reads this node's replica every 200 ms and compares each object's uid and
 //! modification and deletion times with what it saw: an object changed twice within one poll
 //! shows once, as it is now. The caller's right to list is checked again at every poll (a
@@ -66,6 +72,45 @@ fn look(state: &State, kind: KrakeKind, namespace: Option<&str>, before: &Seen) 
         .collect()
 }
 
+/// What a watch resuming after `after` (µs) missed: the objects of the kind removed since, with
+/// their last state, then those made or changed since (`seen` is how they are now); `Err` with
+/// the oldest version still known when removals after `after` are forgotten.
+fn since(
+    state: &State,
+    kind: KrakeKind,
+    namespace: Option<&str>,
+    seen: &Seen,
+    after: u64,
+) -> Result<Vec<Bytes>, u64> {
+    let mut lines: Vec<Bytes> = state
+        .platform()
+        .krake_removals()
+        .since(after)?
+        .filter(|r| r.key.kind == kind && namespace.is_none_or(|ns| r.key.namespace.as_deref() == Some(ns)))
+        .map(|r| event_line("DELETED", render(state, &r.key, &r.meta, &r.body)))
+        .collect();
+    for (key, ((_, modified, deleted, _), value)) in seen {
+        let Some((meta, _)) = read(state.platform(), state.krake(), key) else {
+            continue;
+        };
+        let status_since = match kind {
+            KrakeKind::Cluster => state
+                .platform()
+                .tenant(key.tenant())
+                .and_then(|t| t.clusters.get(&key.name))
+                .map_or(0, |c| c.status.since_ms.saturating_mul(1000)),
+            _ => 0,
+        };
+        let changed = *modified > after || deleted.is_some_and(|d| d > after) || status_since > after;
+        if meta.created_us > after {
+            lines.push(event_line("ADDED", value));
+        } else if changed {
+            lines.push(event_line("MODIFIED", value));
+        }
+    }
+    Ok(lines)
+}
+
 /// The lines that take a watcher from `before` to `now`.
 fn differences(before: &Seen, now: &Seen) -> Vec<Bytes> {
     let mut lines = Vec::new();
@@ -98,6 +143,7 @@ pub async fn watch(
     kind: KrakeKind,
     namespace: Option<String>,
     heartbeat: u64,
+    resume: Option<u64>,
 ) -> Result<Response, Problem> {
     let Ok(permit) = state.watches.clone().try_acquire_owned() else {
         return Err(Problem::plain(
@@ -107,12 +153,23 @@ pub async fn watch(
             ),
         ));
     };
-    let (mut seen, _) = state
+    let ((mut seen, missed), _) = state
         .raft
         .read(Consistency::Linearizable, |s| {
-            look(s, kind, namespace.as_deref(), &Seen::new())
+            let seen = look(s, kind, namespace.as_deref(), &Seen::new());
+            let missed = match resume {
+                None => Ok(Vec::new()),
+                Some(after) => since(s, kind, namespace.as_deref(), &seen, after),
+            };
+            (seen, missed)
         })
         .await?;
+    let missed = missed.map_err(|oldest| {
+        Problem::plain(
+            StatusCode::GONE,
+            format!("410: resourceVersion is too old: removals before {oldest} are forgotten; list again and watch from the list's resourceVersion"),
+        )
+    })?;
     let (sender, receiver) = mpsc::channel::<Result<Bytes, Infallible>>(WATCH_BUFFER);
     let shutdown = state.shutdown.clone();
     tokio::spawn(async move {
@@ -125,6 +182,11 @@ pub async fn watch(
             None if kind.namespaced() => Scope::AllNamespaces,
             None => Scope::Global,
         };
+        for line in missed {
+            if !send_line(&sender, line).await {
+                return;
+            }
+        }
         loop {
             tokio::select! {
                 _ = shutdown.cancelled() => return,

@@ -68,12 +68,14 @@ fn render_meta(key: &KrakeKey, meta: &KrakeMeta) -> Value {
     })
 }
 
-/// A list as Krake shows it.
-pub fn render_list(kind: KrakeKind, items: Vec<Value>) -> Value {
+/// A list as Krake shows it, with the version a watch may resume from in
+/// `metadata.resourceVersion` (Drover's; Krake's list metadata is empty, and its client ignores
+/// fields it does not know).
+pub fn render_list(kind: KrakeKind, items: Vec<Value>, version: u64) -> Value {
     json!({
         "api": kind.api(),
         "kind": format!("{}List", kind.name()),
-        "metadata": {},
+        "metadata": {"resourceVersion": version.to_string()},
         "items": items,
     })
 }

@@ -248,7 +248,8 @@ impl KrakeObjects<'_> {
             .ok_or_else(|| no_tenant(key))
     }
 
-    fn remove(&mut self, key: &KrakeKey) -> Result<(), KrakeError> {
+    fn remove(&mut self, now_ms: u64, key: &KrakeKey) -> Result<(), KrakeError> {
+        let last = self.read(key);
         match key.kind {
             KrakeKind::Role => {
                 self.store.roles.remove(&key.name);
@@ -273,11 +274,18 @@ impl KrakeObjects<'_> {
                     tenant: key.tenant().to_string(),
                     name: key.name.clone(),
                 };
-                // The platform's deregistration also drops the Krake extras.
-                self.platform
-                    .apply_cluster_op(0, &ClusterOp::Deregister { cluster: at })
-                    .map_err(cluster_refused)?;
+                // The platform's deregistration also drops the Krake extras and records the
+                // removal, as for a cluster deregistered through the platform API.
+                return self
+                    .platform
+                    .apply_cluster_op(now_ms, &ClusterOp::Deregister { cluster: at })
+                    .map_err(cluster_refused);
             }
+        }
+        if let Some((meta, body)) = last {
+            self.platform
+                .krake_removals
+                .record(now_ms, key.clone(), meta, body);
         }
         Ok(())
     }
@@ -389,7 +397,7 @@ impl KrakeObjects<'_> {
         meta.touched(now_ms);
         let gone = meta.in_deletion() && meta.input.finalizers.is_empty();
         if gone {
-            self.remove(key)?;
+            self.remove(now_ms, key)?;
         } else {
             self.write(now_ms, key, meta.clone(), body.clone())?;
         }
@@ -404,7 +412,7 @@ impl KrakeObjects<'_> {
     fn delete(&mut self, now_ms: u64, key: &KrakeKey, force: bool) -> Result<KrakeStored, KrakeError> {
         let (mut meta, body) = self.read(key).ok_or_else(|| not_found(key))?;
         if force {
-            self.remove(key)?;
+            self.remove(now_ms, key)?;
             return Ok(KrakeStored {
                 key: key.clone(),
                 meta,
@@ -487,7 +495,7 @@ impl KrakeObjects<'_> {
                     if meta.input.finalizers.is_empty() {
                         // A cluster that services still run on stays (with its finalizer)
                         // until they are gone; a later write collects it.
-                        changed |= self.remove(key).is_ok();
+                        changed |= self.remove(now_ms, key).is_ok();
                     } else {
                         // Cannot fail: the object was just read from its tenant.
                         let _ = self.write(now_ms, key, meta, body.clone());

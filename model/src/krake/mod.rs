@@ -16,6 +16,7 @@ pub mod kind;
 pub mod manifest;
 pub mod meta;
 pub mod rbac;
+pub mod removals;
 pub mod store;
 pub mod validate;
 

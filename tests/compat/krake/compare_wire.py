@@ -33,12 +33,15 @@ ALLOWED = {
 
 
 def normalise(body):
-    """Sets aside what differs by nature: uids and times (kept as present or null)."""
+    """Sets aside what differs by nature: uids and times (kept as present or null), and the
+    version Drover's lists add for watches to resume from."""
     if isinstance(body, dict):
         out = {}
         for key, value in body.items():
             if key in ("uid", "created", "modified", "deleted"):
                 out[key] = None if value is None else "<set>"
+            elif key == "resourceVersion":
+                continue  # Drover's lists say where a watch may resume (docs/KRAKE.md)
             else:
                 out[key] = normalise(value)
         return out
