@@ -148,6 +148,8 @@ impl State {
                 self.platform.changing_services(index, &touched, |p| {
                     Ok(((), p.apply_service_report(index, now_ms, report)?))
                 })?;
+                // The end of a deleted service may let a cluster in deletion go.
+                self.collect_krake(now_ms);
                 Ok((CommandResult::Done, Vec::new()))
             }
             Command::Service(service_command) => {

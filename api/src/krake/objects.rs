@@ -52,6 +52,20 @@ fn scope(namespace: Option<&str>) -> Scope<'_> {
     namespace.map_or(Scope::Global, Scope::Namespace)
 }
 
+/// Authenticates the caller and checks that a role of theirs lets them do `verb` on objects of
+/// `kind` in `namespace`.
+fn admit(
+    state: &KrakeState,
+    credentials: &Credentials,
+    kind: KrakeKind,
+    namespace: Option<&str>,
+    verb: Verb,
+) -> Result<Caller, Problem> {
+    let caller = authenticate(state, credentials)?;
+    allow(state, &caller, kind.api(), kind.plural(), verb, scope(namespace))?;
+    Ok(caller)
+}
+
 /// A query flag as webargs reads a boolean (`?force`, `?force=True`, `?force=1`).
 fn flag(query: &HashMap<String, String>, name: &str) -> Result<bool, Problem> {
     match query.get(name).map(|v| v.to_ascii_lowercase()) {
@@ -186,15 +200,7 @@ async fn do_create(
     // The body is read first (bounded): a refusal that leaves it unread makes the server
     // close a connection the client may already be reusing.
     let value = body_json(&state, body).await;
-    let caller = authenticate(&state, &credentials)?;
-    allow(
-        &state,
-        &caller,
-        kind.api(),
-        kind.plural(),
-        Verb::Create,
-        scope(namespace.as_deref()),
-    )?;
+    let caller = admit(&state, &credentials, kind, namespace.as_deref(), Verb::Create)?;
     let value = value?;
     let Incoming {
         name, input, body, ..
@@ -228,14 +234,12 @@ async fn do_create(
 }
 
 async fn do_get(state: KrakeState, credentials: Credentials, key: KrakeKey) -> Result<Response, Problem> {
-    let caller = authenticate(&state, &credentials)?;
-    allow(
+    admit(
         &state,
-        &caller,
-        key.kind.api(),
-        key.kind.plural(),
+        &credentials,
+        key.kind,
+        key.namespace.as_deref(),
         Verb::Get,
-        scope(key.namespace.as_deref()),
     )?;
     let (_, _, shown) = current(&state, &key).await?;
     Ok(json_response(StatusCode::OK, &shown))
@@ -282,14 +286,12 @@ async fn do_update(
     body: Body,
 ) -> Result<Response, Problem> {
     let value = body_json(&state, body).await;
-    let caller = authenticate(&state, &credentials)?;
-    allow(
+    let caller = admit(
         &state,
-        &caller,
-        key.kind.api(),
-        key.kind.plural(),
+        &credentials,
+        key.kind,
+        key.namespace.as_deref(),
         Verb::Update,
-        scope(key.namespace.as_deref()),
     )?;
     let value = value?;
     // Krake checks the body before it looks the object up.
@@ -352,14 +354,12 @@ async fn do_delete(
     key: KrakeKey,
     query: HashMap<String, String>,
 ) -> Result<Response, Problem> {
-    let caller = authenticate(&state, &credentials)?;
-    allow(
+    let caller = admit(
         &state,
-        &caller,
-        key.kind.api(),
-        key.kind.plural(),
+        &credentials,
+        key.kind,
+        key.namespace.as_deref(),
         Verb::Delete,
-        scope(key.namespace.as_deref()),
     )?;
     let force = flag(&query, "force")?;
     let blocking = blocking_of(key.kind, &query)?;
