@@ -321,6 +321,12 @@ the demo tenant's service "greeter" (2 real processes each), local-sim pretends 
   curl -H @$state/admin-header -H 'Content-Type: application/json' -X PATCH -d '{"scale":{"greeter":3}}' \
        'https://127.0.0.1:7403/api/1.0-beta/tenant/demo/service/greeter/revision/1/scale?accept=true'
 
+Krake's API (docs/KRAKE.md), on every node, over the same state: the platform-wide clusters are
+Krake Clusters of namespace "operator", a tenant's metrics its namespace's Metrics:
+  curl -H @$state/auth-header https://127.0.0.1:7401/me
+  curl -H @$state/auth-header https://127.0.0.1:7402/kubernetes/clusters
+  curl -H @$state/auth-header https://127.0.0.1:7403/core/globalmetrics
+
 MSG
 
 if [ "${DROVER_DEMO_ONESHOT:-}" = "1" ]; then

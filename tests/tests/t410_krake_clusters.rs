@@ -214,6 +214,34 @@ async fn a_krake_cluster_is_a_drover_cluster_run_by_an_agent() -> Result<()> {
         "{axebow}"
     );
 
+    // A platform-wide cluster (the operator tenant's) is a Krake Cluster of namespace "operator".
+    let agent3 = AgentProcess::sim(&[])?;
+    let platform_wide = root
+        .post(
+            "/tenant/operator/cluster/shared",
+            &json!({"endpoint": format!("http://{}", agent3.addr()), "join_token": AGENT_TOKEN}),
+        )
+        .await?;
+    ensure!(platform_wide.status == StatusCode::OK, "{platform_wide:?}");
+    let (status, shared) = call(
+        &addr,
+        Method::GET,
+        "/kubernetes/namespaces/operator/clusters/shared",
+        None,
+    )
+    .await?;
+    ensure!(
+        status == StatusCode::OK && shared["metadata"]["namespace"] == "operator",
+        "{status} {shared}"
+    );
+    let (_, everywhere) = call(&addr, Method::GET, "/kubernetes/clusters", None).await?;
+    ensure!(
+        everywhere["items"]
+            .as_array()
+            .is_some_and(|items| items.iter().any(|c| c["metadata"]["name"] == "shared")),
+        "{everywhere}"
+    );
+
     // Deleting it through Krake deregisters the Drover cluster.
     let (status, deleted) = call(
         &addr,

@@ -524,7 +524,9 @@ fn not_found(key: &KrakeKey) -> KrakeError {
 fn check_key(key: &KrakeKey) -> Result<(), KrakeError> {
     validate::name("metadata.name", &key.name)?;
     match (&key.namespace, key.kind.namespaced()) {
-        (Some(namespace), true) if namespace == crate::platform::OPERATOR_TENANT => Err(KrakeError::invalid(
+        // The operator tenant's metrics and providers are the global kinds; its clusters (the
+        // platform-wide ones) have no global kind and are its namespace's.
+        (Some(namespace), true) if namespace == crate::platform::OPERATOR_TENANT && key.kind != KrakeKind::Cluster => Err(KrakeError::invalid(
             "metadata.namespace",
             format!("namespace {namespace:?} is the operator tenant, whose metrics and providers are the global kinds"),
         )),
@@ -621,7 +623,9 @@ pub fn keys_of(
             .unwrap_or_default(),
         KrakeKind::Metric | KrakeKind::MetricsProvider | KrakeKind::Cluster => platform
             .tenants()
-            .filter(|(name, _)| name.as_str() != crate::platform::OPERATOR_TENANT)
+            .filter(|(name, _)| {
+                kind == KrakeKind::Cluster || name.as_str() != crate::platform::OPERATOR_TENANT
+            })
             .filter(|(name, _)| namespace.is_none_or(|ns| ns == name.as_str()))
             .flat_map(|(name, tenant)| {
                 let names: Vec<&String> = match kind {
