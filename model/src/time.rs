@@ -3,12 +3,15 @@
 
 /// `ms` since the Unix epoch as `YYYY-MM-DDTHH:MM:SSZ`.
 pub fn rfc3339_ms(ms: u64) -> String {
-    let seconds = ms / 1000;
-    let days = seconds / 86_400;
+    format!("{}Z", date_time(ms / 1000))
+}
+
+/// `seconds` since the Unix epoch as `YYYY-MM-DDTHH:MM:SS`.
+fn date_time(seconds: u64) -> String {
+    let (year, month, day) = civil_from_days(seconds / 86_400);
     let in_day = seconds % 86_400;
-    let (year, month, day) = civil_from_days(days);
     format!(
-        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}Z",
+        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}",
         in_day / 3600,
         in_day % 3600 / 60,
         in_day % 60
@@ -18,17 +21,7 @@ pub fn rfc3339_ms(ms: u64) -> String {
 /// `µs` since the Unix epoch as Python's `datetime.isoformat()` writes an aware UTC time, the
 /// way Krake puts times on the wire: `YYYY-MM-DDTHH:MM:SS.ffffff+00:00`.
 pub fn isoformat_us(us: u64) -> String {
-    let seconds = us / 1_000_000;
-    let days = seconds / 86_400;
-    let in_day = seconds % 86_400;
-    let (year, month, day) = civil_from_days(days);
-    format!(
-        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}.{:06}+00:00",
-        in_day / 3600,
-        in_day % 3600 / 60,
-        in_day % 60,
-        us % 1_000_000
-    )
+    format!("{}.{:06}+00:00", date_time(us / 1_000_000), us % 1_000_000)
 }
 
 /// Reads an RFC 3339 time (`Z` or a `±hh:mm` offset, up to six fractional digits) as µs since

@@ -63,7 +63,7 @@ fn healthy(addr: &str) -> bool {
 }
 
 /// A port on 127.0.0.1 that was free a moment ago.
-fn free_port() -> Result<u16> {
+pub fn free_port() -> Result<u16> {
     Ok(std::net::TcpListener::bind("127.0.0.1:0")?.local_addr()?.port())
 }
 

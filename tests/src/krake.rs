@@ -7,6 +7,8 @@ use std::process::Output;
 
 use anyhow::{ensure, Context, Result};
 
+use crate::agent::free_port;
+
 /// The Python of Krake's environment: `$DROVER_KRAKE_VENV/bin/python`, by default under
 /// `~/.cache/drover/krake-venv`.
 pub fn python() -> Result<PathBuf> {
@@ -51,13 +53,6 @@ pub async fn run(name: &str, args: Vec<String>) -> Result<String> {
     );
     ensure!(output.status.success(), "{name} failed:\n{said}");
     Ok(said)
-}
-
-/// A port on 127.0.0.1 that was free a moment ago.
-fn free_port() -> Result<u16> {
-    Ok(std::net::TcpListener::bind((std::net::Ipv4Addr::LOCALHOST, 0))?
-        .local_addr()?
-        .port())
 }
 
 /// Krake 1.0.1's own API server on loopback (`tests/compat/krake/krake_server.py`: its static

@@ -23,6 +23,8 @@ use tokio::process::{Child, Command};
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
 
+use crate::agent::free_port;
+
 /// Where Debian's package installs the server.
 const PROMETHEUS: &str = "/usr/bin/prometheus";
 /// How many times a start is tried on a fresh port.
@@ -166,13 +168,6 @@ async fn answer(mut stream: TcpStream, gauges: &Mutex<Gauges>) -> std::io::Resul
     );
     stream.write_all(response.as_bytes()).await?;
     stream.shutdown().await
-}
-
-/// A port on 127.0.0.1 that was free a moment ago.
-fn free_port() -> Result<u16> {
-    Ok(std::net::TcpListener::bind((Ipv4Addr::LOCALHOST, 0))?
-        .local_addr()?
-        .port())
 }
 
 /// A duration as Prometheus's configuration writes it (`1s`, `250ms`).
