@@ -18,6 +18,21 @@ pub const MAX_POOL_QUEUES: usize = 1_000;
 /// Largest pool configuration (Boskos resources YAML) accepted, in bytes.
 pub const MAX_CONFIG_BYTES: usize = 256 * 1024;
 
+/// Deepest nesting of a JSON value kept as given in the replicated state (a Krake cluster's
+/// kubeconfig and constraints). A log entry is JSON, whose reader refuses nesting past 128
+/// levels: a value nested that deep inside a command would be written, then be unreadable on
+/// every replica.
+pub const MAX_JSON_DEPTH: usize = 32;
+
+/// How deep `value` nests (a scalar is 0, `[1]` is 1).
+pub fn json_depth(value: &serde_json::Value) -> usize {
+    match value {
+        serde_json::Value::Array(items) => 1 + items.iter().map(json_depth).max().unwrap_or(0),
+        serde_json::Value::Object(map) => 1 + map.values().map(json_depth).max().unwrap_or(0),
+        _ => 0,
+    }
+}
+
 /// Deepest nesting a pool configuration may have (flow collections and block sequences).
 pub const MAX_YAML_DEPTH: usize = 32;
 

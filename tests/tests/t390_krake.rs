@@ -407,6 +407,16 @@ async fn a_watch_resumes_from_a_lists_version() -> Result<()> {
         events == vec!["ADDED added", "DELETED removed", "MODIFIED changed"],
         "{events:?}"
     );
+    // A heartbeat past a watch's life (a caller's i64::MAX) is a 422, not a stream.
+    let (status, _) = call(
+        &addr,
+        operator,
+        reqwest::Method::GET,
+        "/core/roles?watch&heartbeat=9223372036854775807",
+        None,
+    )
+    .await?;
+    ensure!(status == StatusCode::UNPROCESSABLE_ENTITY, "{status}");
     // A version that is no number is Krake's 422.
     let (status, _) = call(
         &addr,

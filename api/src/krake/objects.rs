@@ -28,7 +28,7 @@ use super::context::KrakeState;
 use super::guard::{allow, authenticate, Caller};
 use super::problem::{Problem, Title};
 use super::watch::{watch, DEFAULT_HEARTBEAT};
-use super::wire::{parse, render, render_list, Incoming};
+use super::wire::{keep_unshown, parse, render, render_list, Incoming};
 use crate::guard::Credentials;
 
 /// A JSON answer as Krake's server sends it.
@@ -96,12 +96,16 @@ fn resume_from(query: &HashMap<String, String>) -> Result<Option<u64>, Problem> 
     }
 }
 
+/// `?heartbeat=N` seconds: 0 (none) up to a watch's longest life.
 fn heartbeat(query: &HashMap<String, String>) -> Result<u64, Problem> {
+    let longest = crate::kube::watch::MAX_WATCH.as_secs();
     match query.get("heartbeat") {
         None => Ok(DEFAULT_HEARTBEAT),
         Some(text) => text
             .parse::<u64>()
-            .map_err(|_| Problem::invalid("heartbeat", "Must be greater than or equal to 0.")),
+            .ok()
+            .filter(|s| *s <= longest)
+            .ok_or_else(|| Problem::invalid("heartbeat", &format!("Must be between 0 and {longest}."))),
     }
 }
 
@@ -204,7 +208,7 @@ async fn do_create(
     let value = value?;
     let Incoming {
         name, input, body, ..
-    } = parse(kind, &value, None)?;
+    } = parse(kind, &value)?;
     let blocking = blocking_of(kind, &query)?;
     if let KrakeBody::Cluster(cluster) = &body {
         agent_answers(&state, cluster, None).await?;
@@ -295,9 +299,10 @@ async fn do_update(
     )?;
     let value = value?;
     // Krake checks the body before it looks the object up.
-    parse(key.kind, &value, None)?.check_full_object()?;
+    let mut incoming = parse(key.kind, &value)?;
+    incoming.check_full_object()?;
     let (meta, stored_body, rendered) = current(&state, &key).await?;
-    let incoming = parse(key.kind, &value, Some(&stored_body))?;
+    keep_unshown(&mut incoming.body, &stored_body);
     if let (KrakeBody::Cluster(cluster), KrakeBody::Cluster(stored)) = (&incoming.body, &stored_body) {
         agent_answers(&state, cluster, stored.join_token.as_deref()).await?;
     }

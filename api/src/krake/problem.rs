@@ -158,9 +158,6 @@ impl From<KrakeError> for Problem {
             KrakeError::Transaction(detail) => {
                 Problem::titled(StatusCode::CONFLICT, Title::TransactionError, detail)
             }
-            KrakeError::Update(detail) => {
-                Problem::titled(StatusCode::BAD_REQUEST, Title::UpdateError, detail)
-            }
             KrakeError::Finalizers(detail) | KrakeError::Busy(detail) => {
                 Problem::titled(StatusCode::CONFLICT, Title::UpdateError, detail)
             }

@@ -173,9 +173,8 @@ struct RoleRuleWire {
     verbs: Vec<drover_model::krake::Verb>,
 }
 
-/// Reads a body of `kind`. `stored` is the object's provider as stored, so that what Krake's
-/// shape has no field for (a Prometheus query's timeout) survives a Krake update.
-pub fn parse(kind: KrakeKind, value: &Value, stored: Option<&KrakeBody>) -> Result<Incoming, Problem> {
+/// Reads a body of `kind`, and checks it as the apply will.
+pub fn parse(kind: KrakeKind, value: &Value) -> Result<Incoming, Problem> {
     let Value::Object(object) = value else {
         return Err(Problem::invalid("_schema", "Invalid input type."));
     };
@@ -230,10 +229,14 @@ pub fn parse(kind: KrakeKind, value: &Value, stored: Option<&KrakeBody>) -> Resu
             })
         }
         KrakeKind::GlobalMetricsProvider | KrakeKind::MetricsProvider => {
-            KrakeBody::MetricsProvider(parse_provider(object.get("spec"), stored)?)
+            KrakeBody::MetricsProvider(parse_provider(object.get("spec"))?)
         }
         KrakeKind::Cluster => KrakeBody::Cluster(super::cluster_wire::parse(object.get("spec"))?),
     };
+    // The checks the apply makes, made before anything is proposed (the apply makes them again).
+    drover_model::krake::validate::name("metadata.name", &name)?;
+    drover_model::krake::validate::meta_input(&input)?;
+    drover_model::krake::apply::validate_body(kind, &body)?;
     Ok(Incoming {
         name,
         namespace,
@@ -243,7 +246,7 @@ pub fn parse(kind: KrakeKind, value: &Value, stored: Option<&KrakeBody>) -> Resu
     })
 }
 
-fn parse_provider(spec: Option<&Value>, stored: Option<&KrakeBody>) -> Result<ProviderSpec, Problem> {
+fn parse_provider(spec: Option<&Value>) -> Result<ProviderSpec, Problem> {
     let Some(Value::Object(spec)) = spec else {
         return Err(Problem::invalid("spec", "Missing data for required field."));
     };
@@ -251,16 +254,10 @@ fn parse_provider(spec: Option<&Value>, stored: Option<&KrakeBody>) -> Result<Pr
     match kind.as_str() {
         "prometheus" => {
             let wire: PrometheusWire = required(spec.get("prometheus"), "spec.prometheus")?;
-            let timeout_seconds = match stored {
-                Some(KrakeBody::MetricsProvider(ProviderSpec::Prometheus { prometheus })) => {
-                    prometheus.timeout_seconds
-                }
-                _ => DEFAULT_PROMETHEUS_TIMEOUT_SECONDS,
-            };
             Ok(ProviderSpec::Prometheus {
                 prometheus: PrometheusSpec {
                     url: wire.url,
-                    timeout_seconds,
+                    timeout_seconds: DEFAULT_PROMETHEUS_TIMEOUT_SECONDS,
                 },
             })
         }
@@ -280,5 +277,17 @@ fn parse_provider(spec: Option<&Value>, stored: Option<&KrakeBody>) -> Result<Pr
             "spec.type",
             &format!("Unknown type {other:?}: prometheus or static."),
         )),
+    }
+}
+
+/// Keeps in an updated body what Krake's shape has no field for, from the stored object: a
+/// Prometheus provider's query timeout.
+pub fn keep_unshown(body: &mut KrakeBody, stored: &KrakeBody) {
+    if let (
+        KrakeBody::MetricsProvider(ProviderSpec::Prometheus { prometheus }),
+        KrakeBody::MetricsProvider(ProviderSpec::Prometheus { prometheus: before }),
+    ) = (body, stored)
+    {
+        prometheus.timeout_seconds = before.timeout_seconds;
     }
 }

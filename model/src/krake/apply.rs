@@ -11,6 +11,7 @@ use super::rbac::KrakeRole;
 use super::store::{KrakeStore, Stored, MAX_RBAC_OBJECTS};
 use super::validate;
 use crate::cluster::{ClusterOp, ClusterPatch, ClusterRef, ClusterRegistration};
+use crate::limits::{json_depth, MAX_JSON_DEPTH};
 use crate::platform::error::PlatformError;
 use crate::platform::Platform;
 use crate::platform::{validate_endpoint, validate_join_token};
@@ -98,6 +99,17 @@ fn validate_cluster(cluster: &KrakeCluster) -> Result<(), KrakeError> {
             "spec.custom_resources",
             format!("at most {MAX_RULES} names of 1 to 255 characters"),
         ));
+    }
+    for (field, value) in [
+        ("spec.kubeconfig", &extras.kubeconfig),
+        ("spec.constraints", &extras.constraints),
+    ] {
+        if json_depth(value) > MAX_JSON_DEPTH {
+            return Err(KrakeError::invalid(
+                field,
+                format!("nests at most {MAX_JSON_DEPTH} levels deep"),
+            ));
+        }
     }
     let size = serde_json::to_vec(&extras.kubeconfig).map_or(usize::MAX, |b| b.len())
         + serde_json::to_vec(&extras.constraints).map_or(usize::MAX, |b| b.len());
@@ -435,19 +447,44 @@ impl KrakeObjects<'_> {
         })
     }
 
-    /// Whether any object waits for cascading deletion (read from the metadata alone: an
-    /// object without stored metadata was never marked).
-    fn any_cascading(&self) -> bool {
-        let cascading = |meta: &KrakeMeta| {
-            meta.in_deletion() && meta.input.finalizers.last().map(String::as_str) == Some(CASCADE_DELETION)
-        };
-        self.store.roles.values().any(|s| cascading(&s.meta))
-            || self.store.role_bindings.values().any(|s| cascading(&s.meta))
-            || self.platform.tenants.values().any(|tenant| {
-                tenant.krake.metrics.values().any(cascading)
-                    || tenant.krake.providers.values().any(cascading)
-                    || tenant.krake.clusters.values().any(|c| cascading(&c.meta))
-            })
+    /// The metadata stored for Krake objects, with their keys (an object without stored
+    /// metadata was never marked deleted and names no owner).
+    fn stored_metas(&self) -> Vec<(KrakeKey, KrakeMeta)> {
+        let mut metas: Vec<(KrakeKey, KrakeMeta)> = Vec::new();
+        for (name, stored) in &self.store.roles {
+            metas.push((KrakeKey::new(KrakeKind::Role, None, name), stored.meta.clone()));
+        }
+        for (name, stored) in &self.store.role_bindings {
+            metas.push((
+                KrakeKey::new(KrakeKind::RoleBinding, None, name),
+                stored.meta.clone(),
+            ));
+        }
+        for (tenant, stored) in &self.platform.tenants {
+            let global = tenant == crate::platform::OPERATOR_TENANT;
+            let (metric, provider, namespace) = if global {
+                (KrakeKind::GlobalMetric, KrakeKind::GlobalMetricsProvider, None)
+            } else {
+                (
+                    KrakeKind::Metric,
+                    KrakeKind::MetricsProvider,
+                    Some(tenant.as_str()),
+                )
+            };
+            for (name, meta) in &stored.krake.metrics {
+                metas.push((KrakeKey::new(metric, namespace, name), meta.clone()));
+            }
+            for (name, meta) in &stored.krake.providers {
+                metas.push((KrakeKey::new(provider, namespace, name), meta.clone()));
+            }
+            for (name, extras) in &stored.krake.clusters {
+                metas.push((
+                    KrakeKey::new(KrakeKind::Cluster, Some(tenant), name),
+                    extras.meta.clone(),
+                ));
+            }
+        }
+        metas
     }
 
     /// Runs the cascading deletion if any object waits for it (after writes of other kinds).
@@ -455,91 +492,54 @@ impl KrakeObjects<'_> {
         self.collect(now_ms);
     }
 
-    /// Every Krake object's key.
-    pub fn keys(&self) -> Vec<KrakeKey> {
-        keys(self.platform, self.store)
-    }
-
     /// Cascading deletion (Krake's garbage collector): an object in deletion whose last
     /// finalizer is `cascade_deletion` marks the objects that name it as owner deleted; once
     /// none is left it drops the finalizer, and an object in deletion with no finalizer is
-    /// removed. Repeated until nothing changes (each round removes or marks at least one).
+    /// removed. Repeated until nothing changes (each round removes or marks at least one). Reads
+    /// only the stored metadata until it changes an object.
     fn collect(&mut self, now_ms: u64) {
-        if !self.any_cascading() {
-            return;
-        }
         let mut rounds = 0;
         loop {
             rounds += 1;
-            let all: Vec<(KrakeKey, KrakeMeta, KrakeBody)> = self
-                .keys()
-                .into_iter()
-                .filter_map(|key| self.read(&key).map(|(meta, body)| (key, meta, body)))
-                .collect();
+            let metas = self.stored_metas();
+            if !metas.iter().any(|(_, meta)| cascading(meta)) {
+                return;
+            }
             let mut changed = false;
-            for (key, meta, body) in &all {
-                let cascading = meta.in_deletion()
-                    && meta.input.finalizers.last().map(String::as_str) == Some(CASCADE_DELETION);
-                if !cascading {
-                    continue;
-                }
+            for (key, _) in metas.iter().filter(|(_, meta)| cascading(meta)) {
                 let me = key.owner_ref();
-                let dependents: Vec<&(KrakeKey, KrakeMeta, KrakeBody)> = all
+                let dependents: Vec<&(KrakeKey, KrakeMeta)> = metas
                     .iter()
-                    .filter(|(other, other_meta, _)| other != key && other_meta.input.owners.contains(&me))
+                    .filter(|(other, other_meta)| other != key && other_meta.input.owners.contains(&me))
                     .collect();
-                if dependents.is_empty() {
-                    let mut meta = meta.clone();
-                    meta.input.finalizers.pop();
-                    meta.touched(now_ms);
-                    if meta.input.finalizers.is_empty() {
-                        // A cluster that services still run on stays (with its finalizer)
-                        // until they are gone; a later write collects it.
-                        changed |= self.remove(now_ms, key).is_ok();
-                    } else {
-                        // Cannot fail: the object was just read from its tenant.
-                        let _ = self.write(now_ms, key, meta, body.clone());
-                        changed = true;
-                    }
-                } else {
-                    for (dependent, dependent_meta, _) in dependents {
+                if !dependents.is_empty() {
+                    for (dependent, dependent_meta) in dependents {
                         if !dependent_meta.in_deletion() {
                             let _ = self.delete(now_ms, dependent, false);
                             changed = true;
                         }
                     }
+                    continue;
+                }
+                let Some((mut meta, body)) = self.read(key) else {
+                    continue;
+                };
+                meta.input.finalizers.pop();
+                meta.touched(now_ms);
+                if meta.input.finalizers.is_empty() {
+                    // A cluster that services still run on stays (with its finalizer) until
+                    // they are gone; a later write collects it.
+                    changed |= self.remove(now_ms, key).is_ok();
+                } else {
+                    // Cannot fail: the object was just read from its tenant.
+                    let _ = self.write(now_ms, key, meta, body);
+                    changed = true;
                 }
             }
-            if !changed || rounds > all.len() + 1 {
-                break;
+            if !changed || rounds > metas.len() + 1 {
+                return;
             }
         }
-    }
-}
-
-fn not_found(key: &KrakeKey) -> KrakeError {
-    KrakeError::NotFound(format!("{} does not exist", key.described()))
-}
-
-fn check_key(key: &KrakeKey) -> Result<(), KrakeError> {
-    validate::name("metadata.name", &key.name)?;
-    match (&key.namespace, key.kind.namespaced()) {
-        // The operator tenant's metrics and providers are the global kinds; its clusters (the
-        // platform-wide ones) have no global kind and are its namespace's.
-        (Some(namespace), true) if namespace == crate::platform::OPERATOR_TENANT && key.kind != KrakeKind::Cluster => Err(KrakeError::invalid(
-            "metadata.namespace",
-            format!("namespace {namespace:?} is the operator tenant, whose metrics and providers are the global kinds"),
-        )),
-        (Some(namespace), true) => validate::name("metadata.namespace", namespace),
-        (None, false) => Ok(()),
-        (Some(_), false) => Err(KrakeError::invalid(
-            "metadata.namespace",
-            format!("{} is not namespaced", key.kind.name()),
-        )),
-        (None, true) => Err(KrakeError::invalid(
-            "metadata.namespace",
-            format!("{} needs a namespace", key.kind.name()),
-        )),
     }
 }
 
@@ -642,12 +642,40 @@ pub fn keys_of(
     }
 }
 
-/// Every Krake object's key.
-pub fn keys(platform: &Platform, store: &KrakeStore) -> Vec<KrakeKey> {
-    KrakeKind::ALL
-        .into_iter()
-        .flat_map(|kind| keys_of(platform, store, kind, None))
-        .collect()
+fn not_found(key: &KrakeKey) -> KrakeError {
+    KrakeError::NotFound(format!("{} does not exist", key.described()))
+}
+
+fn check_key(key: &KrakeKey) -> Result<(), KrakeError> {
+    validate::name("metadata.name", &key.name)?;
+    match (&key.namespace, key.kind.namespaced()) {
+        // The operator tenant's metrics and providers are the global kinds; its clusters (the
+        // platform-wide ones) have no global kind and are its namespace's.
+        (Some(namespace), true)
+            if namespace == crate::platform::OPERATOR_TENANT && key.kind != KrakeKind::Cluster =>
+        {
+            Err(KrakeError::invalid(
+                "metadata.namespace",
+                format!("namespace {namespace:?} is the operator tenant, whose metrics and providers are the global kinds"),
+            ))
+        }
+        (Some(namespace), true) => validate::name("metadata.namespace", namespace),
+        (None, false) => Ok(()),
+        (Some(_), false) => Err(KrakeError::invalid(
+            "metadata.namespace",
+            format!("{} is not namespaced", key.kind.name()),
+        )),
+        (None, true) => Err(KrakeError::invalid(
+            "metadata.namespace",
+            format!("{} needs a namespace", key.kind.name()),
+        )),
+    }
+}
+
+/// Whether an object waits for cascading deletion: in deletion, `cascade_deletion` its last
+/// finalizer.
+fn cascading(meta: &KrakeMeta) -> bool {
+    meta.in_deletion() && meta.input.finalizers.last().map(String::as_str) == Some(CASCADE_DELETION)
 }
 
 /// A refusal of the platform's cluster operations, in Krake's terms.
@@ -657,6 +685,7 @@ fn cluster_refused(error: PlatformError) -> KrakeError {
             let field = match field.as_str() {
                 "endpoint" | "join_token" => "spec.kubeconfig".to_string(),
                 "labels" => "metadata.labels".to_string(),
+                "name" => "metadata.name".to_string(),
                 other => other.to_string(),
             };
             KrakeError::Invalid { field, message }

@@ -24,9 +24,6 @@ pub enum KrakeError {
     /// The object changed since it was read (`409 TRANSACTION_ERROR`).
     #[error("{0}")]
     Transaction(String),
-    /// The update is not allowed (`400 UPDATE_ERROR`, or `409` for finalizers).
-    #[error("{0}")]
-    Update(String),
     /// The change conflicts with what else the object is to Drover (a cluster that services run
     /// on, an agent endpoint another cluster has) (`409 UPDATE_ERROR`).
     #[error("{0}")]

@@ -614,3 +614,23 @@ fn a_krake_cluster_is_the_tenants_drover_cluster() {
     let tenant = world.platform.tenant("ns1").expect("tenant");
     assert!(tenant.clusters.is_empty() && tenant.krake.clusters.is_empty());
 }
+
+#[test]
+fn a_kubeconfig_nested_past_the_bound_is_refused_before_it_reaches_the_log() {
+    let mut deep = serde_json::json!("leaf");
+    for _ in 0..40 {
+        deep = serde_json::json!([deep]);
+    }
+    assert_eq!(crate::limits::json_depth(&deep), 40);
+    let mut body = cluster_body("http://127.0.0.1:7701", Some("join-token-0123456789"));
+    if let KrakeBody::Cluster(cluster) = &mut body {
+        cluster.extras.kubeconfig =
+            serde_json::json!({"clusters": [{"name": "c", "cluster": {}}], "x": deep});
+    }
+    let mut world = World::new();
+    let key = KrakeKey::new(KrakeKind::Cluster, Some("ns1"), "deep");
+    match world.refused(&key, create(body)) {
+        KrakeError::Invalid { field, .. } => assert_eq!(field, "spec.kubeconfig"),
+        other => panic!("{other:?}"),
+    }
+}
