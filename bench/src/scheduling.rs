@@ -83,6 +83,7 @@ pub async fn run(args: SchedulingArgs) -> Result<()> {
                 memory_mib: 256 * 1024,
             }),
             metrics: Some(&metrics[i]),
+            custom_resources: &[],
         })
         .collect();
     let zone = LabelConstraint::parse("zone in (z1, z2, z3)")?;
@@ -104,6 +105,7 @@ pub async fn run(args: SchedulingArgs) -> Result<()> {
             } else {
                 Vec::new()
             },
+            custom_resources: Vec::new(),
         })
         .collect();
     println!(

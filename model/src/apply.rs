@@ -114,13 +114,14 @@ impl State {
     }
 
     /// Runs Krake's cascading deletion after a write that may have let it go on (a service gone
-    /// from a cluster in deletion); nothing to do, and cheap, when no Krake object waits.
-    fn collect_krake(&mut self, now_ms: u64) {
-        crate::krake::apply::KrakeObjects {
-            platform: &mut self.platform,
-            store: &mut self.krake,
-        }
-        .collect_pending(now_ms);
+    /// from a cluster in deletion), and forgets the applications among `services` whose service
+    /// is gone; nothing to do, and cheap, when no Krake object waits.
+    fn collect_krake(&mut self, revision: u64, now_ms: u64, services: &[(String, String)]) {
+        let mut objects = crate::krake::apply::KrakeObjects::new(&mut self.platform, &mut self.krake);
+        objects.forget_gone_applications(now_ms, services);
+        objects.collect_pending(now_ms);
+        let (touched, before) = objects.touched();
+        self.platform.stamp_services(revision, &touched, &before);
     }
 
     fn apply_command(
@@ -149,7 +150,7 @@ impl State {
                     Ok(((), p.apply_service_report(index, now_ms, report)?))
                 })?;
                 // The end of a deleted service may let a cluster in deletion go.
-                self.collect_krake(now_ms);
+                self.collect_krake(index, now_ms, &touched);
                 Ok((CommandResult::Done, Vec::new()))
             }
             Command::Service(service_command) => {
@@ -157,20 +158,19 @@ impl State {
                 let outcome = self.platform.changing_services(index, &touched, |p| {
                     Ok((p.apply_service(now_ms, service_command)?, true))
                 })?;
-                self.collect_krake(now_ms);
+                self.collect_krake(index, now_ms, &touched);
                 Ok((CommandResult::Service(outcome), Vec::new()))
             }
             Command::Krake(krake_command) => {
-                let mut objects = crate::krake::apply::KrakeObjects {
-                    platform: &mut self.platform,
-                    store: &mut self.krake,
-                };
+                let mut objects = crate::krake::apply::KrakeObjects::new(&mut self.platform, &mut self.krake);
                 let stored = objects.apply(now_ms, krake_command)?;
+                let (touched, before) = objects.touched();
+                self.platform.stamp_services(index, &touched, &before);
                 Ok((CommandResult::Krake(stored), Vec::new()))
             }
             Command::Cluster(cluster_command) => {
                 self.platform.apply_cluster(now_ms, cluster_command)?;
-                self.collect_krake(now_ms);
+                self.collect_krake(index, now_ms, &[]);
                 Ok((CommandResult::Done, Vec::new()))
             }
             Command::Pool(pool_command) => {

@@ -94,6 +94,15 @@ pub fn describe(command: &Command) -> Option<Described> {
                 crate::krake::KrakeChange::Update { .. } => "update",
                 crate::krake::KrakeChange::Delete { force: false } => "delete",
                 crate::krake::KrakeChange::Delete { force: true } => "force_delete",
+                crate::krake::KrakeChange::Hook {
+                    call: crate::krake::HookCall::Complete { .. },
+                } => "complete",
+                crate::krake::KrakeChange::Hook {
+                    call: crate::krake::HookCall::Shutdown { .. },
+                } => "shutdown",
+                crate::krake::KrakeChange::Hook {
+                    call: crate::krake::HookCall::Retry,
+                } => "retry",
             }
             .to_string(),
             object: command.key.to_string(),

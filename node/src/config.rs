@@ -120,6 +120,11 @@ pub struct ServeArgs {
     /// Krake's RBAC) instead of `401`.
     #[arg(long, env = "DROVER_KRAKE_ALLOW_ANONYMOUS")]
     pub krake_allow_anonymous: bool,
+    /// The base URL a Krake Application's instances call their `complete` and `shutdown` hooks
+    /// at (Krake's `external_endpoint`); by default this node's advertised API address, with
+    /// `https` when the API serves TLS.
+    #[arg(long, env = "DROVER_KRAKE_HOOK_ENDPOINT")]
+    pub krake_hook_endpoint: Option<String>,
     /// A request's headers must arrive within this (Go duration), and a keep-alive connection
     /// idle this long is closed; both listeners.
     #[arg(long, env = "DROVER_HEADER_TIMEOUT")]
@@ -187,6 +192,7 @@ struct FileConfig {
     claimer_auth_token_file: Option<PathBuf>,
     krake_static_user: Option<String>,
     krake_allow_anonymous: Option<bool>,
+    krake_hook_endpoint: Option<String>,
     header_timeout: Option<String>,
     max_connections: Option<usize>,
     max_connections_per_address: Option<usize>,
@@ -404,10 +410,19 @@ impl NodeConfig {
                 .map_err(|message| invalid("service-reschedule-after", message))?,
         };
         let claimer = claimer_options(args, &file)?;
-        let krake = KrakeOptions {
+        let mut krake = KrakeOptions {
             static_user: args.krake_static_user.clone().or(file.krake_static_user.clone()),
             allow_anonymous: args.krake_allow_anonymous || file.krake_allow_anonymous.unwrap_or(false),
+            hook_endpoint: args
+                .krake_hook_endpoint
+                .clone()
+                .or(file.krake_hook_endpoint.clone())
+                .unwrap_or_default(),
         };
+        let endpoint = &krake.hook_endpoint;
+        if !(endpoint.is_empty() || endpoint.starts_with("http://") || endpoint.starts_with("https://")) {
+            return Err(invalid("krake-hook-endpoint", "an http:// or https:// URL"));
+        }
         if krake.static_user.as_deref().is_some_and(|u| u.trim().is_empty()) {
             return Err(invalid("krake-static-user", "must not be empty"));
         }
@@ -488,6 +503,10 @@ impl NodeConfig {
             .clone()
             .or(file.advertise_api_addr)
             .unwrap_or_else(|| api_addr.to_string());
+        if krake.hook_endpoint.is_empty() {
+            let scheme = if api_tls.is_some() { "https" } else { "http" };
+            krake.hook_endpoint = format!("{scheme}://{advertise_api_addr}");
+        }
         let cluster_secret = match (
             args.cluster_secret.clone(),
             args.cluster_secret_file.clone(),

@@ -234,6 +234,7 @@ async fn anonymous_and_static_users_are_subject_to_rbac() -> Result<()> {
     let anonymous = cluster_with_namespaces(KrakeOptions {
         static_user: None,
         allow_anonymous: true,
+        ..KrakeOptions::default()
     })
     .await?;
     let addr = anonymous.api_addr(1);
@@ -290,6 +291,7 @@ async fn anonymous_and_static_users_are_subject_to_rbac() -> Result<()> {
     let fixed = cluster_with_namespaces(KrakeOptions {
         static_user: Some("system:admin".to_string()),
         allow_anonymous: false,
+        ..KrakeOptions::default()
     })
     .await?;
     let (status, me) = call(&fixed.api_addr(2), None, reqwest::Method::GET, "/me", None).await?;

@@ -1,13 +1,15 @@
 //! What the API checks of a Krake `Cluster` before it is written: that its kubeconfig's server
 //! is a `drover agent` taking the token (Drover has no Kubernetes driver: a Kubernetes API
-//! server cannot be driven, and is refused rather than left `OFFLINE`), and `?blocking=STATE`,
-//! which answers once the cluster is in that state (or gone) — within a minute, not never.
+//! server cannot be driven, and is refused rather than left `OFFLINE`); and `?blocking=STATE`
+//! of Clusters and Applications, which answers once the object is in that state (or gone) —
+//! within a minute, not never.
 
 use std::time::Duration;
 
 use axum::http::StatusCode;
+use drover_model::krake::apply::read;
 use drover_model::krake::cluster::KrakeCluster;
-use drover_model::krake::KrakeKey;
+use drover_model::krake::{KrakeKey, KrakeKind};
 use drover_model::platform::validate_endpoint;
 
 use super::context::KrakeState;
@@ -50,51 +52,79 @@ pub async fn agent_answers(
     }
 }
 
-/// `?blocking=STATE` (case-insensitive): waits until the cluster is in that state, or for
-/// `deleted` until it is gone; `None` when the request does not block.
-pub fn blocking_state(query: &std::collections::HashMap<String, String>) -> Result<Option<String>, Problem> {
+/// A Cluster's states, as `?blocking` takes them.
+const CLUSTER_STATES: [&str; 9] = [
+    "PENDING",
+    "ONLINE",
+    "DEGRADED",
+    "OFFLINE",
+    "CONNECTING",
+    "UNHEALTHY",
+    "NOTREADY",
+    "FAILING_METRICS",
+    "DELETED",
+];
+
+/// An Application's states (Krake's enum), as `?blocking` takes them.
+const APPLICATION_STATES: [&str; 14] = [
+    "PENDING",
+    "CREATING",
+    "RUNNING",
+    "RECONCILING",
+    "TRANSLATING",
+    "RETRYING",
+    "RESTARTING",
+    "WAITING_FOR_CLEANING",
+    "READY_FOR_ACTION",
+    "MIGRATING",
+    "DELETING",
+    "DELETED",
+    "DEGRADED",
+    "FAILED",
+];
+
+/// `?blocking=STATE` (case-insensitive) of a Cluster or an Application: waits until the object
+/// is in that state, or for `deleted` until it is gone; `None` when the request does not block
+/// (or the kind has no states).
+pub fn blocking_state(
+    kind: KrakeKind,
+    query: &std::collections::HashMap<String, String>,
+) -> Result<Option<String>, Problem> {
+    let states: &[&str] = match kind {
+        KrakeKind::Cluster => &CLUSTER_STATES,
+        KrakeKind::Application => &APPLICATION_STATES,
+        _ => return Ok(None),
+    };
     let Some(wanted) = query.get("blocking") else {
         return Ok(None);
     };
     let wanted = wanted.to_ascii_uppercase();
-    const STATES: [&str; 9] = [
-        "PENDING",
-        "ONLINE",
-        "DEGRADED",
-        "OFFLINE",
-        "CONNECTING",
-        "UNHEALTHY",
-        "NOTREADY",
-        "FAILING_METRICS",
-        "DELETED",
-    ];
-    if !STATES.contains(&wanted.as_str()) {
+    if !states.contains(&wanted.as_str()) {
         return Err(Problem::plain(
             StatusCode::UNPROCESSABLE_ENTITY,
             format!(
-                "{{'blocking': ['{wanted} is not a state of a Cluster: one of {}.']}}",
-                STATES.join(", ")
+                "{{'blocking': ['{wanted} is not a state of a {}: one of {}.']}}",
+                kind.name(),
+                states.join(", ")
             ),
         ));
     }
     Ok(Some(wanted))
 }
 
-/// Waits (on this node's replica) until the cluster `key` names is in `wanted`, or gone for
-/// `DELETED`, or [`BLOCKING_WAIT`] has passed.
+/// Waits (on this node's replica) until the object `key` names shows `wanted` as its
+/// `status.state`, or is gone for `DELETED`, or [`BLOCKING_WAIT`] has passed.
 pub async fn wait_for(state: &KrakeState, key: &KrakeKey, wanted: &str) {
     let deadline = tokio::time::Instant::now() + BLOCKING_WAIT;
     loop {
-        let reached = state.raft.local_read(|s| {
-            let cluster = s
-                .platform()
-                .tenant(key.tenant())
-                .and_then(|t| t.clusters.get(&key.name));
-            match cluster {
+        let reached = state
+            .raft
+            .local_read(|s| match read(s.platform(), s.krake(), key) {
                 None => wanted == "DELETED",
-                Some(cluster) => cluster.status.state.as_str() == wanted,
-            }
-        });
+                Some((meta, body)) => {
+                    super::wire::render(s, key, &meta, &body)["status"]["state"].as_str() == Some(wanted)
+                }
+            });
         if reached || tokio::time::Instant::now() >= deadline {
             return;
         }

@@ -110,13 +110,7 @@ pub fn status(state: &State, key: &KrakeKey) -> Value {
 
 /// A digest of what a watcher of clusters must see change besides the metadata: the status.
 pub fn status_digest(state: &State, key: &KrakeKey) -> u64 {
-    let text = status(state, key).to_string();
-    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
-    for byte in text.bytes() {
-        hash ^= u64::from(byte);
-        hash = hash.wrapping_mul(0x0100_0000_01b3);
-    }
-    hash
+    super::wire::digest(&status(state, key))
 }
 
 #[derive(Deserialize)]

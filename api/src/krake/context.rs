@@ -13,6 +13,9 @@ pub struct KrakeOptions {
     pub static_user: Option<String>,
     /// Requests without a credential are `system:anonymous` (subject to RBAC) instead of `401`.
     pub allow_anonymous: bool,
+    /// The base URL applications call their hooks at (Krake's `external_endpoint`): this
+    /// node's advertised API address unless set.
+    pub hook_endpoint: String,
 }
 
 /// The Krake room's state: the core, its options, and live reads of agents (a Cluster's

@@ -109,7 +109,7 @@ fn heartbeat(query: &HashMap<String, String>) -> Result<u64, Problem> {
     }
 }
 
-async fn body_json(state: &KrakeState, body: Body) -> Result<Value, Problem> {
+pub(super) async fn body_json(state: &KrakeState, body: Body) -> Result<Value, Problem> {
     let bytes: Bytes = axum::body::to_bytes(body, state.max_body_bytes)
         .await
         .map_err(|_| {
@@ -122,14 +122,6 @@ async fn body_json(state: &KrakeState, body: Body) -> Result<Value, Problem> {
             )
         })?;
     serde_json::from_slice(&bytes).map_err(|_| Problem::http(StatusCode::UNSUPPORTED_MEDIA_TYPE))
-}
-
-/// `?blocking=STATE`, for the kinds that have one (Clusters today).
-fn blocking_of(kind: KrakeKind, query: &HashMap<String, String>) -> Result<Option<String>, Problem> {
-    match kind {
-        KrakeKind::Cluster => blocking_state(query),
-        _ => Ok(None),
-    }
 }
 
 /// Answers a blocking write once its object is in the state asked for (or gone, or a minute
@@ -147,13 +139,13 @@ async fn blocked(state: &KrakeState, stored: &KrakeStored, wanted: &str) -> Resu
 
 /// How Krake shows an object a write returned (its status read from this node's replica,
 /// which has applied the write).
-fn shown(state: &KrakeState, stored: &KrakeStored) -> Value {
+pub(super) fn shown(state: &KrakeState, stored: &KrakeStored) -> Value {
     state
         .raft
         .local_read(|s| render(s, &stored.key, &stored.meta, &stored.body))
 }
 
-async fn propose(
+pub(super) async fn propose(
     state: &KrakeState,
     caller: &Caller,
     key: KrakeKey,
@@ -207,9 +199,13 @@ async fn do_create(
     let caller = admit(&state, &credentials, kind, namespace.as_deref(), Verb::Create)?;
     let value = value?;
     let Incoming {
-        name, input, body, ..
+        name,
+        input,
+        mut body,
+        ..
     } = parse(kind, &value)?;
-    let blocking = blocking_of(kind, &query)?;
+    let blocking = blocking_state(kind, &query)?;
+    super::app_hooks::issue(&state, &mut body);
     if let KrakeBody::Cluster(cluster) = &body {
         agent_answers(&state, cluster, None).await?;
     }
@@ -344,6 +340,7 @@ async fn do_update(
         ));
     }
     let modified_us = incoming.modified_us();
+    super::app_hooks::issue(&state, &mut incoming.body);
     let change = KrakeChange::Update {
         meta: incoming.input,
         body: incoming.body,
@@ -367,7 +364,7 @@ async fn do_delete(
         Verb::Delete,
     )?;
     let force = flag(&query, "force")?;
-    let blocking = blocking_of(key.kind, &query)?;
+    let blocking = blocking_state(key.kind, &query)?;
     let stored = propose(&state, &caller, key.clone(), KrakeChange::Delete { force })
         .await
         .map_err(|problem| match problem.title {
@@ -543,6 +540,11 @@ pub async fn subresource(
     let params = Params::of(&uri, map);
     let key = params.key(true)?;
     let sub = params.get("subresource");
+    if key.kind == KrakeKind::Application && ["complete", "shutdown", "retry"].contains(&sub.as_str()) {
+        return super::app_hooks::call(state, credentials, key.clone(), &sub, body)
+            .await
+            .map_err(|p| not_found_problem(p, &key));
+    }
     let _ = body_json(&state, body).await;
     let caller = authenticate(&state, &credentials)?;
     let resource = format!("{}/{sub}", key.kind.plural());
@@ -558,6 +560,8 @@ pub async fn subresource(
     let why = match (key.kind, sub.as_str()) {
         (KrakeKind::Cluster, "status") => "the status of a Cluster is what Drover's cluster actor observes of its agent; it is not written through the API",
         (KrakeKind::Cluster, "binding") => "Drover does not schedule clusters to clouds: a Cluster is registered by its drover agent's kubeconfig",
+        (KrakeKind::Application, "status") => "the status of an Application is what Drover's service actor observes of its instances; it is not written through the API",
+        (KrakeKind::Application, "binding") => "Drover's scheduler places applications (with create-first migration); a binding is not written through the API",
         _ => return Err(Problem::http(StatusCode::NOT_FOUND)),
     };
     Err(Problem::invalid(&sub, why))

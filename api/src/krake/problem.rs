@@ -158,6 +158,12 @@ impl From<KrakeError> for Problem {
             KrakeError::Transaction(detail) => {
                 Problem::titled(StatusCode::CONFLICT, Title::TransactionError, detail)
             }
+            KrakeError::BadToken(detail) => {
+                Problem::plain(StatusCode::UNAUTHORIZED, format!("401: {detail}"))
+            }
+            KrakeError::NothingToDo(detail) => {
+                Problem::titled(StatusCode::BAD_REQUEST, Title::UpdateError, detail)
+            }
             KrakeError::Finalizers(detail) | KrakeError::Busy(detail) => {
                 Problem::titled(StatusCode::CONFLICT, Title::UpdateError, detail)
             }

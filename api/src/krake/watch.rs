@@ -24,7 +24,7 @@ use axum::http::{header, StatusCode};
 use axum::response::{IntoResponse, Response};
 use drover_model::krake::apply::{keys_of, read};
 use drover_model::krake::rbac::Scope;
-use drover_model::krake::{KrakeKey, KrakeKind, Verb};
+use drover_model::krake::{KrakeBody, KrakeKey, KrakeKind, Verb};
 use drover_model::State;
 use drover_raft::Consistency;
 use serde_json::Value;
@@ -58,8 +58,9 @@ fn look(state: &State, kind: KrakeKind, namespace: Option<&str>, before: &Seen) 
         .into_iter()
         .filter_map(|key| {
             let (meta, body) = read(state.platform(), state.krake(), &key)?;
-            let status = match kind {
-                KrakeKind::Cluster => super::cluster_wire::status_digest(state, &key),
+            let status = match &body {
+                KrakeBody::Cluster(_) => super::cluster_wire::status_digest(state, &key),
+                KrakeBody::Application(app) => super::app_wire::status_digest(state, &key, app),
                 _ => 0,
             };
             let print = (meta.uid.clone(), meta.modified_us, meta.deleted_us, status);
@@ -99,6 +100,7 @@ fn since(
                 .tenant(key.tenant())
                 .and_then(|t| t.clusters.get(&key.name))
                 .map_or(0, |c| c.status.since_ms.saturating_mul(1000)),
+            KrakeKind::Application => super::app_wire::status_since_us(state, key),
             _ => 0,
         };
         let changed = *modified > after || deleted.is_some_and(|d| d > after) || status_since > after;

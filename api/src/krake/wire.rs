@@ -50,8 +50,23 @@ pub fn render(state: &State, key: &KrakeKey, meta: &KrakeMeta, body: &KrakeBody)
             object.insert("spec".into(), super::cluster_wire::spec(key, cluster));
             object.insert("status".into(), super::cluster_wire::status(state, key));
         }
+        KrakeBody::Application(app) => {
+            object.insert("spec".into(), super::app_wire::spec(app));
+            object.insert("status".into(), super::app_wire::status(state, key, app));
+        }
     }
     Value::Object(object)
+}
+
+/// A digest of a rendered value (FNV-1a of its text): what a watch compares of an observed
+/// status between two polls.
+pub fn digest(value: &Value) -> u64 {
+    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+    for byte in value.to_string().bytes() {
+        hash ^= u64::from(byte);
+        hash = hash.wrapping_mul(0x0100_0000_01b3);
+    }
+    hash
 }
 
 fn render_meta(key: &KrakeKey, meta: &KrakeMeta) -> Value {
@@ -232,6 +247,7 @@ pub fn parse(kind: KrakeKind, value: &Value) -> Result<Incoming, Problem> {
             KrakeBody::MetricsProvider(parse_provider(object.get("spec"))?)
         }
         KrakeKind::Cluster => KrakeBody::Cluster(super::cluster_wire::parse(object.get("spec"))?),
+        KrakeKind::Application => KrakeBody::Application(super::app_wire::parse(object.get("spec"))?),
     };
     // The checks the apply makes, made before anything is proposed (the apply makes them again).
     drover_model::krake::validate::name("metadata.name", &name)?;

@@ -27,10 +27,15 @@ pub const MAX_EXTRAS_BYTES: usize = 64 * 1024;
 
 /// Krake's objects as one apply sees them: the platform's tenants and the RBAC store.
 pub struct KrakeObjects<'a> {
-    /// The tenants (metrics and providers).
+    /// The tenants (metrics, providers, clusters, applications' services).
     pub platform: &'a mut Platform,
     /// Roles and bindings.
     pub store: &'a mut KrakeStore,
+    /// Who writes (the Krake user; the environment of an application's service is chosen as
+    /// for this user).
+    pub(super) caller: String,
+    /// The services this apply changed, with their uid before (for the watches' stamps).
+    pub(super) touched: Vec<((String, String), Option<String>)>,
 }
 
 fn platform_invalid(error: PlatformError) -> KrakeError {
@@ -68,6 +73,10 @@ pub fn validate_body(kind: KrakeKind, body: &KrakeBody) -> Result<(), KrakeError
             validate_provider(spec).map_err(platform_invalid)
         }
         (KrakeKind::Cluster, KrakeBody::Cluster(cluster)) => validate_cluster(cluster),
+        (KrakeKind::Application, KrakeBody::Application(app)) => {
+            app.validate()?;
+            super::manifest::translate(&app.manifest).map(|_| ())
+        }
         (kind, _) => Err(KrakeError::invalid(
             "kind",
             format!("the body is not a {}", kind.name()),
@@ -140,14 +149,29 @@ fn validate_role(role: &KrakeRole) -> Result<(), KrakeError> {
     Ok(())
 }
 
-fn no_tenant(key: &KrakeKey) -> KrakeError {
+pub(super) fn no_tenant(key: &KrakeKey) -> KrakeError {
     let ns = key.tenant();
     KrakeError::NotFound(format!(
         "Namespace {ns:?} is not a tenant of this Drover: a Krake namespace is a tenant (create it with POST /api/1.0-beta/tenant/{ns})"
     ))
 }
 
-impl KrakeObjects<'_> {
+impl<'a> KrakeObjects<'a> {
+    /// Krake's objects over the platform's tenants and the RBAC store.
+    pub fn new(platform: &'a mut Platform, store: &'a mut KrakeStore) -> Self {
+        Self {
+            platform,
+            store,
+            caller: String::new(),
+            touched: Vec::new(),
+        }
+    }
+
+    /// The services this apply changed (named), and their uids before it.
+    pub fn touched(self) -> (Vec<(String, String)>, Vec<Option<String>>) {
+        self.touched.into_iter().unzip()
+    }
+
     /// The object `key` names, with its metadata (made up, deterministically, for an object
     /// written before Drover kept Krake metadata).
     pub fn read(&self, key: &KrakeKey) -> Option<(KrakeMeta, KrakeBody)> {
@@ -183,6 +207,7 @@ impl KrakeObjects<'_> {
                 tenant.krake.providers.insert(key.name.clone(), meta);
             }
             KrakeBody::Cluster(cluster) => self.write_cluster(now_ms, key, meta, cluster)?,
+            KrakeBody::Application(app) => self.write_application(now_ms, key, meta, app)?,
         }
         Ok(())
     }
@@ -293,6 +318,8 @@ impl KrakeObjects<'_> {
                     .apply_cluster_op(now_ms, &ClusterOp::Deregister { cluster: at })
                     .map_err(cluster_refused);
             }
+            // Its service is deleted; the application goes with it (and records its removal).
+            KrakeKind::Application => return self.retire_application(now_ms, key, false),
         }
         if let Some((meta, body)) = last {
             self.platform
@@ -304,8 +331,8 @@ impl KrakeObjects<'_> {
 
     fn room_for(&self, key: &KrakeKey) -> Result<(), KrakeError> {
         let (count, max) = match key.kind {
-            // The platform's registration has its own bounds.
-            KrakeKind::Cluster => return Ok(()),
+            // The platform's registration and services have their own bounds.
+            KrakeKind::Cluster | KrakeKind::Application => return Ok(()),
             KrakeKind::Role => (self.store.roles.len(), MAX_RBAC_OBJECTS),
             KrakeKind::RoleBinding => (self.store.role_bindings.len(), MAX_RBAC_OBJECTS),
             KrakeKind::GlobalMetric | KrakeKind::Metric => {
@@ -344,6 +371,7 @@ impl KrakeObjects<'_> {
     pub fn apply(&mut self, now_ms: u64, command: &KrakeCommand) -> Result<KrakeStored, KrakeError> {
         let key = &command.key;
         check_key(key)?;
+        self.caller.clone_from(&command.caller);
         let stored = match &command.change {
             KrakeChange::Create { meta, body } => self.create(now_ms, key, meta, body)?,
             KrakeChange::Update {
@@ -352,6 +380,7 @@ impl KrakeObjects<'_> {
                 modified_us,
             } => self.update(now_ms, key, meta, body, *modified_us)?,
             KrakeChange::Delete { force } => self.delete(now_ms, key, *force)?,
+            KrakeChange::Hook { call } => self.hook_call(now_ms, key, call)?,
         };
         self.collect(now_ms);
         Ok(stored)
@@ -408,11 +437,16 @@ impl KrakeObjects<'_> {
         meta.input = input.clone();
         meta.touched(now_ms);
         let gone = meta.in_deletion() && meta.input.finalizers.is_empty();
-        if gone {
+        if gone && key.kind != KrakeKind::Application {
             self.remove(now_ms, key)?;
         } else {
             self.write(now_ms, key, meta.clone(), body.clone())?;
+            if gone {
+                // An application goes once its service does (or waits for its shutdown hook).
+                self.remove(now_ms, key)?;
+            }
         }
+        let gone = gone && self.read(key).is_none();
         Ok(KrakeStored {
             key: key.clone(),
             meta,
@@ -424,7 +458,11 @@ impl KrakeObjects<'_> {
     fn delete(&mut self, now_ms: u64, key: &KrakeKey, force: bool) -> Result<KrakeStored, KrakeError> {
         let (mut meta, body) = self.read(key).ok_or_else(|| not_found(key))?;
         if force {
-            self.remove(now_ms, key)?;
+            if key.kind == KrakeKind::Application {
+                self.retire_application(now_ms, key, true)?;
+            } else {
+                self.remove(now_ms, key)?;
+            }
             return Ok(KrakeStored {
                 key: key.clone(),
                 meta,
@@ -483,6 +521,13 @@ impl KrakeObjects<'_> {
                     extras.meta.clone(),
                 ));
             }
+            for (name, extras) in &stored.krake.applications {
+                let mut meta = extras.meta.clone();
+                if let Some(cluster) = stored.services.get(name).and_then(|s| s.placement.as_ref()) {
+                    meta.input.owners.push(super::app_apply::cluster_owner(cluster));
+                }
+                metas.push((KrakeKey::new(KrakeKind::Application, Some(tenant), name), meta));
+            }
         }
         metas
     }
@@ -526,7 +571,11 @@ impl KrakeObjects<'_> {
                 };
                 meta.input.finalizers.pop();
                 meta.touched(now_ms);
-                if meta.input.finalizers.is_empty() {
+                if meta.input.finalizers.is_empty() && key.kind == KrakeKind::Application {
+                    // Its service is deleted; it goes with it.
+                    let _ = self.write(now_ms, key, meta, body);
+                    changed |= self.remove(now_ms, key).is_ok();
+                } else if meta.input.finalizers.is_empty() {
                     // A cluster that services still run on stays (with its finalizer) until
                     // they are gone; a later write collects it.
                     changed |= self.remove(now_ms, key).is_ok();
@@ -585,6 +634,16 @@ pub fn read(platform: &Platform, store: &KrakeStore, key: &KrakeKey) -> Option<(
             };
             Some((meta, KrakeBody::Cluster(body)))
         }
+        KrakeKind::Application => {
+            let tenant = platform.tenant(key.tenant())?;
+            let extras = tenant.krake.applications.get(&key.name)?;
+            let mut meta = extras.meta.clone();
+            // Krake's binding makes the cluster it runs on its owner: derived, never stored.
+            if let Some(cluster) = tenant.services.get(&key.name).and_then(|s| s.placement.as_ref()) {
+                meta.input.owners.push(super::app_apply::cluster_owner(cluster));
+            }
+            Some((meta, KrakeBody::Application(extras.spec.clone())))
+        }
         KrakeKind::GlobalMetricsProvider | KrakeKind::MetricsProvider => {
             let tenant = platform.tenant(key.tenant())?;
             let spec = tenant.metrics_providers.get(&key.name)?;
@@ -621,28 +680,32 @@ pub fn keys_of(
             .tenant(crate::platform::OPERATOR_TENANT)
             .map(|t| global(t.metrics_providers.keys().collect()))
             .unwrap_or_default(),
-        KrakeKind::Metric | KrakeKind::MetricsProvider | KrakeKind::Cluster => platform
-            .tenants()
-            .filter(|(name, _)| {
-                kind == KrakeKind::Cluster || name.as_str() != crate::platform::OPERATOR_TENANT
-            })
-            .filter(|(name, _)| namespace.is_none_or(|ns| ns == name.as_str()))
-            .flat_map(|(name, tenant)| {
-                let names: Vec<&String> = match kind {
-                    KrakeKind::Metric => tenant.metrics.keys().collect(),
-                    KrakeKind::MetricsProvider => tenant.metrics_providers.keys().collect(),
-                    _ => tenant.clusters.keys().collect(),
-                };
-                names
-                    .into_iter()
-                    .map(|n| KrakeKey::new(kind, Some(name), n))
-                    .collect::<Vec<_>>()
-            })
-            .collect(),
+        KrakeKind::Metric | KrakeKind::MetricsProvider | KrakeKind::Cluster | KrakeKind::Application => {
+            platform
+                .tenants()
+                .filter(|(name, _)| {
+                    matches!(kind, KrakeKind::Cluster | KrakeKind::Application)
+                        || name.as_str() != crate::platform::OPERATOR_TENANT
+                })
+                .filter(|(name, _)| namespace.is_none_or(|ns| ns == name.as_str()))
+                .flat_map(|(name, tenant)| {
+                    let names: Vec<&String> = match kind {
+                        KrakeKind::Metric => tenant.metrics.keys().collect(),
+                        KrakeKind::MetricsProvider => tenant.metrics_providers.keys().collect(),
+                        KrakeKind::Application => tenant.krake.applications.keys().collect(),
+                        _ => tenant.clusters.keys().collect(),
+                    };
+                    names
+                        .into_iter()
+                        .map(|n| KrakeKey::new(kind, Some(name), n))
+                        .collect::<Vec<_>>()
+                })
+                .collect()
+        }
     }
 }
 
-fn not_found(key: &KrakeKey) -> KrakeError {
+pub(super) fn not_found(key: &KrakeKey) -> KrakeError {
     KrakeError::NotFound(format!("{} does not exist", key.described()))
 }
 
@@ -652,7 +715,8 @@ fn check_key(key: &KrakeKey) -> Result<(), KrakeError> {
         // The operator tenant's metrics and providers are the global kinds; its clusters (the
         // platform-wide ones) have no global kind and are its namespace's.
         (Some(namespace), true)
-            if namespace == crate::platform::OPERATOR_TENANT && key.kind != KrakeKind::Cluster =>
+            if namespace == crate::platform::OPERATOR_TENANT
+                && !matches!(key.kind, KrakeKind::Cluster | KrakeKind::Application) =>
         {
             Err(KrakeError::invalid(
                 "metadata.namespace",

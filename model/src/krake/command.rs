@@ -47,6 +47,29 @@ pub enum KrakeChange {
         #[serde(default)]
         force: bool,
     },
+    /// An application's hook call or retry (`/complete`, `/shutdown`, `/retry`).
+    Hook {
+        /// Which.
+        call: HookCall,
+    },
+}
+
+/// A call an application (or its user) makes to one of its subresources (`krake.md` §6.7).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "hook", rename_all = "snake_case")]
+pub enum HookCall {
+    /// `PUT …/complete {"token"}`: the job is done, the application is deleted.
+    Complete {
+        /// The token the instance was given.
+        token: String,
+    },
+    /// `PUT …/shutdown {"token"}`: the application cleaned up; its deletion goes on.
+    Shutdown {
+        /// The token the instance was given.
+        token: String,
+    },
+    /// `PUT …/retry`: a deletion whose shutdown grace passed asks the application again.
+    Retry,
 }
 
 /// An object's content, by kind.
@@ -63,6 +86,8 @@ pub enum KrakeBody {
     MetricsProvider(ProviderSpec),
     /// A cluster.
     Cluster(super::cluster::KrakeCluster),
+    /// An application.
+    Application(super::application::KrakeApplication),
 }
 
 /// An object after a command: its metadata and content, and whether it is gone (its last

@@ -31,6 +31,12 @@ pub enum KrakeError {
     /// Finalizers were added to an object in deletion (`409 UPDATE_ERROR`).
     #[error("{0}")]
     Finalizers(String),
+    /// A hook call without the application's token (`401`, as Krake's bare `HTTPUnauthorized`).
+    #[error("{0}")]
+    BadToken(String),
+    /// A subresource call that has nothing to do (`400 UPDATE_ERROR`).
+    #[error("{0}")]
+    NothingToDo(String),
 }
 
 impl KrakeError {

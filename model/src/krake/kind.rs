@@ -22,11 +22,13 @@ pub enum KrakeKind {
     MetricsProvider,
     /// `kubernetes` `Cluster`: the tenant's cluster, run by a `drover agent`.
     Cluster,
+    /// `kubernetes/applications` (namespaced): a Drover service.
+    Application,
 }
 
 impl KrakeKind {
     /// Every kind, in route order.
-    pub const ALL: [KrakeKind; 7] = [
+    pub const ALL: [KrakeKind; 8] = [
         KrakeKind::Role,
         KrakeKind::RoleBinding,
         KrakeKind::GlobalMetric,
@@ -34,12 +36,13 @@ impl KrakeKind {
         KrakeKind::GlobalMetricsProvider,
         KrakeKind::MetricsProvider,
         KrakeKind::Cluster,
+        KrakeKind::Application,
     ];
 
     /// The API group (`api` in the envelope and in RBAC rules).
     pub fn api(self) -> &'static str {
         match self {
-            KrakeKind::Cluster => "kubernetes",
+            KrakeKind::Cluster | KrakeKind::Application => "kubernetes",
             _ => "core",
         }
     }
@@ -54,6 +57,7 @@ impl KrakeKind {
             KrakeKind::GlobalMetricsProvider => "GlobalMetricsProvider",
             KrakeKind::MetricsProvider => "MetricsProvider",
             KrakeKind::Cluster => "Cluster",
+            KrakeKind::Application => "Application",
         }
     }
 
@@ -67,6 +71,7 @@ impl KrakeKind {
             KrakeKind::GlobalMetricsProvider => "globalmetricsproviders",
             KrakeKind::MetricsProvider => "metricsproviders",
             KrakeKind::Cluster => "clusters",
+            KrakeKind::Application => "applications",
         }
     }
 
@@ -74,7 +79,7 @@ impl KrakeKind {
     pub fn namespaced(self) -> bool {
         matches!(
             self,
-            KrakeKind::Metric | KrakeKind::MetricsProvider | KrakeKind::Cluster
+            KrakeKind::Metric | KrakeKind::MetricsProvider | KrakeKind::Cluster | KrakeKind::Application
         )
     }
 

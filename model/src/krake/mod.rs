@@ -8,6 +8,8 @@
 //! every write from either dialect. Only what Drover had no object for (roles and their
 //! bindings) is stored here ([`store::KrakeStore`]).
 
+pub mod app_apply;
+pub mod application;
 pub mod apply;
 pub mod cluster;
 pub mod command;
@@ -23,7 +25,7 @@ pub mod validate;
 #[cfg(test)]
 mod tests;
 
-pub use command::{KrakeBody, KrakeChange, KrakeCommand, KrakeStored};
+pub use command::{HookCall, KrakeBody, KrakeChange, KrakeCommand, KrakeStored};
 pub use error::KrakeError;
 pub use kind::{KrakeKey, KrakeKind};
 pub use meta::{KrakeMeta, MetaInput, ResourceRef, CASCADE_DELETION};

@@ -44,12 +44,18 @@ pub struct KrakeMetas {
     /// Of its clusters made or changed through Krake: the metadata and the spec's extras.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub clusters: BTreeMap<String, super::cluster::KrakeClusterExtras>,
+    /// Applications (each a service of the tenant), by name.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub applications: BTreeMap<String, super::application::KrakeApplicationExtras>,
 }
 
 impl KrakeMetas {
     /// Whether there is nothing in it.
     pub fn is_empty(&self) -> bool {
-        self.metrics.is_empty() && self.providers.is_empty() && self.clusters.is_empty()
+        self.metrics.is_empty()
+            && self.providers.is_empty()
+            && self.clusters.is_empty()
+            && self.applications.is_empty()
     }
 }
 

@@ -52,10 +52,7 @@ impl World {
 
     fn run(&mut self, key: &KrakeKey, change: KrakeChange) -> Result<KrakeStored, KrakeError> {
         self.now += 1_000;
-        let mut objects = KrakeObjects {
-            platform: &mut self.platform,
-            store: &mut self.store,
-        };
+        let mut objects = KrakeObjects::new(&mut self.platform, &mut self.store);
         objects.apply(
             self.now,
             &KrakeCommand {
@@ -634,3 +631,5 @@ fn a_kubeconfig_nested_past_the_bound_is_refused_before_it_reaches_the_log() {
         other => panic!("{other:?}"),
     }
 }
+
+mod applications;

@@ -85,13 +85,26 @@ fn not_deleting(stored: &Service, service: &str) -> Result<(), PlatformError> {
 impl Platform {
     /// Applies one service command. Pure: the outcome depends on `self`, `now_ms` and `command`.
     pub fn apply_service(&mut self, now_ms: u64, command: &ServiceCommand) -> Outcome {
+        let grant = self.authorize(
+            &command.caller,
+            Requirement::Tenant {
+                tenant: command.change.tenant(),
+                role: Role::Plain,
+            },
+        )?;
+        self.apply_service_as(now_ms, &grant, &command.change)
+    }
+
+    /// Applies a service change a caller was already allowed to make (`grant`): Krake's
+    /// applications, authorized by Krake's RBAC, go through here.
+    pub(crate) fn apply_service_as(&mut self, now_ms: u64, grant: &Grant, change: &ServiceOp) -> Outcome {
         // The derived indexes (reservations by cluster, usage by environment) follow the
         // services the command names, the only ones it can change.
-        let mut touched = command.change.services();
+        let mut touched = change.services();
         touched.sort();
         touched.dedup();
         let before: Vec<_> = touched.iter().map(|(t, s)| self.footprint(t, s)).collect();
-        let outcome = self.apply_service_op(now_ms, command);
+        let outcome = self.apply_service_op(now_ms, grant, change);
         for ((tenant, service), (held, counted)) in touched.iter().zip(before) {
             let (held_after, counted_after) = self.footprint(tenant, service);
             self.reservations.replace(&held, &held_after);
@@ -134,16 +147,9 @@ impl Platform {
         assert!(self.usage.consistent(&self.tenants), "the usage kept drifted");
     }
 
-    fn apply_service_op(&mut self, now_ms: u64, command: &ServiceCommand) -> Outcome {
-        let tenant_name = command.change.tenant();
-        let grant = self.authorize(
-            &command.caller,
-            Requirement::Tenant {
-                tenant: tenant_name,
-                role: Role::Plain,
-            },
-        )?;
-        match &command.change {
+    fn apply_service_op(&mut self, now_ms: u64, grant: &Grant, change: &ServiceOp) -> Outcome {
+        let grant = grant.clone();
+        match change {
             ServiceOp::Create {
                 tenant,
                 service,

@@ -48,6 +48,8 @@ pub struct Candidate<'a> {
     pub free: Option<Resources>,
     /// Its metrics by name (none: it is scored by stickiness alone).
     pub metrics: Option<&'a BTreeMap<String, MetricValue>>,
+    /// The custom resources it advertises (a Krake cluster's `spec.custom_resources`).
+    pub custom_resources: &'a [String],
 }
 
 /// What the service asks of a cluster.
@@ -61,6 +63,8 @@ pub struct Needs {
     pub labels: Vec<LabelConstraint>,
     /// Metric constraints.
     pub metrics: Vec<MetricConstraint>,
+    /// Custom resources the cluster must advertise (Krake's `custom_resources` constraint).
+    pub custom_resources: Vec<String>,
 }
 
 /// A cluster that was not chosen, and why.
@@ -130,6 +134,15 @@ fn exclusion(candidate: &Candidate<'_>, needs: &Needs) -> Option<String> {
             "is false: the cluster has no such label"
         };
         return Some(format!("label constraint `{failed}` {why}"));
+    }
+    if let Some(missing) = needs
+        .custom_resources
+        .iter()
+        .find(|r| !candidate.custom_resources.contains(r))
+    {
+        return Some(format!(
+            "custom resource constraint `{missing}`: the cluster does not advertise it"
+        ));
     }
     for constraint in &needs.metrics {
         match candidate.metrics.and_then(|m| m.get(&constraint.metric)) {
@@ -302,6 +315,7 @@ mod tests {
                 labels: &f.labels,
                 free: f.free,
                 metrics: f.metrics.as_ref(),
+                custom_resources: &[],
             })
             .collect()
     }
@@ -321,6 +335,7 @@ mod tests {
                 .iter()
                 .map(|m| MetricConstraint::parse(m).unwrap())
                 .collect(),
+            custom_resources: Vec::new(),
         }
     }
 

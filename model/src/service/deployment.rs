@@ -85,6 +85,10 @@ pub struct Constraints {
     /// Metric constraints.
     #[serde(default)]
     pub metrics: Vec<String>,
+    /// Custom resources (`plural.group`) the cluster must advertise (Krake's constraint; a
+    /// cluster advertises them through Krake's `spec.custom_resources`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub custom_resources: Vec<String>,
     /// May move to another cluster when its own goes `OFFLINE`, `UNHEALTHY` or `NOTREADY`.
     #[serde(default = "yes", skip_serializing_if = "is_true")]
     pub migration: bool,
@@ -103,6 +107,7 @@ impl Default for Constraints {
         Self {
             labels: Vec::new(),
             metrics: Vec::new(),
+            custom_resources: Vec::new(),
             migration: true,
         }
     }
@@ -111,7 +116,10 @@ impl Default for Constraints {
 impl Constraints {
     /// Whether there are none (and migration is allowed).
     pub fn is_empty(&self) -> bool {
-        self.labels.is_empty() && self.metrics.is_empty() && self.migration
+        self.labels.is_empty()
+            && self.metrics.is_empty()
+            && self.custom_resources.is_empty()
+            && self.migration
     }
 
     /// Parsed; the error names the expression.
@@ -127,6 +135,7 @@ impl Constraints {
         for (field, list) in [
             ("constraints.labels", &self.labels),
             ("constraints.metrics", &self.metrics),
+            ("constraints.custom_resources", &self.custom_resources),
         ] {
             if list.len() > MAX_CONSTRAINTS {
                 return Err(PlatformError::invalid(

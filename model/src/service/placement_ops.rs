@@ -161,6 +161,7 @@ impl Platform {
                     || stored.migrating_to.as_ref() == Some(&cluster);
                 let free = free.map(|free| if own { free.plus(usage) } else { free });
                 Candidate {
+                    custom_resources: self.custom_resources_of(&cluster),
                     cluster,
                     state: c.state,
                     labels: &c.labels,
@@ -174,6 +175,7 @@ impl Platform {
             usage: revision.usage,
             labels,
             metrics,
+            custom_resources: revision.deployment.constraints.custom_resources.clone(),
         };
         Some(schedule(
             &needs,
@@ -181,6 +183,13 @@ impl Platform {
             stored.placement.as_ref(),
             STICKINESS,
         ))
+    }
+
+    /// The custom resources a cluster advertises (its Krake `spec.custom_resources`).
+    fn custom_resources_of(&self, cluster: &ClusterRef) -> &[String] {
+        self.tenant(&cluster.tenant)
+            .and_then(|t| t.krake.clusters.get(&cluster.name))
+            .map_or(&[], |extras| extras.spec.custom_resources.as_slice())
     }
 
     /// Which of `sets` belong to a service placed on (or moving to) `cluster`, deleted ones

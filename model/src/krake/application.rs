@@ -1,0 +1,354 @@
+//! A Krake `Application` (`krake.md` §3.2) is a Drover service of the tenant its namespace
+//! names: its manifest becomes the service's roles ([`super::manifest`]), its constraints the
+//! service's, and it runs through Drover's scheduler, service actors and agents like any other
+//! service. What Krake's shape holds beyond the service (the manifest as written, the observer
+//! schema, the hooks, the backoff fields) is kept beside it in [`KrakeApplicationExtras`], with
+//! the hook tokens the server issued and where a deletion waiting for the `shutdown` hook
+//! stands ([`Cleaning`]).
+//!
+//! Pure: [`deployment_of`] is what an Application runs; [`phase_of`] is the Krake state a
+//! service's committed status shows.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use super::cluster::Backoff;
+use super::error::KrakeError;
+use super::manifest::translate;
+use super::meta::KrakeMeta;
+use crate::limits::{json_depth, MAX_JSON_DEPTH};
+use crate::service::reconcile::Phase;
+use crate::service::{Constraints, Deployment, Service};
+
+/// Most bytes of an Application's manifest and observer schema together.
+pub const MAX_MANIFEST_BYTES: usize = 256 * 1024;
+
+/// Most seconds of a shutdown grace time (a day).
+pub const MAX_GRACE_SECONDS: u64 = 86_400;
+
+/// The environment variables an instance finds its hooks in (Krake's defaults).
+pub const COMPLETE_URL_ENV: &str = "KRAKE_COMPLETE_URL";
+/// See [`COMPLETE_URL_ENV`].
+pub const COMPLETE_TOKEN_ENV: &str = "KRAKE_COMPLETE_TOKEN";
+/// See [`COMPLETE_URL_ENV`].
+pub const SHUTDOWN_URL_ENV: &str = "KRAKE_SHUTDOWN_URL";
+/// See [`COMPLETE_URL_ENV`].
+pub const SHUTDOWN_TOKEN_ENV: &str = "KRAKE_SHUTDOWN_TOKEN";
+
+/// The Service an application with the `shutdown` hook exposes, which the leader calls
+/// (`PUT http://<its address>/shutdown`) before deleting it.
+pub const SHUTDOWN_SERVICE: &str = "shutdown";
+
+/// Krake's cluster constraints of an application.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct ClusterConstraints {
+    /// Label constraints (`location is DE`, `location in (DE, SK)`, …).
+    #[serde(default)]
+    pub labels: Vec<String>,
+    /// Custom resources (`plural.group`) the cluster must advertise.
+    #[serde(default)]
+    pub custom_resources: Vec<String>,
+    /// Metric constraints (`load < 0.8`, …).
+    #[serde(default)]
+    pub metrics: Vec<String>,
+}
+
+/// A Krake application's content as a write gives it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct KrakeApplication {
+    /// The Kubernetes manifest, as written.
+    pub manifest: Vec<Value>,
+    /// The custom observer schema, kept as written (Drover observes its instances itself).
+    #[serde(default)]
+    pub observer_schema: Vec<Value>,
+    /// Where it may run.
+    #[serde(default)]
+    pub constraints: ClusterConstraints,
+    /// May it move when its cluster fails (Krake's `constraints.migration`).
+    pub migration: bool,
+    /// `complete` and/or `shutdown`.
+    #[serde(default)]
+    pub hooks: Vec<String>,
+    /// Seconds the `shutdown` hook has before the application is `DEGRADED`.
+    pub shutdown_grace_time: u64,
+    /// Krake's backoff fields, kept.
+    #[serde(default)]
+    pub backoff: Backoff,
+    /// Tokens the node issued for this write; the apply keeps the stored ones and takes these
+    /// only for a hook that has none yet (so every replica stores the same).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub issued: Option<IssuedHooks>,
+}
+
+/// What the node that took a write issued for an application's hooks.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct IssuedHooks {
+    /// The base URL of the API the hooks are called at (Krake's `external_endpoint`).
+    pub endpoint: String,
+    /// A new `complete` token.
+    pub complete_token: String,
+    /// A new `shutdown` token.
+    pub shutdown_token: String,
+}
+
+/// The hooks' tokens and URL an application holds.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct HookTokens {
+    /// The API base URL.
+    #[serde(default)]
+    pub endpoint: String,
+    /// The `complete` token, while the hook is on.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub complete: Option<String>,
+    /// The `shutdown` token, while the hook is on.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shutdown: Option<String>,
+}
+
+/// Where a deletion that waits for the `shutdown` hook stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "state", rename_all = "snake_case")]
+pub enum Cleaning {
+    /// The application was asked to shut down and has until `until_ms` to call back.
+    Waiting {
+        /// Committed time the grace ends at.
+        until_ms: u64,
+    },
+    /// It called back (or `complete` was called): the deletion goes on.
+    Ready,
+}
+
+/// The Krake side of a stored application.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct KrakeApplicationExtras {
+    /// Krake metadata.
+    pub meta: KrakeMeta,
+    /// The spec as written (without `issued`).
+    pub spec: KrakeApplication,
+    /// Its hooks' tokens.
+    #[serde(default)]
+    pub tokens: HookTokens,
+    /// A deletion waiting for the `shutdown` hook.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cleaning: Option<Cleaning>,
+}
+
+impl KrakeApplication {
+    /// Whether hook `name` is on.
+    pub fn hook(&self, name: &str) -> bool {
+        self.hooks.iter().any(|h| h == name)
+    }
+
+    /// Checks what the apply checks: the manifest runs, the hooks are known, the sizes bounded.
+    pub fn validate(&self) -> Result<(), KrakeError> {
+        for hook in &self.hooks {
+            if hook != "complete" && hook != "shutdown" {
+                return Err(KrakeError::invalid(
+                    "spec.hooks",
+                    format!("Unknown hook {hook:?}: complete or shutdown."),
+                ));
+            }
+        }
+        if self.shutdown_grace_time == 0 || self.shutdown_grace_time > MAX_GRACE_SECONDS {
+            return Err(KrakeError::invalid(
+                "spec.shutdown_grace_time",
+                format!("1 to {MAX_GRACE_SECONDS} seconds"),
+            ));
+        }
+        for (field, list) in [
+            ("spec.constraints.cluster.labels", &self.constraints.labels),
+            ("spec.constraints.cluster.metrics", &self.constraints.metrics),
+            (
+                "spec.constraints.cluster.custom_resources",
+                &self.constraints.custom_resources,
+            ),
+        ] {
+            if list.len() > super::apply::MAX_RULES || list.iter().any(|e| e.is_empty() || e.len() > 255) {
+                return Err(KrakeError::invalid(
+                    field,
+                    format!(
+                        "at most {} entries of 1 to 255 characters",
+                        super::apply::MAX_RULES
+                    ),
+                ));
+            }
+        }
+        for (field, values) in [
+            ("spec.manifest", &self.manifest),
+            ("spec.observer_schema", &self.observer_schema),
+        ] {
+            if values.iter().any(|v| json_depth(v) > MAX_JSON_DEPTH) {
+                return Err(KrakeError::invalid(
+                    field,
+                    format!("nests at most {MAX_JSON_DEPTH} levels deep"),
+                ));
+            }
+        }
+        let size = serde_json::to_vec(&self.manifest).map_or(usize::MAX, |b| b.len())
+            + serde_json::to_vec(&self.observer_schema).map_or(usize::MAX, |b| b.len());
+        if size > MAX_MANIFEST_BYTES {
+            return Err(KrakeError::invalid(
+                "spec.manifest",
+                format!("the manifest and observer schema take at most {MAX_MANIFEST_BYTES} bytes"),
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// The hook URL of `hook` for the application `name` in `namespace`.
+pub fn hook_url(endpoint: &str, namespace: &str, name: &str, hook: &str) -> String {
+    format!(
+        "{}/kubernetes/namespaces/{namespace}/applications/{name}/{hook}",
+        endpoint.trim_end_matches('/')
+    )
+}
+
+/// What an application runs: its manifest's roles, each instance told its hooks' URLs and
+/// tokens, under its constraints.
+pub fn deployment_of(
+    namespace: &str,
+    name: &str,
+    app: &KrakeApplication,
+    tokens: &HookTokens,
+) -> Result<Deployment, KrakeError> {
+    let translated = translate(&app.manifest)?;
+    let mut hook_env = BTreeMap::new();
+    if let Some(token) = &tokens.complete {
+        hook_env.insert(
+            COMPLETE_URL_ENV.to_string(),
+            hook_url(&tokens.endpoint, namespace, name, "complete"),
+        );
+        hook_env.insert(COMPLETE_TOKEN_ENV.to_string(), token.clone());
+    }
+    if let Some(token) = &tokens.shutdown {
+        hook_env.insert(
+            SHUTDOWN_URL_ENV.to_string(),
+            hook_url(&tokens.endpoint, namespace, name, "shutdown"),
+        );
+        hook_env.insert(SHUTDOWN_TOKEN_ENV.to_string(), token.clone());
+    }
+    let roles = translated
+        .roles
+        .into_iter()
+        .map(|(role, mut spec)| {
+            spec.env.extend(hook_env.clone());
+            (role, spec)
+        })
+        .collect();
+    let deployment = Deployment {
+        roles,
+        parameters: Value::Object(Default::default()),
+        resources: Vec::new(),
+        channels: Default::default(),
+        constraints: Constraints {
+            labels: app.constraints.labels.clone(),
+            metrics: app.constraints.metrics.clone(),
+            custom_resources: app.constraints.custom_resources.clone(),
+            migration: app.migration,
+        },
+    };
+    deployment.validate().map_err(|error| match error {
+        crate::platform::error::PlatformError::Invalid { field, message } => {
+            KrakeError::invalid(format!("spec.{field}"), message)
+        }
+        other => KrakeError::invalid("spec", other.to_string()),
+    })?;
+    Ok(deployment)
+}
+
+/// Krake's application states (§4.1) Drover shows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AppState {
+    /// Not placed yet (or its revision waits for the tenant's acceptance).
+    Pending,
+    /// Its instances are starting on the cluster it was first placed on.
+    Creating,
+    /// Exactly its instances run, all ready.
+    Running,
+    /// A later revision is rolling out.
+    Reconciling,
+    /// It moves to another cluster (create-first).
+    Migrating,
+    /// Its cluster does not answer, or its cluster refuses it.
+    Degraded,
+    /// Deleted: waiting for the `shutdown` hook's call.
+    WaitingForCleaning,
+    /// The hook was called: the deletion goes on.
+    ReadyForAction,
+    /// Deleted: its instances are being removed.
+    Deleting,
+    /// The agent refuses what it runs.
+    Failed,
+}
+
+impl AppState {
+    /// The enum name Krake writes.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            AppState::Pending => "PENDING",
+            AppState::Creating => "CREATING",
+            AppState::Running => "RUNNING",
+            AppState::Reconciling => "RECONCILING",
+            AppState::Migrating => "MIGRATING",
+            AppState::Degraded => "DEGRADED",
+            AppState::WaitingForCleaning => "WAITING_FOR_CLEANING",
+            AppState::ReadyForAction => "READY_FOR_ACTION",
+            AppState::Deleting => "DELETING",
+            AppState::Failed => "FAILED",
+        }
+    }
+}
+
+/// The Krake state of an application whose service is `service` (`None`: gone), at committed
+/// time `now_ms` (a shutdown grace that has passed shows `DEGRADED`).
+pub fn phase_of(extras: &KrakeApplicationExtras, service: Option<&Service>, now_ms: u64) -> AppState {
+    match extras.cleaning {
+        Some(Cleaning::Waiting { until_ms }) if now_ms > until_ms => return AppState::Degraded,
+        Some(Cleaning::Waiting { .. }) => return AppState::WaitingForCleaning,
+        Some(Cleaning::Ready) if service.is_some_and(|s| s.deleting_ms.is_none()) => {
+            return AppState::ReadyForAction
+        }
+        _ => {}
+    }
+    let Some(service) = service else {
+        return AppState::Deleting;
+    };
+    if service.deleting_ms.is_some() {
+        return AppState::Deleting;
+    }
+    if service.current.is_none() || service.placement.is_none() {
+        return AppState::Pending;
+    }
+    if service.migrating_to.is_some() {
+        return AppState::Migrating;
+    }
+    match service.reconcile.phase {
+        Phase::Running => AppState::Running,
+        Phase::Waiting => AppState::Pending,
+        Phase::Progressing if service.current == Some(1) => AppState::Creating,
+        Phase::Progressing => AppState::Reconciling,
+        Phase::Unreachable => AppState::Degraded,
+        Phase::Deleting => AppState::Deleting,
+        Phase::Failed => AppState::Failed,
+    }
+}
+
+/// Where the manifest's Services listen on a cluster whose agent is at `host`: each Service's
+/// first port's target (`host:port`; Drover allocates no ports, an instance listens where its
+/// command says).
+pub fn service_addresses(app: &KrakeApplication, host: &str) -> BTreeMap<String, String> {
+    let Ok(translated) = translate(&app.manifest) else {
+        return BTreeMap::new();
+    };
+    translated
+        .services
+        .into_iter()
+        .filter_map(|(name, ports)| {
+            let (_, target) = ports.first()?;
+            Some((name, format!("{host}:{target}")))
+        })
+        .collect()
+}
