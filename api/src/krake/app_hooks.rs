@@ -13,9 +13,9 @@ use drover_model::krake::{HookCall, KrakeBody, KrakeChange, KrakeKey, Verb};
 use serde_json::Value;
 use uuid::Uuid;
 
+use super::answer::{body_json, json_response, propose, shown};
 use super::context::KrakeState;
 use super::guard::{allow, authenticate, Caller};
-use super::objects::{body_json, json_response, propose, shown};
 use super::problem::Problem;
 use crate::guard::Credentials;
 

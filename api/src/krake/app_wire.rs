@@ -4,9 +4,8 @@
 //! hook tokens (`<redacted>`: the instances find them in their environment). Reading a body:
 //! Krake's required fields and a `422` for what Drover does not do (TOSCA and CSAR).
 
-use drover_model::krake::app_apply::cluster_owner;
 use drover_model::krake::application::{
-    phase_of, service_addresses, AppState, ClusterConstraints, KrakeApplication,
+    cluster_owner, phase_of, service_addresses, AppState, ClusterConstraints, KrakeApplication,
 };
 use drover_model::krake::cluster::Backoff;
 use drover_model::krake::KrakeKey;
@@ -227,5 +226,5 @@ pub fn parse(spec: Option<&Value>) -> Result<KrakeApplication, Problem> {
 /// A digest of what a watcher of applications must see change besides the metadata: the
 /// status.
 pub fn status_digest(state: &State, key: &KrakeKey, app: &KrakeApplication) -> u64 {
-    super::wire::digest(&status(state, key, app))
+    super::digest::digest(&status(state, key, app))
 }

@@ -110,7 +110,7 @@ pub fn status(state: &State, key: &KrakeKey) -> Value {
 
 /// A digest of what a watcher of clusters must see change besides the metadata: the status.
 pub fn status_digest(state: &State, key: &KrakeKey) -> u64 {
-    super::wire::digest(&status(state, key))
+    super::digest::digest(&status(state, key))
 }
 
 #[derive(Deserialize)]

@@ -6,11 +6,13 @@
 //! operation semantics, its problem documents, `?watch` streams, `GET /` and `GET /me`, its
 //! authentication and RBAC. `docs/KRAKE.md` lists the routes and every difference.
 
+pub mod answer;
 pub mod app_hooks;
 pub mod app_wire;
 pub mod cluster_checks;
 pub mod cluster_wire;
 pub mod context;
+pub mod digest;
 pub mod guard;
 pub mod objects;
 pub mod problem;

@@ -10,19 +10,17 @@
 
 use std::collections::HashMap;
 
-use axum::body::{Body, Bytes};
+use axum::body::Body;
 use axum::extract::{Path, Query, State};
-use axum::http::{header, StatusCode, Uri};
-use axum::response::{IntoResponse, Response};
+use axum::http::{StatusCode, Uri};
+use axum::response::Response;
 use drover_model::krake::apply::{keys_of, read};
 use drover_model::krake::rbac::Scope;
-use drover_model::krake::{
-    KrakeBody, KrakeChange, KrakeCommand, KrakeKey, KrakeKind, KrakeMeta, KrakeStored, Verb,
-};
-use drover_model::{Command, CommandResult, Proposal};
+use drover_model::krake::{KrakeBody, KrakeChange, KrakeKey, KrakeKind, KrakeMeta, KrakeStored, Verb};
 use drover_raft::Consistency;
 use serde_json::Value;
 
+use super::answer::{body_json, json_response, propose, shown};
 use super::cluster_checks::{agent_answers, blocking_state, wait_for};
 use super::context::KrakeState;
 use super::guard::{allow, authenticate, Caller};
@@ -30,16 +28,6 @@ use super::problem::{Problem, Title};
 use super::watch::{watch, DEFAULT_HEARTBEAT};
 use super::wire::{keep_unshown, parse, render, render_list, Incoming};
 use crate::guard::Credentials;
-
-/// A JSON answer as Krake's server sends it.
-pub fn json_response(status: StatusCode, value: &Value) -> Response {
-    (
-        status,
-        [(header::CONTENT_TYPE, "application/json; charset=utf-8")],
-        value.to_string(),
-    )
-        .into_response()
-}
 
 /// The kind a route's group and plural name, when it is served with this scope.
 fn kind_of(api: &str, plural: &str, namespaced: bool) -> Result<KrakeKind, Problem> {
@@ -109,21 +97,6 @@ fn heartbeat(query: &HashMap<String, String>) -> Result<u64, Problem> {
     }
 }
 
-pub(super) async fn body_json(state: &KrakeState, body: Body) -> Result<Value, Problem> {
-    let bytes: Bytes = axum::body::to_bytes(body, state.max_body_bytes)
-        .await
-        .map_err(|_| {
-            Problem::plain(
-                StatusCode::PAYLOAD_TOO_LARGE,
-                format!(
-                    "413: the body is larger than {} bytes or was cut off",
-                    state.max_body_bytes
-                ),
-            )
-        })?;
-    serde_json::from_slice(&bytes).map_err(|_| Problem::http(StatusCode::UNSUPPORTED_MEDIA_TYPE))
-}
-
 /// Answers a blocking write once its object is in the state asked for (or gone, or a minute
 /// has passed): the object as it is then, or as the write left it when it is gone.
 async fn blocked(state: &KrakeState, stored: &KrakeStored, wanted: &str) -> Result<Response, Problem> {
@@ -135,40 +108,6 @@ async fn blocked(state: &KrakeState, stored: &KrakeStored, wanted: &str) -> Resu
         StatusCode::OK,
         &now.unwrap_or_else(|| shown(state, stored)),
     ))
-}
-
-/// How Krake shows an object a write returned (its status read from this node's replica,
-/// which has applied the write).
-pub(super) fn shown(state: &KrakeState, stored: &KrakeStored) -> Value {
-    state
-        .raft
-        .local_read(|s| render(s, &stored.key, &stored.meta, &stored.body))
-}
-
-pub(super) async fn propose(
-    state: &KrakeState,
-    caller: &Caller,
-    key: KrakeKey,
-    change: KrakeChange,
-) -> Result<KrakeStored, Problem> {
-    let command = Command::Krake(KrakeCommand {
-        caller: caller.principal.clone(),
-        key,
-        change,
-    });
-    let proposal = Proposal::new(command).with_principal(Some(caller.principal.clone()));
-    match state.raft.write(proposal).await?.result {
-        CommandResult::Krake(stored) => Ok(stored),
-        CommandResult::Refused(drover_model::DomainError::Krake(error)) => Err(error.into()),
-        CommandResult::Refused(other) => Err(Problem::plain(
-            StatusCode::UNPROCESSABLE_ENTITY,
-            other.to_string(),
-        )),
-        other => Err(Problem::plain(
-            StatusCode::INTERNAL_SERVER_ERROR,
-            format!("500: the write answered {other:?}"),
-        )),
-    }
 }
 
 /// The object `key` names, read linearizably, with how Krake shows it.

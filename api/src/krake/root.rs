@@ -7,9 +7,9 @@ use axum::http::StatusCode;
 use axum::response::Response;
 use serde_json::json;
 
+use super::answer::json_response;
 use super::context::KrakeState;
 use super::guard::authenticate;
-use super::objects::json_response;
 use super::problem::Problem;
 use crate::guard::Credentials;
 

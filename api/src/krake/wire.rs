@@ -58,17 +58,6 @@ pub fn render(state: &State, key: &KrakeKey, meta: &KrakeMeta, body: &KrakeBody)
     Value::Object(object)
 }
 
-/// A digest of a rendered value (FNV-1a of its text): what a watch compares of an observed
-/// status between two polls.
-pub fn digest(value: &Value) -> u64 {
-    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
-    for byte in value.to_string().bytes() {
-        hash ^= u64::from(byte);
-        hash = hash.wrapping_mul(0x0100_0000_01b3);
-    }
-    hash
-}
-
 fn render_meta(key: &KrakeKey, meta: &KrakeMeta) -> Value {
     json!({
         "name": key.name,

@@ -10,23 +10,12 @@ use super::command::{HookCall, KrakeBody, KrakeStored};
 use super::error::KrakeError;
 use super::kind::{KrakeKey, KrakeKind};
 use super::meta::{KrakeMeta, ResourceRef};
-use crate::cluster::ClusterRef;
 use crate::platform::error::PlatformError;
 use crate::platform::{Grant, Role};
 use crate::service::{Change, ServiceOp};
 
 /// What a refused hook call says (Krake's words).
 const BAD_TOKEN: &str = "No token has been provided or the provided one is invalid.";
-
-/// The owner reference of the cluster an application runs on (Krake's binding adds it).
-pub fn cluster_owner(cluster: &ClusterRef) -> ResourceRef {
-    ResourceRef {
-        api: "kubernetes".to_string(),
-        namespace: Some(cluster.tenant.clone()),
-        kind: "Cluster".to_string(),
-        name: cluster.name.clone(),
-    }
-}
 
 /// Whether `owner` names a cluster (an application's is derived from where it runs, never
 /// stored).

@@ -165,12 +165,12 @@ impl KrakeApplication {
                 &self.constraints.custom_resources,
             ),
         ] {
-            if list.len() > super::apply::MAX_RULES || list.iter().any(|e| e.is_empty() || e.len() > 255) {
+            if list.len() > super::validate::MAX_LIST || list.iter().any(|e| e.is_empty() || e.len() > 255) {
                 return Err(KrakeError::invalid(
                     field,
                     format!(
                         "at most {} entries of 1 to 255 characters",
-                        super::apply::MAX_RULES
+                        super::validate::MAX_LIST
                     ),
                 ));
             }
@@ -195,6 +195,17 @@ impl KrakeApplication {
             ));
         }
         Ok(())
+    }
+}
+
+/// The owner reference of the cluster an application runs on (Krake's binding adds it; Drover
+/// derives it from the placement, never stores it).
+pub fn cluster_owner(cluster: &crate::cluster::ClusterRef) -> super::meta::ResourceRef {
+    super::meta::ResourceRef {
+        api: "kubernetes".to_string(),
+        namespace: Some(cluster.tenant.clone()),
+        kind: "Cluster".to_string(),
+        name: cluster.name.clone(),
     }
 }
 

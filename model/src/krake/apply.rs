@@ -19,7 +19,7 @@ use crate::scheduling::metrics::{validate_metric, validate_provider, validate_re
 
 /// Most rules of a role, and most entries of a rule's or a binding's lists (and of a
 /// cluster's custom resources).
-pub const MAX_RULES: usize = 64;
+pub const MAX_RULES: usize = super::validate::MAX_LIST;
 
 /// Most bytes of what a Krake cluster keeps beside the Drover cluster (kubeconfig entries,
 /// constraints).
@@ -524,7 +524,7 @@ impl<'a> KrakeObjects<'a> {
             for (name, extras) in &stored.krake.applications {
                 let mut meta = extras.meta.clone();
                 if let Some(cluster) = stored.services.get(name).and_then(|s| s.placement.as_ref()) {
-                    meta.input.owners.push(super::app_apply::cluster_owner(cluster));
+                    meta.input.owners.push(super::application::cluster_owner(cluster));
                 }
                 metas.push((KrakeKey::new(KrakeKind::Application, Some(tenant), name), meta));
             }
@@ -640,7 +640,7 @@ pub fn read(platform: &Platform, store: &KrakeStore, key: &KrakeKey) -> Option<(
             let mut meta = extras.meta.clone();
             // Krake's binding makes the cluster it runs on its owner: derived, never stored.
             if let Some(cluster) = tenant.services.get(&key.name).and_then(|s| s.placement.as_ref()) {
-                meta.input.owners.push(super::app_apply::cluster_owner(cluster));
+                meta.input.owners.push(super::application::cluster_owner(cluster));
             }
             Some((meta, KrakeBody::Application(extras.spec.clone())))
         }

@@ -8,6 +8,8 @@ use super::meta::MetaInput;
 
 /// Longest name or namespace (Krake's pattern allows 255 characters).
 pub const MAX_NAME: usize = 255;
+/// Most entries of a list in a spec (a role's rules, an application's constraints, …).
+pub const MAX_LIST: usize = 64;
 /// Longest label name (and value).
 pub const MAX_LABEL: usize = 63;
 /// Longest label prefix (before the `/`).
