@@ -21,6 +21,7 @@
 pub mod clusters;
 mod gate;
 mod keyed;
+pub mod krake;
 mod metrics;
 pub mod pools;
 mod root;

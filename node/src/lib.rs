@@ -21,6 +21,7 @@ use std::sync::Arc;
 
 use axum::serve::ListenerExt;
 use drover_actors::clusters::{ClustersChild, Observations};
+use drover_actors::krake::KrakeHooksChild;
 use drover_actors::pools::PoolsChild;
 use drover_actors::services::{ServiceActorsConfig, ServicesChild};
 use drover_actors::{ChildSpec, GateState, LeaderGate, RestartPolicyConfig};
@@ -160,6 +161,7 @@ pub async fn start(
     tracing::info!("starting leadership gate");
     let mut children = children;
     children.insert(0, Arc::new(PoolsChild::new(config.pools.clone(), &registry)?));
+    children.push(Arc::new(KrakeHooksChild));
     // What the cluster actors see of their agents, shared with the service actors.
     let observations = Observations::default();
     children.insert(

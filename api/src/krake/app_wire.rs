@@ -5,7 +5,7 @@
 //! Krake's required fields and a `422` for what Drover does not do (TOSCA and CSAR).
 
 use drover_model::krake::application::{
-    cluster_owner, phase_of, service_addresses, AppState, ClusterConstraints, KrakeApplication,
+    agent_host, cluster_owner, phase_of, service_addresses, AppState, ClusterConstraints, KrakeApplication,
 };
 use drover_model::krake::cluster::Backoff;
 use drover_model::krake::KrakeKey;
@@ -47,13 +47,6 @@ pub fn spec(app: &KrakeApplication) -> Value {
     })
 }
 
-/// The host part of an agent endpoint (`http://host:port`).
-fn host_of(endpoint: &str) -> &str {
-    let rest = endpoint.split_once("://").map_or(endpoint, |(_, rest)| rest);
-    let authority = rest.split('/').next().unwrap_or(rest);
-    authority.rsplit_once(':').map_or(authority, |(host, _)| host)
-}
-
 /// The status as Krake shows it, from the service's committed state at the replica's clock.
 pub fn status(state: &State, key: &KrakeKey, app: &KrakeApplication) -> Value {
     let platform = state.platform();
@@ -93,7 +86,7 @@ pub fn status(state: &State, key: &KrakeKey, app: &KrakeApplication) -> Value {
     let services: Map<String, Value> = placement
         .and_then(|c| platform.tenant(&c.tenant)?.clusters.get(&c.name))
         .map(|cluster| {
-            service_addresses(app, host_of(&cluster.endpoint))
+            service_addresses(app, agent_host(&cluster.endpoint))
                 .into_iter()
                 .map(|(name, address)| (name, json!(address)))
                 .collect()

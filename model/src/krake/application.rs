@@ -363,3 +363,10 @@ pub fn service_addresses(app: &KrakeApplication, host: &str) -> BTreeMap<String,
         })
         .collect()
 }
+
+/// The host of an agent endpoint (`http://host:port` → `host`).
+pub fn agent_host(endpoint: &str) -> &str {
+    let rest = endpoint.split_once("://").map_or(endpoint, |(_, rest)| rest);
+    let authority = rest.split('/').next().unwrap_or(rest);
+    authority.rsplit_once(':').map_or(authority, |(host, _)| host)
+}

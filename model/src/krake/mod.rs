@@ -14,6 +14,7 @@ pub mod apply;
 pub mod cluster;
 pub mod command;
 pub mod error;
+pub mod hooks_due;
 pub mod kind;
 pub mod manifest;
 pub mod meta;

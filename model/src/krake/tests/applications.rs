@@ -228,3 +228,85 @@ fn what_drover_cannot_run_or_where_it_cannot_go_is_refused_unchanged() {
     let nowhere = bare.refused(&key(), create(app(1, &[])));
     assert!(matches!(nowhere, KrakeError::Busy(_)), "{nowhere:?}");
 }
+
+#[test]
+fn the_leader_owes_a_shutdown_call_only_within_the_grace_of_a_placed_application() {
+    use crate::krake::hooks_due::{shutdown_calls, ShutdownCall};
+    let mut world = with_environment();
+    let cluster = KrakeKey::new(KrakeKind::Cluster, Some("ns1"), "edge");
+    world
+        .run(
+            &cluster,
+            create(cluster_body("http://127.0.0.9:7700", Some("t0ken-of-the-agent"))),
+        )
+        .expect("cluster");
+    let mut body = app(1, &["shutdown"]);
+    if let KrakeBody::Application(a) = &mut body {
+        a.manifest.push(
+            json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "shutdown"},
+                               "spec": {"ports": [{"port": 80, "targetPort": 9123}]}}),
+        );
+    }
+    world.run(&key(), create(body)).expect("created");
+    world
+        .run(&key(), KrakeChange::Delete { force: false })
+        .expect("deleted");
+    assert_eq!(
+        shutdown_calls(&world.platform, world.now),
+        vec![],
+        "not placed: nobody to ask"
+    );
+    let uid = world.platform.service("ns1", "job").unwrap().uid.clone();
+    let placement = crate::service::placement::Placement {
+        tenant: "ns1".into(),
+        service: "job".into(),
+        uid,
+        cluster: crate::cluster::ClusterRef {
+            tenant: "ns1".into(),
+            name: "edge".into(),
+        },
+        decision: Default::default(),
+        migrate: false,
+        decided_ms: world.now,
+    };
+    let room = crate::cluster::agent_api::Resources {
+        cpu_millis: 4000,
+        memory_mib: 4096,
+    };
+    world
+        .platform
+        .tenants
+        .get_mut("ns1")
+        .and_then(|t| t.clusters.get_mut("edge"))
+        .expect("the cluster")
+        .status
+        .facts = Some(crate::cluster::ClusterFacts {
+        nodes: 1,
+        capacity: room,
+        free: room,
+        executor: "exec".into(),
+        version: "test".into(),
+    });
+    world
+        .platform
+        .apply_placement(world.now, &placement)
+        .expect("placed");
+    let until_ms = match world.platform.tenant("ns1").unwrap().krake.applications["job"].cleaning {
+        Some(crate::krake::application::Cleaning::Waiting { until_ms }) => until_ms,
+        other => panic!("{other:?}"),
+    };
+    assert_eq!(
+        shutdown_calls(&world.platform, world.now),
+        vec![ShutdownCall {
+            tenant: "ns1".into(),
+            name: "job".into(),
+            until_ms,
+            url: "http://127.0.0.9:9123/shutdown".into(),
+        }]
+    );
+    assert_eq!(
+        shutdown_calls(&world.platform, until_ms + 1),
+        vec![],
+        "the grace passed"
+    );
+}

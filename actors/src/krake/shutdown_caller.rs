@@ -1,0 +1,103 @@
+//! Asks applications to shut down: every [`TICK`], the calls the committed state says are due
+//! and this actor has not made yet are sent (`PUT`, bounded by [`CALL_TIMEOUT`]); a call that
+//! fails is not repeated within the same grace — the application goes `DEGRADED` when the grace
+//! ends, and `PUT …/retry` starts a new grace, which is called again.
+
+use std::collections::BTreeSet;
+use std::time::Duration;
+
+use drover_model::krake::hooks_due::{shutdown_calls, ShutdownCall};
+use ractor::{Actor, ActorProcessingErr, ActorRef};
+
+use crate::root::LeaderContext;
+
+/// How often the due calls are read.
+pub const TICK: Duration = Duration::from_millis(500);
+
+/// Longest one call may take.
+pub const CALL_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// Messages of the caller.
+#[derive(Debug)]
+pub enum CallerMsg {
+    /// Read what is due and call it.
+    Tick,
+}
+
+/// Arguments of the caller.
+pub struct CallerArgs {
+    pub(crate) context: LeaderContext,
+}
+
+/// State of the caller.
+pub struct CallerState {
+    context: LeaderContext,
+    http: reqwest::Client,
+    /// Calls made in this term (each grace once), forgotten once no longer due.
+    made: BTreeSet<ShutdownCall>,
+}
+
+/// The shutdown caller.
+pub struct ShutdownCaller;
+
+impl Actor for ShutdownCaller {
+    type Msg = CallerMsg;
+    type State = CallerState;
+    type Arguments = CallerArgs;
+
+    async fn pre_start(
+        &self,
+        myself: ActorRef<CallerMsg>,
+        args: CallerArgs,
+    ) -> Result<CallerState, ActorProcessingErr> {
+        myself.send_interval(TICK, || CallerMsg::Tick);
+        let http = reqwest::Client::builder()
+            .timeout(CALL_TIMEOUT)
+            .redirect(reqwest::redirect::Policy::none())
+            .build()?;
+        Ok(CallerState {
+            context: args.context,
+            http,
+            made: BTreeSet::new(),
+        })
+    }
+
+    async fn handle(
+        &self,
+        _myself: ActorRef<CallerMsg>,
+        message: CallerMsg,
+        state: &mut CallerState,
+    ) -> Result<(), ActorProcessingErr> {
+        match message {
+            CallerMsg::Tick => {
+                // The leader's clock: the committed one moves only when something is written.
+                let now_ms = state.context.raft.leader_clock_ms();
+                let due: BTreeSet<ShutdownCall> = state
+                    .context
+                    .raft
+                    .local_read(|s| shutdown_calls(s.platform(), now_ms.max(s.clock_ms())))
+                    .into_iter()
+                    .collect();
+                state.made.retain(|call| due.contains(call));
+                for call in due {
+                    if state.made.insert(call.clone()) {
+                        let http = state.http.clone();
+                        tokio::spawn(async move {
+                            match http.put(&call.url).send().await {
+                                Ok(answer) => tracing::info!(
+                                    tenant = %call.tenant, application = %call.name,
+                                    status = answer.status().as_u16(), "asked a Krake application to shut down"
+                                ),
+                                Err(error) => tracing::warn!(
+                                    tenant = %call.tenant, application = %call.name, %error,
+                                    "a Krake application's shutdown hook did not answer"
+                                ),
+                            }
+                        });
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+}
