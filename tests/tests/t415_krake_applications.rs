@@ -1,0 +1,412 @@
+//! Krake's Applications on Drover (#33, acceptance 2 and 3): three `drover serve` processes and
+//! two `exec` agents registered as Krake Clusters of namespace `ns1`. An Application whose
+//! manifest is a Deployment of three replicas runs as three processes (found in `/proc`), goes
+//! through Krake's states to `RUNNING`, shows where its Service listens, is scaled by a `PUT`
+//! of its manifest, moves create-first to the other cluster when its agent is stopped past the
+//! offline threshold (the new copies run before the old ones go), and on `DELETE` leaves no
+//! process. A job calls its `complete` hook and ends; an application with the `shutdown` hook
+//! is asked to shut down on `DELETE`, calls back within its grace and ends. A user whose role
+//! may only `get` and `list` applications in `ns1` is refused everything else.
+
+use std::time::Duration;
+
+use anyhow::{ensure, Context, Result};
+use drover_tests::agent::{free_port, processes_under, AgentProcess, AGENT_TOKEN};
+use drover_tests::client::http_client;
+use drover_tests::platform::{process_platform_args, token, PlatformClient, OPERATOR_SUBJECT};
+use drover_tests::process::ProcessCluster;
+use drover_tests::wait::eventually;
+use reqwest::{Method, StatusCode};
+use serde_json::{json, Value};
+use tempfile::TempDir;
+
+const ELECTION: Duration = Duration::from_secs(20);
+const CONVERGE: Duration = Duration::from_secs(60);
+const APPS: &str = "/kubernetes/namespaces/ns1/applications";
+
+async fn call(
+    addr: &str,
+    user: &str,
+    method: Method,
+    path: &str,
+    body: Option<&Value>,
+) -> Result<(StatusCode, Value)> {
+    let authorization = format!("Bearer {}", token(user));
+    let mut request =
+        http_client(Some(&authorization)).request(method.clone(), format!("http://{addr}{path}"));
+    if let Some(body) = body {
+        request = request.json(body);
+    }
+    let response = request.send().await.with_context(|| format!("{method} {path}"))?;
+    let status = response.status();
+    let text = response.text().await?;
+    Ok((status, serde_json::from_str(&text).unwrap_or(Value::Null)))
+}
+
+fn cluster(name: &str, agent: &AgentProcess) -> Value {
+    json!({
+        "api": "kubernetes", "kind": "Cluster",
+        "metadata": {"name": name, "labels": {"zone": name}},
+        "spec": {"kubeconfig": {
+                    "apiVersion": "v1", "kind": "Config", "current-context": name,
+                    "clusters": [{"name": name, "cluster": {"server": format!("http://{}", agent.addr())}}],
+                    "users": [{"name": name, "user": {"token": AGENT_TOKEN}}],
+                    "contexts": [{"name": name, "context": {"cluster": name, "user": name}}]},
+                 "constraints": {"cloud": {"labels": [], "metrics": []}}},
+    })
+}
+
+/// An application of one Deployment `name` whose container runs `command`, with `extra`
+/// manifest items and hooks.
+fn application(name: &str, replicas: u32, command: Vec<String>, extra: Vec<Value>, hooks: &[&str]) -> Value {
+    let mut manifest = vec![json!({
+        "apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": name},
+        "spec": {"replicas": replicas, "template": {"spec": {"containers": [
+            {"name": "main", "image": "exec", "command": command,
+             "resources": {"requests": {"cpu": "10m", "memory": "8Mi"}}}]}}},
+    })];
+    manifest.extend(extra);
+    json!({
+        "api": "kubernetes", "kind": "Application",
+        "metadata": {"name": name},
+        "spec": {"manifest": manifest, "constraints": {"cluster": {}, "migration": true},
+                 "hooks": hooks, "shutdown_grace_time": 30},
+    })
+}
+
+/// Live instances of application `name` on `agent` (each an `exec` process in `/proc`).
+fn running(agent: &AgentProcess, name: &str) -> usize {
+    let prefix = format!("ns1.{name}.");
+    processes_under(&agent.instances_dir())
+        .keys()
+        .filter(|id| id.starts_with(&prefix))
+        .count()
+}
+
+async fn state(addr: &str, name: &str) -> Result<Value> {
+    let (status, app) = call(
+        addr,
+        OPERATOR_SUBJECT,
+        Method::GET,
+        &format!("{APPS}/{name}"),
+        None,
+    )
+    .await?;
+    ensure!(status == StatusCode::OK, "{status}: {app}");
+    Ok(app)
+}
+
+async fn gone(addr: &str, name: &str) -> Result<()> {
+    eventually(CONVERGE, &format!("{name} to be gone"), || async {
+        let (status, _) = call(
+            addr,
+            OPERATOR_SUBJECT,
+            Method::GET,
+            &format!("{APPS}/{name}"),
+            None,
+        )
+        .await
+        .ok()?;
+        (status == StatusCode::NOT_FOUND).then_some(())
+    })
+    .await
+}
+
+/// Three nodes, `ns1` with an environment, and two `exec` agents as its Krake Clusters `a`, `b`.
+async fn setup(dir: &TempDir) -> Result<(ProcessCluster, [AgentProcess; 2])> {
+    let mut args = process_platform_args(dir.path())?;
+    args.extend([
+        "--cluster-probe-interval=200ms".to_string(),
+        "--cluster-offline-after=2s".to_string(),
+        "--service-migration-interval=1s".to_string(),
+    ]);
+    let nodes = ProcessCluster::start_with_args(3, &args)?;
+    nodes.leader(ELECTION).await?;
+    let root = PlatformClient::new(&nodes.api_addr(1), Some(token(OPERATOR_SUBJECT)));
+    root.register(OPERATOR_SUBJECT).await?;
+    for (path, body) in [
+        ("/tenant/ns1", json!({})),
+        ("/tenant/ns1/account/main", json!({"spec": {"iaas": "sim"}})),
+        ("/tenant/ns1/account/main/environment/prod", json!({})),
+    ] {
+        let made = root.post(path, &body).await?;
+        ensure!(made.status == StatusCode::OK, "{path}: {made:?}");
+    }
+    let agents = [AgentProcess::exec(&[])?, AgentProcess::exec(&[])?];
+    for (name, agent) in ["a", "b"].into_iter().zip(&agents) {
+        let (status, online) = call(
+            &nodes.api_addr(2),
+            OPERATOR_SUBJECT,
+            Method::POST,
+            "/kubernetes/namespaces/ns1/clusters?blocking=online",
+            Some(&cluster(name, agent)),
+        )
+        .await?;
+        ensure!(
+            status == StatusCode::OK && online["status"]["state"] == "ONLINE",
+            "{status}: {online}"
+        );
+    }
+    Ok((nodes, agents))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_application_runs_scales_moves_create_first_and_leaves_no_process() -> Result<()> {
+    let dir = TempDir::new()?;
+    let (nodes, agents) = setup(&dir).await?;
+    let addr = nodes.api_addr(3);
+    let port = free_port()?;
+    let service = json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "web"},
+                         "spec": {"ports": [{"port": 80, "targetPort": port}]}});
+    let body = application("web", 3, vec!["sleep".into(), "600".into()], vec![service], &[]);
+
+    // Created: the answer comes once it runs, with the cluster it runs on and where its
+    // Service listens; its three processes are in /proc on that cluster's agent.
+    let (status, created) = call(
+        &addr,
+        OPERATOR_SUBJECT,
+        Method::POST,
+        &format!("{APPS}?blocking=running"),
+        Some(&body),
+    )
+    .await?;
+    ensure!(status == StatusCode::OK, "{status}: {created}");
+    ensure!(created["status"]["state"] == "RUNNING", "{created}");
+    let first = created["status"]["running_on"]["name"]
+        .as_str()
+        .context("running_on")?
+        .to_string();
+    ensure!(
+        created["status"]["scheduled_to"] == created["status"]["running_on"],
+        "{created}"
+    );
+    ensure!(
+        created["status"]["services"]["web"] == format!("127.0.0.1:{port}"),
+        "{created}"
+    );
+    ensure!(
+        created["status"]["container_health"]["desired_pods"] == 3,
+        "{created}"
+    );
+    let owners = created["metadata"]["owners"].as_array().context("owners")?;
+    ensure!(
+        owners
+            .iter()
+            .any(|o| o["kind"] == "Cluster" && o["name"] == first),
+        "{created}"
+    );
+    let (here, there) = if first == "a" {
+        (&agents[0], &agents[1])
+    } else {
+        (&agents[1], &agents[0])
+    };
+    eventually(CONVERGE, "three processes", || async {
+        (running(here, "web") == 3).then_some(())
+    })
+    .await?;
+    ensure!(running(there, "web") == 0);
+    // The platform API sees the same service.
+    let alice = PlatformClient::new(&nodes.api_addr(1), Some(token(OPERATOR_SUBJECT)));
+    let seen = alice.get("/tenant/ns1/service/web").await?;
+    ensure!(seen.status == StatusCode::OK, "{seen:?}");
+
+    // Scaled by a PUT of its manifest (the object as read, two replicas).
+    let mut scaled = state(&addr, "web").await?;
+    scaled["spec"]["manifest"][0]["spec"]["replicas"] = json!(2);
+    let (status, answer) = call(
+        &addr,
+        OPERATOR_SUBJECT,
+        Method::PUT,
+        &format!("{APPS}/web"),
+        Some(&scaled),
+    )
+    .await?;
+    ensure!(status == StatusCode::OK, "{status}: {answer}");
+    eventually(CONVERGE, "two processes", || async {
+        let app = state(&addr, "web").await.ok()?;
+        (running(here, "web") == 2 && app["status"]["state"] == "RUNNING").then_some(())
+    })
+    .await?;
+
+    // Its agent stops answering: the cluster goes OFFLINE and the application moves to the
+    // other one, whose copies run while the old ones (unreachable) still do — create-first.
+    here.freeze(true)?;
+    let moved = eventually(
+        CONVERGE,
+        "the application to run on the other cluster",
+        || async {
+            let app = state(&addr, "web").await.ok()?;
+            let on = app["status"]["running_on"]["name"].as_str()?.to_string();
+            (on != first && running(there, "web") == 2 && app["status"]["state"] == "RUNNING").then_some(app)
+        },
+    )
+    .await?;
+    ensure!(
+        running(here, "web") == 2,
+        "the old copies went before the new ones ran"
+    );
+    here.freeze(false)?;
+    eventually(CONVERGE, "the old copies to go", || async {
+        (running(here, "web") == 0).then_some(())
+    })
+    .await?;
+    ensure!(running(there, "web") == 2, "{moved}");
+
+    // Deleted: the answer comes once it is gone, and no process is left.
+    let (status, answer) = call(
+        &addr,
+        OPERATOR_SUBJECT,
+        Method::DELETE,
+        &format!("{APPS}/web?blocking=deleted"),
+        None,
+    )
+    .await?;
+    ensure!(status == StatusCode::OK, "{status}: {answer}");
+    gone(&addr, "web").await?;
+    eventually(CONVERGE, "no process", || async {
+        (running(here, "web") == 0 && running(there, "web") == 0).then_some(())
+    })
+    .await?;
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hooks_end_applications_and_rbac_limits_a_viewer() -> Result<()> {
+    let dir = TempDir::new()?;
+    let (nodes, agents) = setup(&dir).await?;
+    let addr = nodes.api_addr(2);
+    let script = drover_tests::krake::script("hook_app.py").display().to_string();
+    let on_agents = |name: &str| agents.iter().map(|a| running(a, name)).sum::<usize>();
+
+    // A job calls its complete hook: it is deleted, and its process goes.
+    let job = application(
+        "job",
+        1,
+        vec!["python3".into(), script.clone(), "complete".into()],
+        vec![],
+        &["complete"],
+    );
+    let (status, created) = call(&addr, OPERATOR_SUBJECT, Method::POST, APPS, Some(&job)).await?;
+    ensure!(status == StatusCode::OK, "{status}: {created}");
+    ensure!(
+        created["status"]["complete_token"]
+            .as_str()
+            .is_some_and(|t| t.starts_with("<redacted")),
+        "{created}"
+    );
+    gone(&addr, "job").await?;
+    eventually(CONVERGE, "the job's process to go", || async {
+        (on_agents("job") == 0).then_some(())
+    })
+    .await?;
+    // A wrong token is refused.
+    let (status, _) = call(
+        &addr,
+        OPERATOR_SUBJECT,
+        Method::PUT,
+        &format!("{APPS}/missing/complete"),
+        Some(&json!({"token": "x"})),
+    )
+    .await?;
+    ensure!(status == StatusCode::NOT_FOUND, "{status}");
+
+    // An application with the shutdown hook is asked to shut down on DELETE and ends once it
+    // called back, well within its grace.
+    let port = free_port()?;
+    let shutdown = json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "shutdown"},
+                          "spec": {"ports": [{"port": 80, "targetPort": port}]}});
+    let graceful = application(
+        "graceful",
+        1,
+        vec!["python3".into(), script, "shutdown".into(), port.to_string()],
+        vec![shutdown],
+        &["shutdown"],
+    );
+    let (status, created) = call(
+        &addr,
+        OPERATOR_SUBJECT,
+        Method::POST,
+        &format!("{APPS}?blocking=running"),
+        Some(&graceful),
+    )
+    .await?;
+    ensure!(
+        status == StatusCode::OK && created["status"]["state"] == "RUNNING",
+        "{status}: {created}"
+    );
+    let wrong = json!({"token": "not-the-token"});
+    let (status, _) = call(
+        &addr,
+        OPERATOR_SUBJECT,
+        Method::PUT,
+        &format!("{APPS}/graceful/shutdown"),
+        Some(&wrong),
+    )
+    .await?;
+    ensure!(status == StatusCode::UNAUTHORIZED, "{status}");
+    let asked = std::time::Instant::now();
+    let (status, deleting) = call(
+        &addr,
+        OPERATOR_SUBJECT,
+        Method::DELETE,
+        &format!("{APPS}/graceful"),
+        None,
+    )
+    .await?;
+    ensure!(status == StatusCode::OK, "{status}: {deleting}");
+    ensure!(
+        deleting["status"]["state"] == "WAITING_FOR_CLEANING",
+        "{deleting}"
+    );
+    gone(&addr, "graceful").await?;
+    ensure!(
+        asked.elapsed() < Duration::from_secs(30),
+        "ended after its grace: {:?}",
+        asked.elapsed()
+    );
+    eventually(CONVERGE, "its process to go", || async {
+        (on_agents("graceful") == 0).then_some(())
+    })
+    .await?;
+
+    // A viewer of ns1's applications: get and list there, nothing else.
+    let role = json!({"api": "core", "kind": "Role", "metadata": {"name": "app-viewer"},
+                      "rules": [{"api": "kubernetes", "resources": ["applications"], "namespaces": ["ns1"], "verbs": ["get", "list"]}]});
+    let binding = json!({"api": "core", "kind": "RoleBinding", "metadata": {"name": "viewers"},
+                         "users": ["viewer"], "roles": ["app-viewer"]});
+    for (path, body) in [("/core/roles", role), ("/core/rolebindings", binding)] {
+        let (status, answer) = call(&addr, OPERATOR_SUBJECT, Method::POST, path, Some(&body)).await?;
+        ensure!(status == StatusCode::OK, "{path}: {status} {answer}");
+    }
+    let (status, _) = call(&addr, "viewer", Method::GET, APPS, None).await?;
+    ensure!(status == StatusCode::OK, "list in ns1: {status}");
+    let (status, _) = call(
+        &addr,
+        "viewer",
+        Method::POST,
+        APPS,
+        Some(&application(
+            "x",
+            1,
+            vec!["sleep".into(), "1".into()],
+            vec![],
+            &[],
+        )),
+    )
+    .await?;
+    ensure!(status == StatusCode::FORBIDDEN, "create in ns1: {status}");
+    for path in [
+        "/kubernetes/namespaces/ns2/applications",
+        "/kubernetes/applications",
+        "/kubernetes/namespaces/ns1/clusters",
+    ] {
+        let (status, _) = call(&addr, "viewer", Method::GET, path, None).await?;
+        ensure!(status == StatusCode::FORBIDDEN, "{path}: {status}");
+    }
+    let (status, me) = call(&addr, "viewer", Method::GET, "/me", None).await?;
+    ensure!(
+        status == StatusCode::OK && me["roles"] == json!(["app-viewer"]),
+        "{status}: {me}"
+    );
+    Ok(())
+}
