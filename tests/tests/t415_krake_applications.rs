@@ -410,3 +410,21 @@ async fn hooks_end_applications_and_rbac_limits_a_viewer() -> Result<()> {
     );
     Ok(())
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn krakes_own_client_drives_an_application_from_create_to_running_to_deleted() -> Result<()> {
+    let dir = TempDir::new()?;
+    let (nodes, agents) = setup(&dir).await?;
+    let said = drover_tests::krake::run(
+        "app_client.py",
+        vec![format!("http://{}", nodes.api_addr(1)), token(OPERATOR_SUBJECT)],
+    )
+    .await?;
+    ensure!(said.contains("all checks passed"), "{said}");
+    // Its processes went with it.
+    eventually(CONVERGE, "no process of pyapp", || async {
+        agents.iter().all(|a| running(a, "pyapp") == 0).then_some(())
+    })
+    .await?;
+    Ok(())
+}

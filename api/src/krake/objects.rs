@@ -154,15 +154,18 @@ async fn do_create(
         .map_err(|problem| {
             match problem.title {
                 // Krake's words for a taken name.
-                Some(Title::ResourceAlreadyExists) => Problem::titled(
-                    StatusCode::CONFLICT,
-                    Title::ResourceAlreadyExists,
-                    format!(
-                        "{} {} already exists",
-                        kind.name(),
-                        super::problem::python_str(&name)
-                    ),
-                ),
+                Some(Title::ResourceAlreadyExists) => {
+                    let name = super::problem::python_str(&name);
+                    let detail = match &namespace {
+                        Some(ns) => format!(
+                            "{} {name} already exists in namespace {}",
+                            kind.name(),
+                            super::problem::python_str(ns)
+                        ),
+                        None => format!("{} {name} already exists", kind.name()),
+                    };
+                    Problem::titled(StatusCode::CONFLICT, Title::ResourceAlreadyExists, detail)
+                }
                 _ => problem,
             }
         })?;

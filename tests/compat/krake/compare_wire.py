@@ -27,6 +27,13 @@ ALLOWED = {
     "read after delete": "Drover runs Krake's garbage collection in the same write: cascade_deletion is "
     "gone as soon as nothing depends on the object (Krake waits for its garbage-collector process, "
     "not running beside this server)",
+    "delete the application": "Drover runs Krake's garbage collection in the same write, and an "
+    "application that was never placed has nothing to remove: it is gone at once, answered as it "
+    "was last (DELETING, no finalizer) where Krake's waits for its garbage collector and controller",
+    "read the application after delete": "as above: Drover's is gone (404) where Krake's waits for "
+    "processes not running beside this server",
+    "write the application's status": "an Application's status is what Drover's service actor observes "
+    "of its instances: /status is 422 naming why (Krake merges the body's status)",
     "me": "the user is the credential's subject (Drover's request carries an operator's token; "
     "Krake's server names its static user)",
 }
@@ -110,6 +117,13 @@ def steps():
         "users": [{"name": "u", "user": {"token": "a-token-0123456789"}}],
         "contexts": [{"name": "x", "context": {"cluster": "c", "user": "u"}}],
     }
+    apps = "/kubernetes/namespaces/ns1/applications"
+    deployment = {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "app1"},
+                  "spec": {"replicas": 1, "template": {"spec": {"containers": [
+                      {"name": "main", "image": "exec", "command": ["sleep", "600"]}]}}}}
+    app = {"api": "kubernetes", "kind": "Application", "metadata": {"name": "app1"},
+           "spec": {"manifest": [deployment],
+                    "constraints": {"cluster": {"labels": [], "custom_resources": [], "metrics": []}, "migration": True}}}
     two_users = dict(kubeconfig, users=kubeconfig["users"] + [{"name": "v", "user": {"token": "t"}}])
     kafka = {"api": "core", "kind": "GlobalMetricsProvider", "metadata": {"name": "kafka"},
              "spec": {"type": "kafka", "kafka": {"url": "http://127.0.0.1:9/", "table": "t", "comparison_column": "c", "value_column": "v"}}}
@@ -181,6 +195,22 @@ def steps():
         ("list the clusters of ns1", "GET", clusters, None, None),
         ("list every namespace's clusters", "GET", "/kubernetes/clusters", None, None),
         ("delete a missing cluster", "DELETE", clusters + "/nope", None, None),
+        ("create an application", "POST", apps, app, None),
+        ("create the application again", "POST", apps, app, None),
+        ("read the application", "GET", apps + "/app1", None, None),
+        ("list the applications of ns1", "GET", apps, None, None),
+        ("list every namespace's applications", "GET", "/kubernetes/applications", None, None),
+        ("update the application's manifest", "PUT", apps + "/app1",
+         read_then(apps + "/app1", lambda o: o["spec"]["manifest"][0]["spec"].update(replicas=2)), None),
+        ("write the application's status", "PUT", apps + "/app1/status", read_then(apps + "/app1", lambda o: None), None),
+        ("retry an application that needs no retry", "PUT", apps + "/app1/retry", None, None),
+        ("an application without constraints", "POST", apps,
+         {"metadata": {"name": "app2"}, "spec": {"manifest": [deployment]}}, None),
+        ("an application with neither manifest nor tosca", "POST", apps,
+         {"metadata": {"name": "app3"}, "spec": {"constraints": app["spec"]["constraints"]}}, None),
+        ("read a missing application", "GET", apps + "/nope", None, None),
+        ("delete the application", "DELETE", apps + "/app1", None, None),
+        ("read the application after delete", "GET", apps + "/app1", None, None),
     ]
 
 
