@@ -262,6 +262,12 @@ code=$(platform_call PATCH /tenant/demo/account/main/environment/prod '{"cluster
 greeter='{"deployment":{"roles":{"greeter":{"instances":2,"resources":{"cpu_millis":10,"memory_mib":16},"exec":{"argv":["sh","-c","while true; do echo greetings from $DROVER_INSTANCE_ID; sleep 5; done"]}}}},"comment":"demo"}'
 code=$(platform_call POST '/tenant/demo/service/greeter?accept=true' "$greeter")
 case "$code" in 200|409) ;; *) echo "demo: creating service greeter answered $code" >&2; exit 1 ;; esac
+# A Krake Application of tenant demo (Krake's namespace "demo"): a Deployment of two exec
+# containers, a Drover service like greeter.
+krake_app='{"api":"kubernetes","kind":"Application","metadata":{"name":"krake-hello"},"spec":{"manifest":[{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"hello"},"spec":{"replicas":2,"template":{"spec":{"containers":[{"name":"main","image":"exec","command":["sh","-c","while true; do echo hello from Krake, $DROVER_INSTANCE_ID; sleep 5; done"],"resources":{"requests":{"cpu":"10m","memory":"16Mi"}}}]}}}}],"constraints":{"cluster":{"labels":[],"custom_resources":[],"metrics":[]},"migration":true}}}'
+code=$(curl -s -o /dev/null -w '%{http_code}' -X POST https://127.0.0.1:7401/kubernetes/namespaces/demo/applications \
+  -H @"$state/admin-header" -H 'Content-Type: application/json' -d "$krake_app")
+case "$code" in 200|409) ;; *) echo "demo: creating Krake application krake-hello answered $code" >&2; exit 1 ;; esac
 
 leader=$(curl -fsS https://127.0.0.1:7401/cluster | python3 -c 'import json,sys; print(json.load(sys.stdin)["leader"])')
 cat <<MSG
@@ -322,10 +328,13 @@ the demo tenant's service "greeter" (2 real processes each), local-sim pretends 
        'https://127.0.0.1:7403/api/1.0-beta/tenant/demo/service/greeter/revision/1/scale?accept=true'
 
 Krake's API (docs/KRAKE.md), on every node, over the same state: the platform-wide clusters are
-Krake Clusters of namespace "operator", a tenant's metrics its namespace's Metrics:
+Krake Clusters of namespace "operator", a tenant's metrics its namespace's Metrics, its services
+made through Krake its Applications (krake-hello runs 2 processes on local-exec):
   curl -H @$state/auth-header https://127.0.0.1:7401/me
   curl -H @$state/auth-header https://127.0.0.1:7402/kubernetes/clusters
   curl -H @$state/auth-header https://127.0.0.1:7403/core/globalmetrics
+  curl -H @$state/admin-header https://127.0.0.1:7401/kubernetes/namespaces/demo/applications/krake-hello
+  curl -N -H @$state/admin-header 'https://127.0.0.1:7402/kubernetes/namespaces/demo/applications?watch'
 
 MSG
 
@@ -342,16 +351,17 @@ if [ "${DROVER_DEMO_ONESHOT:-}" = "1" ]; then
     || { echo "demo: the demo tenant is not as created: $tenant" >&2; exit 1; }
   code=$(curl -s -o /dev/null -w '%{http_code}' https://127.0.0.1:7402/api/1.0-beta/tenant/demo)
   [ "$code" = 401 ] || { echo "demo: an anonymous tenant read answered $code" >&2; exit 1; }
-  # The agents run what was pinned: two real processes, fifty simulated instances.
+  # The agents run what was pinned and deployed: six real processes (set hello, service greeter,
+  # Krake application krake-hello), fifty simulated instances.
   until [ "$(curl -fsS -H @"$state/admin-header" "$platform/tenant/operator/cluster/local-exec" 2>/dev/null \
-      | python3 -c 'import json,sys; s=json.load(sys.stdin)["data"]["status"]; print(s["state"], s["instances"]["running"])' 2>/dev/null)" = "ONLINE 4" ]; do
-    if [ "$SECONDS" -ge "$((deadline + 60))" ]; then echo "demo: cluster local-exec is not ONLINE with 4 instances" >&2; exit 1; fi
+      | python3 -c 'import json,sys; s=json.load(sys.stdin)["data"]["status"]; print(s["state"], s["instances"]["running"])' 2>/dev/null)" = "ONLINE 6" ]; do
+    if [ "$SECONDS" -ge "$((deadline + 60))" ]; then echo "demo: cluster local-exec is not ONLINE with 6 instances" >&2; exit 1; fi
     sleep 0.2
   done
   for pid in $(curl -fsS -H @"$state/join-header" http://127.0.0.1:7701/v1/inventory \
       | python3 -c 'import json,sys; [print(i["pid"]) for i in json.load(sys.stdin)["instances"]]'); do
-    tr '\0' '\n' < "/proc/$pid/environ" | grep -qE '^DROVER_INSTANCE_ID=(hello\.main|demo\.greeter\.greeter)\.r1\.' \
-      || { echo "demo: process $pid is not an instance of set hello or service greeter" >&2; exit 1; }
+    tr '\0' '\n' < "/proc/$pid/environ" | grep -qE '^DROVER_INSTANCE_ID=(hello\.main|demo\.greeter\.greeter|demo\.krake-hello\.hello)\.r1\.' \
+      || { echo "demo: process $pid is not an instance of set hello, service greeter or application krake-hello" >&2; exit 1; }
   done
   until [ "$(curl -fsS -H @"$state/admin-header" "$platform/tenant/operator/cluster/local-sim" 2>/dev/null \
       | python3 -c 'import json,sys; print(json.load(sys.stdin)["data"]["status"]["instances"]["running"])' 2>/dev/null)" = 50 ]; do
