@@ -37,6 +37,7 @@ async fn drover_answers_as_krakes_own_server_does() -> Result<()> {
         ],
     )
     .await?;
+    eprintln!("{said}");
     ensure!(said.contains("no unexplained difference"), "{said}");
     // Every step was compared: the same answers outnumber the documented differences.
     let same = said.lines().filter(|l| l.starts_with("same: ")).count();
@@ -45,7 +46,7 @@ async fn drover_answers_as_krakes_own_server_does() -> Result<()> {
         .filter(|l| l.starts_with("differs as documented: "))
         .count();
     ensure!(
-        same >= 38 && documented <= 8,
+        same >= 50 && documented <= 9,
         "{same} same, {documented} documented:\n{said}"
     );
     cluster.shutdown().await

@@ -14,6 +14,7 @@ pub mod cluster_wire;
 pub mod context;
 pub mod digest;
 pub mod guard;
+pub mod infra_wire;
 pub mod objects;
 pub mod problem;
 pub mod root;
@@ -28,7 +29,7 @@ pub use context::{KrakeOptions, KrakeState};
 use problem::Problem;
 
 /// The groups served, each under its own path prefix.
-pub const GROUPS: [&str; 2] = ["core", "kubernetes"];
+pub const GROUPS: [&str; 3] = ["core", "kubernetes", "infrastructure"];
 
 /// The Krake routes.
 pub fn routes() -> Router<KrakeState> {
@@ -46,6 +47,10 @@ pub fn routes() -> Router<KrakeState> {
                 get(objects::get_one)
                     .put(objects::update_one)
                     .delete(objects::delete_one),
+            )
+            .route(
+                &format!("/{group}/{{plural}}/{{name}}/{{subresource}}"),
+                put(objects::subresource),
             )
             .route(
                 &format!("/{group}/namespaces/{{namespace}}/{{plural}}"),

@@ -480,7 +480,7 @@ pub async fn subresource(
     body: Body,
 ) -> Result<Response, Problem> {
     let params = Params::of(&uri, map);
-    let key = params.key(true)?;
+    let key = params.key(params.map.contains_key("namespace"))?;
     let sub = params.get("subresource");
     if key.kind == KrakeKind::Application && ["complete", "shutdown", "retry"].contains(&sub.as_str()) {
         return super::app_hooks::call(state, credentials, key.clone(), &sub, body)
@@ -503,6 +503,7 @@ pub async fn subresource(
         (KrakeKind::Cluster, "status") => "the status of a Cluster is what Drover's cluster actor observes of its agent; it is not written through the API",
         (KrakeKind::Cluster, "binding") => "Drover does not schedule clusters to clouds: a Cluster is registered by its drover agent's kubeconfig",
         (KrakeKind::Application, "status") => "the status of an Application is what Drover's service actor observes of its instances; it is not written through the API",
+        (KrakeKind::GlobalCloud | KrakeKind::Cloud, "status") => "the status of a cloud is what Drover resolves of its metrics; it is not written through the API",
         (KrakeKind::Application, "binding") => "Drover's scheduler places applications (with create-first migration); a binding is not written through the API",
         _ => return Err(Problem::http(StatusCode::NOT_FOUND)),
     };

@@ -61,6 +61,9 @@ fn look(state: &State, kind: KrakeKind, namespace: Option<&str>, before: &Seen) 
             let status = match &body {
                 KrakeBody::Cluster(_) => super::cluster_wire::status_digest(state, &key),
                 KrakeBody::Application(app) => super::app_wire::status_digest(state, &key, app),
+                KrakeBody::Cloud(cloud) => {
+                    super::digest::digest(&super::infra_wire::cloud_status(state, &key, cloud))
+                }
                 _ => 0,
             };
             let print = (meta.uid.clone(), meta.modified_us, meta.deleted_us, status);

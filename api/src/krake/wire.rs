@@ -54,6 +54,16 @@ pub fn render(state: &State, key: &KrakeKey, meta: &KrakeMeta, body: &KrakeBody)
             object.insert("spec".into(), super::app_wire::spec(app));
             object.insert("status".into(), super::app_wire::status(state, key, app));
         }
+        KrakeBody::InfrastructureProvider(provider) => {
+            object.insert("spec".into(), super::infra_wire::provider_spec(provider));
+        }
+        KrakeBody::Cloud(cloud) => {
+            object.insert("spec".into(), super::infra_wire::cloud_spec(cloud));
+            object.insert(
+                "status".into(),
+                super::infra_wire::cloud_status(state, key, cloud),
+            );
+        }
     }
     Value::Object(object)
 }
@@ -237,6 +247,12 @@ pub fn parse(kind: KrakeKind, value: &Value) -> Result<Incoming, Problem> {
         }
         KrakeKind::Cluster => KrakeBody::Cluster(super::cluster_wire::parse(object.get("spec"))?),
         KrakeKind::Application => KrakeBody::Application(super::app_wire::parse(object.get("spec"))?),
+        KrakeKind::GlobalInfrastructureProvider | KrakeKind::InfrastructureProvider => {
+            KrakeBody::InfrastructureProvider(super::infra_wire::parse_provider(object.get("spec"))?)
+        }
+        KrakeKind::GlobalCloud | KrakeKind::Cloud => {
+            KrakeBody::Cloud(super::infra_wire::parse_cloud(object.get("spec"))?)
+        }
     };
     // The checks the apply makes, made before anything is proposed (the apply makes them again).
     drover_model::krake::validate::name("metadata.name", &name)?;
@@ -286,8 +302,9 @@ fn parse_provider(spec: Option<&Value>) -> Result<ProviderSpec, Problem> {
 }
 
 /// Keeps in an updated body what Krake's shape has no field for, from the stored object: a
-/// Prometheus provider's query timeout.
+/// Prometheus provider's query timeout; and the secrets a reader was shown redacted.
 pub fn keep_unshown(body: &mut KrakeBody, stored: &KrakeBody) {
+    super::infra_wire::keep_secrets(body, stored);
     if let (
         KrakeBody::MetricsProvider(ProviderSpec::Prometheus { prometheus }),
         KrakeBody::MetricsProvider(ProviderSpec::Prometheus { prometheus: before }),

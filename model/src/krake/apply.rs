@@ -73,6 +73,12 @@ pub fn validate_body(kind: KrakeKind, body: &KrakeBody) -> Result<(), KrakeError
             validate_provider(spec).map_err(platform_invalid)
         }
         (KrakeKind::Cluster, KrakeBody::Cluster(cluster)) => validate_cluster(cluster),
+        (
+            KrakeKind::GlobalInfrastructureProvider | KrakeKind::InfrastructureProvider,
+            KrakeBody::InfrastructureProvider(provider),
+        ) => provider.validate(),
+        (KrakeKind::GlobalCloud, KrakeBody::Cloud(cloud)) => cloud.validate(true),
+        (KrakeKind::Cloud, KrakeBody::Cloud(cloud)) => cloud.validate(false),
         (KrakeKind::Application, KrakeBody::Application(app)) => {
             app.validate()?;
             super::manifest::translate(&app.manifest).map(|_| ())
@@ -208,6 +214,20 @@ impl<'a> KrakeObjects<'a> {
             }
             KrakeBody::Cluster(cluster) => self.write_cluster(now_ms, key, meta, cluster)?,
             KrakeBody::Application(app) => self.write_application(now_ms, key, meta, app)?,
+            KrakeBody::InfrastructureProvider(spec) => {
+                let tenant = self.tenant_mut(key)?;
+                tenant
+                    .krake
+                    .infrastructure_providers
+                    .insert(key.name.clone(), Stored { meta, body: spec });
+            }
+            KrakeBody::Cloud(spec) => {
+                let tenant = self.tenant_mut(key)?;
+                tenant
+                    .krake
+                    .clouds
+                    .insert(key.name.clone(), Stored { meta, body: spec });
+            }
         }
         Ok(())
     }
@@ -320,6 +340,16 @@ impl<'a> KrakeObjects<'a> {
             }
             // Its service is deleted; the application goes with it (and records its removal).
             KrakeKind::Application => return self.retire_application(now_ms, key, false),
+            KrakeKind::GlobalInfrastructureProvider | KrakeKind::InfrastructureProvider => {
+                if let Some(tenant) = self.platform.tenants.get_mut(key.tenant()) {
+                    tenant.krake.infrastructure_providers.remove(&key.name);
+                }
+            }
+            KrakeKind::GlobalCloud | KrakeKind::Cloud => {
+                if let Some(tenant) = self.platform.tenants.get_mut(key.tenant()) {
+                    tenant.krake.clouds.remove(&key.name);
+                }
+            }
         }
         if let Some((meta, body)) = last {
             self.platform
@@ -356,6 +386,25 @@ impl<'a> KrakeObjects<'a> {
                     };
                 };
                 (tenant.metrics_providers.len(), MAX_METRICS_PER_TENANT)
+            }
+            KrakeKind::GlobalInfrastructureProvider
+            | KrakeKind::InfrastructureProvider
+            | KrakeKind::GlobalCloud
+            | KrakeKind::Cloud => {
+                let Some(tenant) = self.platform.tenants.get(key.tenant()) else {
+                    // The operator tenant is made by the first global write.
+                    return if key.namespace.is_none() {
+                        Ok(())
+                    } else {
+                        Err(no_tenant(key))
+                    };
+                };
+                let count = if matches!(key.kind, KrakeKind::GlobalCloud | KrakeKind::Cloud) {
+                    tenant.krake.clouds.len()
+                } else {
+                    tenant.krake.infrastructure_providers.len()
+                };
+                (count, super::infrastructure::MAX_PER_TENANT)
             }
         };
         if count >= max {
@@ -521,6 +570,17 @@ impl<'a> KrakeObjects<'a> {
                     extras.meta.clone(),
                 ));
             }
+            let (provider, cloud) = if global {
+                (KrakeKind::GlobalInfrastructureProvider, KrakeKind::GlobalCloud)
+            } else {
+                (KrakeKind::InfrastructureProvider, KrakeKind::Cloud)
+            };
+            for (name, stored) in &stored.krake.infrastructure_providers {
+                metas.push((KrakeKey::new(provider, namespace, name), stored.meta.clone()));
+            }
+            for (name, stored) in &stored.krake.clouds {
+                metas.push((KrakeKey::new(cloud, namespace, name), stored.meta.clone()));
+            }
             for (name, extras) in &stored.krake.applications {
                 let mut meta = extras.meta.clone();
                 if let Some(cluster) = stored.services.get(name).and_then(|s| s.placement.as_ref()) {
@@ -634,6 +694,21 @@ pub fn read(platform: &Platform, store: &KrakeStore, key: &KrakeKey) -> Option<(
             };
             Some((meta, KrakeBody::Cluster(body)))
         }
+        KrakeKind::GlobalInfrastructureProvider | KrakeKind::InfrastructureProvider => {
+            let stored = platform
+                .tenant(key.tenant())?
+                .krake
+                .infrastructure_providers
+                .get(&key.name)?;
+            Some((
+                stored.meta.clone(),
+                KrakeBody::InfrastructureProvider(stored.body.clone()),
+            ))
+        }
+        KrakeKind::GlobalCloud | KrakeKind::Cloud => {
+            let stored = platform.tenant(key.tenant())?.krake.clouds.get(&key.name)?;
+            Some((stored.meta.clone(), KrakeBody::Cloud(stored.body.clone())))
+        }
         KrakeKind::Application => {
             let tenant = platform.tenant(key.tenant())?;
             let extras = tenant.krake.applications.get(&key.name)?;
@@ -680,28 +755,43 @@ pub fn keys_of(
             .tenant(crate::platform::OPERATOR_TENANT)
             .map(|t| global(t.metrics_providers.keys().collect()))
             .unwrap_or_default(),
-        KrakeKind::Metric | KrakeKind::MetricsProvider | KrakeKind::Cluster | KrakeKind::Application => {
-            platform
-                .tenants()
-                .filter(|(name, _)| {
-                    matches!(kind, KrakeKind::Cluster | KrakeKind::Application)
-                        || name.as_str() != crate::platform::OPERATOR_TENANT
-                })
-                .filter(|(name, _)| namespace.is_none_or(|ns| ns == name.as_str()))
-                .flat_map(|(name, tenant)| {
-                    let names: Vec<&String> = match kind {
-                        KrakeKind::Metric => tenant.metrics.keys().collect(),
-                        KrakeKind::MetricsProvider => tenant.metrics_providers.keys().collect(),
-                        KrakeKind::Application => tenant.krake.applications.keys().collect(),
-                        _ => tenant.clusters.keys().collect(),
-                    };
-                    names
-                        .into_iter()
-                        .map(|n| KrakeKey::new(kind, Some(name), n))
-                        .collect::<Vec<_>>()
-                })
-                .collect()
-        }
+        KrakeKind::GlobalInfrastructureProvider => platform
+            .tenant(crate::platform::OPERATOR_TENANT)
+            .map(|t| global(t.krake.infrastructure_providers.keys().collect()))
+            .unwrap_or_default(),
+        KrakeKind::GlobalCloud => platform
+            .tenant(crate::platform::OPERATOR_TENANT)
+            .map(|t| global(t.krake.clouds.keys().collect()))
+            .unwrap_or_default(),
+        KrakeKind::Metric
+        | KrakeKind::MetricsProvider
+        | KrakeKind::Cluster
+        | KrakeKind::Application
+        | KrakeKind::InfrastructureProvider
+        | KrakeKind::Cloud => platform
+            .tenants()
+            .filter(|(name, _)| {
+                matches!(kind, KrakeKind::Cluster | KrakeKind::Application)
+                    || name.as_str() != crate::platform::OPERATOR_TENANT
+            })
+            .filter(|(name, _)| namespace.is_none_or(|ns| ns == name.as_str()))
+            .flat_map(|(name, tenant)| {
+                let names: Vec<&String> = match kind {
+                    KrakeKind::Metric => tenant.metrics.keys().collect(),
+                    KrakeKind::MetricsProvider => tenant.metrics_providers.keys().collect(),
+                    KrakeKind::Application => tenant.krake.applications.keys().collect(),
+                    KrakeKind::InfrastructureProvider => {
+                        tenant.krake.infrastructure_providers.keys().collect()
+                    }
+                    KrakeKind::Cloud => tenant.krake.clouds.keys().collect(),
+                    _ => tenant.clusters.keys().collect(),
+                };
+                names
+                    .into_iter()
+                    .map(|n| KrakeKey::new(kind, Some(name), n))
+                    .collect::<Vec<_>>()
+            })
+            .collect(),
     }
 }
 

@@ -88,6 +88,10 @@ pub enum KrakeBody {
     Cluster(super::cluster::KrakeCluster),
     /// An application.
     Application(super::application::KrakeApplication),
+    /// An infrastructure provider (global or namespaced).
+    InfrastructureProvider(super::infrastructure::ImProvider),
+    /// A cloud (global or namespaced).
+    Cloud(super::infrastructure::OpenstackCloud),
 }
 
 /// An object after a command: its metadata and content, and whether it is gone (its last

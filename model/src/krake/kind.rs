@@ -24,11 +24,19 @@ pub enum KrakeKind {
     Cluster,
     /// `kubernetes/applications` (namespaced): a Drover service.
     Application,
+    /// `infrastructure/globalinfrastructureproviders`: the operator tenant's.
+    GlobalInfrastructureProvider,
+    /// `infrastructure/infrastructureproviders` (namespaced).
+    InfrastructureProvider,
+    /// `infrastructure/globalclouds`: the operator tenant's.
+    GlobalCloud,
+    /// `infrastructure/clouds` (namespaced).
+    Cloud,
 }
 
 impl KrakeKind {
     /// Every kind, in route order.
-    pub const ALL: [KrakeKind; 8] = [
+    pub const ALL: [KrakeKind; 12] = [
         KrakeKind::Role,
         KrakeKind::RoleBinding,
         KrakeKind::GlobalMetric,
@@ -37,12 +45,20 @@ impl KrakeKind {
         KrakeKind::MetricsProvider,
         KrakeKind::Cluster,
         KrakeKind::Application,
+        KrakeKind::GlobalInfrastructureProvider,
+        KrakeKind::InfrastructureProvider,
+        KrakeKind::GlobalCloud,
+        KrakeKind::Cloud,
     ];
 
     /// The API group (`api` in the envelope and in RBAC rules).
     pub fn api(self) -> &'static str {
         match self {
             KrakeKind::Cluster | KrakeKind::Application => "kubernetes",
+            KrakeKind::GlobalInfrastructureProvider
+            | KrakeKind::InfrastructureProvider
+            | KrakeKind::GlobalCloud
+            | KrakeKind::Cloud => "infrastructure",
             _ => "core",
         }
     }
@@ -58,6 +74,10 @@ impl KrakeKind {
             KrakeKind::MetricsProvider => "MetricsProvider",
             KrakeKind::Cluster => "Cluster",
             KrakeKind::Application => "Application",
+            KrakeKind::GlobalInfrastructureProvider => "GlobalInfrastructureProvider",
+            KrakeKind::InfrastructureProvider => "InfrastructureProvider",
+            KrakeKind::GlobalCloud => "GlobalCloud",
+            KrakeKind::Cloud => "Cloud",
         }
     }
 
@@ -72,6 +92,10 @@ impl KrakeKind {
             KrakeKind::MetricsProvider => "metricsproviders",
             KrakeKind::Cluster => "clusters",
             KrakeKind::Application => "applications",
+            KrakeKind::GlobalInfrastructureProvider => "globalinfrastructureproviders",
+            KrakeKind::InfrastructureProvider => "infrastructureproviders",
+            KrakeKind::GlobalCloud => "globalclouds",
+            KrakeKind::Cloud => "clouds",
         }
     }
 
@@ -79,7 +103,12 @@ impl KrakeKind {
     pub fn namespaced(self) -> bool {
         matches!(
             self,
-            KrakeKind::Metric | KrakeKind::MetricsProvider | KrakeKind::Cluster | KrakeKind::Application
+            KrakeKind::Metric
+                | KrakeKind::MetricsProvider
+                | KrakeKind::Cluster
+                | KrakeKind::Application
+                | KrakeKind::InfrastructureProvider
+                | KrakeKind::Cloud
         )
     }
 

@@ -15,6 +15,7 @@ pub mod cluster;
 pub mod command;
 pub mod error;
 pub mod hooks_due;
+pub mod infrastructure;
 pub mod kind;
 pub mod manifest;
 pub mod meta;

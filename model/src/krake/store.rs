@@ -47,6 +47,12 @@ pub struct KrakeMetas {
     /// Applications (each a service of the tenant), by name.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub applications: BTreeMap<String, super::application::KrakeApplicationExtras>,
+    /// Infrastructure providers (the operator tenant's are the global ones), by name.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub infrastructure_providers: BTreeMap<String, Stored<super::infrastructure::ImProvider>>,
+    /// Clouds (the operator tenant's are the global ones), by name.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub clouds: BTreeMap<String, Stored<super::infrastructure::OpenstackCloud>>,
 }
 
 impl KrakeMetas {
@@ -56,6 +62,8 @@ impl KrakeMetas {
             && self.providers.is_empty()
             && self.clusters.is_empty()
             && self.applications.is_empty()
+            && self.infrastructure_providers.is_empty()
+            && self.clouds.is_empty()
     }
 }
 

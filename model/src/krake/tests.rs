@@ -633,3 +633,4 @@ fn a_kubeconfig_nested_past_the_bound_is_refused_before_it_reaches_the_log() {
 }
 
 mod applications;
+mod infrastructure;

@@ -12,11 +12,14 @@ impl Platform {
     /// Resolves one of a cluster's metric references: the metric in the cluster's tenant
     /// (`namespaced`) or the operator tenant's, then its provider in the metric's tenant.
     fn resolve_metric(&self, cluster: &ClusterRef, metric: &MetricRef) -> ResolvedMetric {
-        let tenant = if metric.namespaced {
-            cluster.tenant.as_str()
-        } else {
-            OPERATOR_TENANT
-        };
+        self.resolve_metric_of(&cluster.tenant, metric)
+    }
+
+    /// Resolves a metric reference of an object of tenant `owner` (a cluster, a Krake cloud):
+    /// the metric in `owner` (`namespaced`) or the operator tenant's, then its provider in the
+    /// metric's tenant.
+    pub fn resolve_metric_of(&self, owner: &str, metric: &MetricRef) -> ResolvedMetric {
+        let tenant = if metric.namespaced { owner } else { OPERATOR_TENANT };
         let mut resolved = ResolvedMetric {
             name: metric.name.clone(),
             weight: metric.weight,

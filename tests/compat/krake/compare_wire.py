@@ -34,19 +34,24 @@ ALLOWED = {
     "processes not running beside this server",
     "write the application's status": "an Application's status is what Drover's service actor observes "
     "of its instances: /status is 422 naming why (Krake merges the body's status)",
+    "write a global cloud's status": "a cloud's status is what Drover resolves of its metrics: "
+    "/status is 422 naming why (Krake merges the body's status)",
     "me": "the user is the credential's subject (Drover's request carries an operator's token; "
     "Krake's server names its static user)",
 }
 
 
 def normalise(body):
-    """Sets aside what differs by nature: uids and times (kept as present or null), and the
-    version Drover's lists add for watches to resume from."""
+    """Sets aside what differs by nature: uids and times (kept as present or null), the
+    version Drover's lists add for watches to resume from, and secrets — a password or token,
+    which Drover never shows (docs/KRAKE.md) — kept as present or null."""
     if isinstance(body, dict):
         out = {}
         for key, value in body.items():
             if key in ("uid", "created", "modified", "deleted"):
                 out[key] = None if value is None else "<set>"
+            elif key in ("password", "token") and (value is None or isinstance(value, str)):
+                out[key] = None if value is None else "<secret>"
             elif key == "resourceVersion":
                 continue  # Drover's lists say where a watch may resume (docs/KRAKE.md)
             else:
@@ -124,6 +129,22 @@ def steps():
     app = {"api": "kubernetes", "kind": "Application", "metadata": {"name": "app1"},
            "spec": {"manifest": [deployment],
                     "constraints": {"cluster": {"labels": [], "custom_resources": [], "metrics": []}, "migration": True}}}
+    infra = "/infrastructure"
+    im = {"api": "infrastructure", "kind": "GlobalInfrastructureProvider", "metadata": {"name": "im1"},
+          "spec": {"type": "im", "im": {"url": "http://127.0.0.1:9/im", "token": "an-im-token"}}}
+    im_ns = {"api": "infrastructure", "kind": "InfrastructureProvider", "metadata": {"name": "im2"},
+             "spec": {"type": "im", "im": {"url": "http://127.0.0.1:9/im", "username": "u", "password": "p"}}}
+    no_auth = {"metadata": {"name": "im3"}, "spec": {"type": "im", "im": {"url": "http://127.0.0.1:9/im"}}}
+
+    def cloud(name, kind="GlobalCloud", provider_namespaced=False):
+        return {"api": "infrastructure", "kind": kind, "metadata": {"name": name},
+                "spec": {"type": "openstack", "openstack": {
+                    "url": "http://127.0.0.1:9/v3",
+                    "auth": {"type": "password", "password": {"version": "3",
+                             "user": {"username": "admin", "password": "s3cret", "domain_name": "Default"},
+                             "project": {"name": "p", "domain_id": "default"}}},
+                    "metrics": [],
+                    "infrastructure_provider": {"name": "im1", "namespaced": provider_namespaced}}}}
     two_users = dict(kubeconfig, users=kubeconfig["users"] + [{"name": "v", "user": {"token": "t"}}])
     kafka = {"api": "core", "kind": "GlobalMetricsProvider", "metadata": {"name": "kafka"},
              "spec": {"type": "kafka", "kafka": {"url": "http://127.0.0.1:9/", "table": "t", "comparison_column": "c", "value_column": "v"}}}
@@ -211,6 +232,22 @@ def steps():
         ("read a missing application", "GET", apps + "/nope", None, None),
         ("delete the application", "DELETE", apps + "/app1", None, None),
         ("read the application after delete", "GET", apps + "/app1", None, None),
+        ("create a global infrastructure provider", "POST", infra + "/globalinfrastructureproviders", im, None),
+        ("create it once more", "POST", infra + "/globalinfrastructureproviders", im, None),
+        ("a provider without credentials", "POST", infra + "/globalinfrastructureproviders", no_auth, None),
+        ("read the provider", "GET", infra + "/globalinfrastructureproviders/im1", None, None),
+        ("update the provider's url, its token as read", "PUT", infra + "/globalinfrastructureproviders/im1",
+         read_then(infra + "/globalinfrastructureproviders/im1",
+                   lambda o: o["spec"]["im"].update(url="http://127.0.0.1:9/im2")), None),
+        ("create a provider in ns1", "POST", infra + "/namespaces/ns1/infrastructureproviders", im_ns, None),
+        ("list every namespace's providers", "GET", infra + "/infrastructureproviders", None, None),
+        ("create a global cloud", "POST", infra + "/globalclouds", cloud("os1"), None),
+        ("a global cloud naming a namespaced provider", "POST", infra + "/globalclouds", cloud("os2", provider_namespaced=True), None),
+        ("create a cloud in ns1", "POST", infra + "/namespaces/ns1/clouds", cloud("os3", "Cloud", True), None),
+        ("read the cloud in ns1", "GET", infra + "/namespaces/ns1/clouds/os3", None, None),
+        ("list the global clouds", "GET", infra + "/globalclouds", None, None),
+        ("write a global cloud's status", "PUT", infra + "/globalclouds/os1/status", read_then(infra + "/globalclouds/os1", lambda o: None), None),
+        ("delete the cloud in ns1", "DELETE", infra + "/namespaces/ns1/clouds/os3", None, None),
     ]
 
 

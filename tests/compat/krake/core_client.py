@@ -1,6 +1,7 @@
 """Drover's Krake dialect driven by Krake 1.0.1's own client library (`krake.client`),
-unchanged: the `core` group's six kinds through create, read, list, list-all, full-object
-update, delete with finalizers and cascading deletion, and watch; every error as Krake's
+unchanged: the `core` group's six kinds and the `infrastructure` group's four through create,
+read, list, list-all, full-object update, delete with finalizers and cascading deletion, and
+watch (an infrastructure object's secrets never shown, and kept when sent back as shown); every error as Krake's
 problem document; RBAC with Role and RoleBinding, and `GET /me`.
 
 Krake's client has no credential option (Krake's controllers authenticate with client
@@ -18,6 +19,7 @@ import sys
 from aiohttp import ClientResponseError, ClientSession, ClientTimeout
 from krake.client import Client
 from krake.client.core import CoreApi
+from krake.client.infrastructure import InfrastructureApi
 from krake.data.core import (
     GlobalMetric,
     GlobalMetricsProvider,
@@ -33,6 +35,15 @@ from krake.data.core import (
     RoleRule,
     Verb,
     WatchEventType,
+)
+from krake.data.infrastructure import (
+    Cloud,
+    CloudSpec,
+    CloudStatus,
+    GlobalCloud,
+    GlobalInfrastructureProvider,
+    InfrastructureProvider,
+    InfrastructureProviderSpec,
 )
 
 URL, OPERATOR, USER, USER_NAME = sys.argv[1:5]
@@ -85,6 +96,32 @@ def is_problem(answer, status, title, what):
     check(body["title"] == title and body["type"] == expected_type and body["status"] == status, f"{what}: title {body['title']} type {body['type']}")
 
 
+def im_spec():
+    return InfrastructureProviderSpec.deserialize({"type": "im", "im": {"url": "http://127.0.0.1:9/im", "token": "im-secret-token"}})
+
+
+def cloud_spec(provider_namespaced=False):
+    return CloudSpec.deserialize({"type": "openstack", "openstack": {
+        "url": "http://127.0.0.1:9/v3",
+        "auth": {"type": "password", "password": {"version": "3",
+                 "user": {"username": "admin", "password": "cloud-secret", "domain_name": "Default"},
+                 "project": {"name": "p", "domain_id": "default"}}},
+        "metrics": [], "infrastructure_provider": {"name": "im", "namespaced": provider_namespaced}}})
+
+
+INFRASTRUCTURE = {
+    "GlobalInfrastructureProvider": (None, lambda n, ns, **m: GlobalInfrastructureProvider(metadata=meta(n, **m), spec=im_spec()),
+                                     lambda o: setattr(o.spec.im, "url", "http://127.0.0.1:9/other"),
+                                     "global_infrastructure_provider", "globalinfrastructureproviders"),
+    "InfrastructureProvider": ("ns1", lambda n, ns, **m: InfrastructureProvider(metadata=meta(n, ns, **m), spec=im_spec()),
+                               lambda o: setattr(o.spec.im, "url", "http://127.0.0.1:9/other"),
+                               "infrastructure_provider", "infrastructureproviders"),
+    "GlobalCloud": (None, lambda n, ns, **m: GlobalCloud(metadata=meta(n, **m), spec=cloud_spec(), status=CloudStatus()),
+                    lambda o: setattr(o.spec.openstack, "url", "http://127.0.0.1:9/v3/other"), "global_cloud", "globalclouds"),
+    "Cloud": ("ns1", lambda n, ns, **m: Cloud(metadata=meta(n, ns, **m), spec=cloud_spec(True), status=CloudStatus()),
+              lambda o: setattr(o.spec.openstack, "url", "http://127.0.0.1:9/v3/other"), "cloud", "clouds"),
+}
+
 KINDS = {
     # kind: (namespace, make(name, namespace, **meta), change(obj), api methods, plural)
     "GlobalMetric": (None, lambda n, ns, **m: GlobalMetric(metadata=meta(n, **m), spec=metric_spec()),
@@ -113,11 +150,11 @@ async def next_event(events, timeout=10):
     return await asyncio.wait_for(events.__anext__(), timeout)
 
 
-async def one_kind(api, session, kind):
-    namespace, make, change, suffix, plural = KINDS[kind]
+async def one_kind(api, session, kind, group="core", kinds=KINDS):
+    namespace, make, change, suffix, plural = kinds[kind]
     plural_suffix = suffix + "s" if not suffix.endswith("s") else suffix
     list_name = {"role_binding": "role_bindings"}.get(suffix, plural_suffix)
-    prefix = f"/core/namespaces/{namespace}/{plural}" if namespace else f"/core/{plural}"
+    prefix = f"/{group}/namespaces/{namespace}/{plural}" if namespace else f"/{group}/{plural}"
     watch = getattr(api, f"watch_{list_name}")
     watch_kwargs = {"namespace": namespace} if namespace else {}
     async with watch(heartbeat=1, **watch_kwargs) as events:
@@ -129,10 +166,14 @@ async def one_kind(api, session, kind):
 
         read = await call(api, "read", suffix, name="first", namespace=namespace)
         check(read.serialize() == created.serialize(), f"{kind}: read what was created")
+        if group == "infrastructure":
+            shown = json.dumps(read.serialize())
+            check("im-secret-token" not in shown and "cloud-secret" not in shown, f"{kind}: its secrets are not shown")
         listed = await call(api, "list", list_name, **watch_kwargs)
         check([item.metadata.name for item in listed.items] == ["first"], f"{kind}: listed")
         if namespace:
-            everywhere = await call(api, "list", list_name)
+            list_all = f"all_{list_name}" if hasattr(api, f"list_all_{list_name}") else list_name
+            everywhere = await call(api, "list", list_all)
             check(any(item.metadata.name == "first" and item.metadata.namespace == namespace for item in everywhere.items), f"{kind}: listed across namespaces")
 
         # A full-object update: what the server sets is ignored, the change is kept.
@@ -180,7 +221,7 @@ async def one_kind(api, session, kind):
         is_problem(await problem(session, "GET", f"{prefix}/held"), 404, "NOT_FOUND_ERROR", f"{kind}: gone")
 
         # Cascading deletion: a dependent goes first, then its owner.
-        owner_ref = ResourceRef(api="core", namespace=namespace, kind=kind, name="first")
+        owner_ref = ResourceRef(api=group, namespace=namespace, kind=kind, name="first")
         await call(api, "create", suffix, make("dependent", namespace, owners=[owner_ref]), namespace=namespace)
         await next_event(events)  # ADDED dependent
         await call(api, "delete", suffix, name="first", namespace=namespace)
@@ -240,6 +281,9 @@ async def main():
             check(version == {"version": "1.0.1"}, f"GET / {version}")
             for kind in KINDS:
                 await one_kind(api, session, kind)
+            infrastructure = InfrastructureApi(operator)
+            for kind in INFRASTRUCTURE:
+                await one_kind(infrastructure, session, kind, "infrastructure", INFRASTRUCTURE)
             await rbac(api, session)
             is_problem(await problem(session, "GET", "/core/nothing"), 404, None, "unknown route")
             is_problem(await problem(session, "PATCH", "/core/roles"), 405, None, "wrong method")
