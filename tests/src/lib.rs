@@ -7,6 +7,7 @@ pub mod boskos;
 pub mod client;
 pub mod cluster;
 pub mod krake;
+pub mod krake_calls;
 pub mod platform;
 pub mod process;
 pub mod prometheus;

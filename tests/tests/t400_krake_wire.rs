@@ -9,8 +9,6 @@ use anyhow::{ensure, Result};
 use drover_tests::cluster::{ClusterOptions, TestCluster};
 use drover_tests::krake::KrakeServer;
 use drover_tests::platform::{token, OPERATOR_SUBJECT, TEST_STATIC_TOKEN};
-use reqwest::StatusCode;
-use serde_json::json;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn drover_answers_as_krakes_own_server_does() -> Result<()> {
@@ -20,14 +18,7 @@ async fn drover_answers_as_krakes_own_server_does() -> Result<()> {
     let root = cluster.platform(1, Some(token(OPERATOR_SUBJECT)));
     root.register(OPERATOR_SUBJECT).await?;
     // ns1 is a tenant with an environment (an Application is a service deployed there).
-    for (path, body) in [
-        ("/tenant/ns1", json!({})),
-        ("/tenant/ns1/account/main", json!({"spec": {"iaas": "sim"}})),
-        ("/tenant/ns1/account/main/environment/prod", json!({})),
-    ] {
-        let made = root.post(path, &body).await?;
-        ensure!(made.status == StatusCode::OK, "{path}: {made:?}");
-    }
+    drover_tests::krake_calls::namespace_with_environment(&root, "ns1").await?;
     let said = drover_tests::krake::run(
         "compare_wire.py",
         vec![

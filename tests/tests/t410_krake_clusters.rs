@@ -9,7 +9,7 @@
 
 use std::time::Duration;
 
-use anyhow::{ensure, Context, Result};
+use anyhow::{ensure, Result};
 use drover_tests::agent::{AgentProcess, AGENT_TOKEN};
 use drover_tests::client::http_client;
 use drover_tests::platform::{process_platform_args, token, PlatformClient, OPERATOR_SUBJECT};
@@ -44,16 +44,7 @@ fn cluster(name: &str, server: &str, token: &str) -> Value {
 }
 
 async fn call(addr: &str, method: Method, path: &str, body: Option<&Value>) -> Result<(StatusCode, Value)> {
-    let authorization = format!("Bearer {}", token(OPERATOR_SUBJECT));
-    let mut request =
-        http_client(Some(&authorization)).request(method.clone(), format!("http://{addr}{path}"));
-    if let Some(body) = body {
-        request = request.json(body);
-    }
-    let response = request.send().await.with_context(|| format!("{method} {path}"))?;
-    let status = response.status();
-    let text = response.text().await?;
-    Ok((status, serde_json::from_str(&text).unwrap_or(Value::Null)))
+    drover_tests::krake_calls::call(addr, OPERATOR_SUBJECT, method, path, body).await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use anyhow::{ensure, Context, Result};
 use drover_tests::agent::{free_port, processes_under, AgentProcess, AGENT_TOKEN};
-use drover_tests::client::http_client;
+use drover_tests::krake_calls::{call, namespace_with_environment};
 use drover_tests::platform::{process_platform_args, token, PlatformClient, OPERATOR_SUBJECT};
 use drover_tests::process::ProcessCluster;
 use drover_tests::wait::eventually;
@@ -23,25 +23,6 @@ use tempfile::TempDir;
 const ELECTION: Duration = Duration::from_secs(20);
 const CONVERGE: Duration = Duration::from_secs(60);
 const APPS: &str = "/kubernetes/namespaces/ns1/applications";
-
-async fn call(
-    addr: &str,
-    user: &str,
-    method: Method,
-    path: &str,
-    body: Option<&Value>,
-) -> Result<(StatusCode, Value)> {
-    let authorization = format!("Bearer {}", token(user));
-    let mut request =
-        http_client(Some(&authorization)).request(method.clone(), format!("http://{addr}{path}"));
-    if let Some(body) = body {
-        request = request.json(body);
-    }
-    let response = request.send().await.with_context(|| format!("{method} {path}"))?;
-    let status = response.status();
-    let text = response.text().await?;
-    Ok((status, serde_json::from_str(&text).unwrap_or(Value::Null)))
-}
 
 fn cluster(name: &str, agent: &AgentProcess) -> Value {
     json!({
@@ -124,14 +105,7 @@ async fn setup(dir: &TempDir) -> Result<(ProcessCluster, [AgentProcess; 2])> {
     nodes.leader(ELECTION).await?;
     let root = PlatformClient::new(&nodes.api_addr(1), Some(token(OPERATOR_SUBJECT)));
     root.register(OPERATOR_SUBJECT).await?;
-    for (path, body) in [
-        ("/tenant/ns1", json!({})),
-        ("/tenant/ns1/account/main", json!({"spec": {"iaas": "sim"}})),
-        ("/tenant/ns1/account/main/environment/prod", json!({})),
-    ] {
-        let made = root.post(path, &body).await?;
-        ensure!(made.status == StatusCode::OK, "{path}: {made:?}");
-    }
+    namespace_with_environment(&root, "ns1").await?;
     let agents = [AgentProcess::exec(&[])?, AgentProcess::exec(&[])?];
     for (name, agent) in ["a", "b"].into_iter().zip(&agents) {
         let (status, online) = call(

@@ -13,6 +13,7 @@ use drover_model::time::{isoformat_us, parse_rfc3339_us};
 use drover_model::State;
 use serde_json::{json, Map, Value};
 
+use super::fields::field;
 use super::problem::Problem;
 
 /// What a reader sees of a hook token.
@@ -143,19 +144,6 @@ pub fn status_since_us(state: &State, key: &KrakeKey) -> u64 {
         .and_then(|s| s.events.back())
         .and_then(|e| parse_rfc3339_us(&e.last_timestamp))
         .unwrap_or(0)
-}
-
-fn field<T: serde::de::DeserializeOwned>(
-    object: &Map<String, Value>,
-    name: &str,
-    path: &str,
-) -> Result<Option<T>, Problem> {
-    match object.get(name) {
-        None | Some(Value::Null) => Ok(None),
-        Some(value) => T::deserialize(value)
-            .map(Some)
-            .map_err(|e| Problem::invalid(&format!("{path}.{name}"), &format!("Not a valid value: {e}."))),
-    }
 }
 
 /// Reads an Application's spec.

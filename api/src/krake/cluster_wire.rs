@@ -10,18 +10,19 @@ use drover_model::krake::cluster::{
     read_kubeconfig, show_kubeconfig, Backoff, KrakeCluster, KrakeClusterSpecExtras,
 };
 use drover_model::krake::KrakeKey;
-use drover_model::scheduling::metrics::{MetricFailureReason, MetricRef};
+use drover_model::scheduling::metrics::MetricFailureReason;
 use drover_model::State;
-use serde::Deserialize;
 use serde_json::{json, Map, Value};
 
+use super::fields::{field, metric_refs};
 use super::problem::Problem;
 
 /// Krake's `ReasonCode`s Drover's cluster states map to.
 const CLUSTER_NOT_REACHABLE: u32 = 20;
 const INTERNAL_ERROR: u32 = 1;
 
-fn metric_reason_code(reason: MetricFailureReason) -> u32 {
+/// Krake's `ReasonCode` of a metric that could not be read.
+pub fn metric_reason_code(reason: MetricFailureReason) -> u32 {
     match reason {
         MetricFailureReason::InvalidMetric => 91,
         MetricFailureReason::UnreachableMetricsProvider => 92,
@@ -113,26 +114,6 @@ pub fn status_digest(state: &State, key: &KrakeKey) -> u64 {
     super::digest::digest(&status(state, key))
 }
 
-#[derive(Deserialize)]
-struct MetricRefWire {
-    name: String,
-    weight: f64,
-    #[serde(default)]
-    namespaced: bool,
-}
-
-fn field<T: serde::de::DeserializeOwned>(
-    spec: &Map<String, Value>,
-    name: &str,
-) -> Result<Option<T>, Problem> {
-    match spec.get(name) {
-        None | Some(Value::Null) => Ok(None),
-        Some(value) => T::deserialize(value)
-            .map(Some)
-            .map_err(|e| Problem::invalid(&format!("spec.{name}"), &format!("Not a valid value: {e}."))),
-    }
-}
-
 /// Reads a Cluster's spec.
 pub fn parse(spec: Option<&Value>) -> Result<KrakeCluster, Problem> {
     let spec = match spec {
@@ -162,27 +143,20 @@ pub fn parse(spec: Option<&Value>) -> Result<KrakeCluster, Problem> {
         }
     };
     let (endpoint, join_token, skeleton) = read_kubeconfig(kubeconfig).map_err(Problem::from)?;
-    let metrics: Vec<MetricRefWire> = field(spec, "metrics")?.unwrap_or_default();
+    let metrics = metric_refs(spec, "spec")?;
     let defaults = Backoff::default();
     Ok(KrakeCluster {
         endpoint,
         join_token,
-        metrics: metrics
-            .into_iter()
-            .map(|m| MetricRef {
-                name: m.name,
-                weight: m.weight,
-                namespaced: m.namespaced,
-            })
-            .collect(),
+        metrics,
         extras: KrakeClusterSpecExtras {
             kubeconfig: skeleton,
-            custom_resources: field(spec, "custom_resources")?.unwrap_or_default(),
+            custom_resources: field(spec, "custom_resources", "spec")?.unwrap_or_default(),
             constraints: spec.get("constraints").cloned().unwrap_or(Value::Null),
             backoff: Backoff {
-                backoff: field(spec, "backoff")?.unwrap_or(defaults.backoff),
-                backoff_delay: field(spec, "backoff_delay")?.unwrap_or(defaults.backoff_delay),
-                backoff_limit: field(spec, "backoff_limit")?.unwrap_or(defaults.backoff_limit),
+                backoff: field(spec, "backoff", "spec")?.unwrap_or(defaults.backoff),
+                backoff_delay: field(spec, "backoff_delay", "spec")?.unwrap_or(defaults.backoff_delay),
+                backoff_limit: field(spec, "backoff_limit", "spec")?.unwrap_or(defaults.backoff_limit),
             },
         },
     })

@@ -7,11 +7,10 @@
 
 use drover_model::krake::infrastructure::{ImProvider, OpenstackCloud, ProviderRef, REDACTED_SECRET};
 use drover_model::krake::KrakeKey;
-use drover_model::scheduling::metrics::{MetricFailureReason, MetricRef};
 use drover_model::State;
-use serde::Deserialize;
 use serde_json::{json, Map, Value};
 
+use super::fields::{field, metric_refs, required};
 use super::problem::Problem;
 
 fn secret(value: &Option<String>) -> Value {
@@ -48,15 +47,6 @@ pub fn cloud_spec(cloud: &OpenstackCloud) -> Value {
     }})
 }
 
-fn reason_code(reason: MetricFailureReason) -> u32 {
-    match reason {
-        MetricFailureReason::InvalidMetric => 91,
-        MetricFailureReason::UnreachableMetricsProvider => 92,
-        MetricFailureReason::UnknownMetric => 93,
-        MetricFailureReason::UnknownMetricsProvider => 94,
-    }
-}
-
 /// A cloud's status: its metric references resolved in its tenant.
 pub fn cloud_status(state: &State, key: &KrakeKey, cloud: &OpenstackCloud) -> Value {
     let reasons: Map<String, Value> = cloud
@@ -70,7 +60,7 @@ pub fn cloud_status(state: &State, key: &KrakeKey, cloud: &OpenstackCloud) -> Va
                 .err()?;
             Some((
                 metric.name.clone(),
-                json!({"code": reason_code(failure.reason), "message": failure.message}),
+                json!({"code": super::cluster_wire::metric_reason_code(failure.reason), "message": failure.message}),
             ))
         })
         .collect();
@@ -80,28 +70,6 @@ pub fn cloud_status(state: &State, key: &KrakeKey, cloud: &OpenstackCloud) -> Va
         "FAILING_METRICS"
     };
     json!({"state": state, "metrics_reasons": reasons})
-}
-
-fn field<T: serde::de::DeserializeOwned>(
-    object: &Map<String, Value>,
-    name: &str,
-    path: &str,
-) -> Result<Option<T>, Problem> {
-    match object.get(name) {
-        None | Some(Value::Null) => Ok(None),
-        Some(value) => T::deserialize(value)
-            .map(Some)
-            .map_err(|e| Problem::invalid(&format!("{path}.{name}"), &format!("Not a valid value: {e}."))),
-    }
-}
-
-fn required<T: serde::de::DeserializeOwned>(
-    object: &Map<String, Value>,
-    name: &str,
-    path: &str,
-) -> Result<T, Problem> {
-    field(object, name, path)?
-        .ok_or_else(|| Problem::invalid(&format!("{path}.{name}"), "Missing data for required field."))
 }
 
 fn object<'a>(value: Option<&'a Value>, path: &str) -> Result<&'a Map<String, Value>, Problem> {
@@ -139,14 +107,6 @@ pub fn parse_provider(spec: Option<&Value>) -> Result<ImProvider, Problem> {
     })
 }
 
-#[derive(Deserialize)]
-struct MetricRefWire {
-    name: String,
-    weight: f64,
-    #[serde(default)]
-    namespaced: bool,
-}
-
 /// Reads a cloud's spec.
 pub fn parse_cloud(spec: Option<&Value>) -> Result<OpenstackCloud, Problem> {
     let openstack = typed(spec, "openstack")?;
@@ -169,7 +129,7 @@ pub fn parse_cloud(spec: Option<&Value>) -> Result<OpenstackCloud, Problem> {
         openstack.get("infrastructure_provider"),
         &format!("{path}.infrastructure_provider"),
     )?;
-    let metrics: Vec<MetricRefWire> = field(openstack, "metrics", path)?.unwrap_or_default();
+    let metrics = metric_refs(openstack, path)?;
     Ok(OpenstackCloud {
         url: required(openstack, "url", path)?,
         version: field(password, "version", &password_path)?.unwrap_or_else(|| "3".to_string()),
@@ -181,14 +141,7 @@ pub fn parse_cloud(spec: Option<&Value>) -> Result<OpenstackCloud, Problem> {
         project_domain_id: field(project, "domain_id", &project_path)?
             .unwrap_or_else(|| "default".to_string()),
         project_comment: field(project, "comment", &project_path)?,
-        metrics: metrics
-            .into_iter()
-            .map(|m| MetricRef {
-                name: m.name,
-                weight: m.weight,
-                namespaced: m.namespaced,
-            })
-            .collect(),
+        metrics,
         infrastructure_provider: ProviderRef {
             name: required(provider, "name", &format!("{path}.infrastructure_provider"))?,
             namespaced: field(provider, "namespaced", &format!("{path}.infrastructure_provider"))?

@@ -13,6 +13,7 @@ pub mod cluster_checks;
 pub mod cluster_wire;
 pub mod context;
 pub mod digest;
+pub mod fields;
 pub mod guard;
 pub mod infra_wire;
 pub mod objects;

@@ -12,10 +12,10 @@ use drover_model::scheduling::metrics::{
 };
 use drover_model::time::{isoformat_us, parse_rfc3339_us};
 use drover_model::State;
-use serde::de::DeserializeOwned;
 use serde::Deserialize;
 use serde_json::{json, Map, Value};
 
+use super::fields::{field, required};
 use super::problem::Problem;
 
 /// An object as Krake shows it; `state` gives what the object's status is observed from.
@@ -142,19 +142,6 @@ impl Incoming {
     }
 }
 
-fn field<T: DeserializeOwned>(value: Option<&Value>, path: &str) -> Result<Option<T>, Problem> {
-    match value {
-        None | Some(Value::Null) => Ok(None),
-        Some(value) => T::deserialize(value)
-            .map(Some)
-            .map_err(|e| Problem::invalid(path, &format!("Not a valid value: {e}."))),
-    }
-}
-
-fn required<T: DeserializeOwned>(value: Option<&Value>, path: &str) -> Result<T, Problem> {
-    field(value, path)?.ok_or_else(|| Problem::invalid(path, "Missing data for required field."))
-}
-
 /// Krake's Metric spec (unknown fields are ignored, as Krake's schemas do).
 #[derive(Deserialize)]
 struct MetricWire {
@@ -204,17 +191,17 @@ pub fn parse(kind: KrakeKind, value: &Value) -> Result<Incoming, Problem> {
         Some(_) => return Err(Problem::invalid("metadata._schema", "Invalid input type.")),
         None => return Err(Problem::invalid("metadata", "Missing data for required field.")),
     };
-    let name: String = required(metadata.get("name"), "metadata.name")?;
-    let namespace: Option<String> = field(metadata.get("namespace"), "metadata.namespace")?;
+    let name: String = required(metadata, "name", "metadata")?;
+    let namespace: Option<String> = field(metadata, "namespace", "metadata")?;
     let input = MetaInput {
-        labels: field(metadata.get("labels"), "metadata.labels")?.unwrap_or_default(),
-        finalizers: field(metadata.get("finalizers"), "metadata.finalizers")?.unwrap_or_default(),
-        owners: field::<Vec<ResourceRef>>(metadata.get("owners"), "metadata.owners")?.unwrap_or_default(),
+        labels: field(metadata, "labels", "metadata")?.unwrap_or_default(),
+        finalizers: field(metadata, "finalizers", "metadata")?.unwrap_or_default(),
+        owners: field::<Vec<ResourceRef>>(metadata, "owners", "metadata")?.unwrap_or_default(),
     };
     let readonly = READONLY.map(|name| metadata.get(name).cloned());
     let body = match kind {
         KrakeKind::Role => {
-            let rules: Vec<RoleRuleWire> = required(object.get("rules"), "rules")?;
+            let rules: Vec<RoleRuleWire> = required(object, "rules", "")?;
             KrakeBody::Role(KrakeRole {
                 rules: rules
                     .into_iter()
@@ -228,11 +215,11 @@ pub fn parse(kind: KrakeKind, value: &Value) -> Result<Incoming, Problem> {
             })
         }
         KrakeKind::RoleBinding => KrakeBody::RoleBinding(KrakeRoleBinding {
-            users: required(object.get("users"), "users")?,
-            roles: required(object.get("roles"), "roles")?,
+            users: required(object, "users", "")?,
+            roles: required(object, "roles", "")?,
         }),
         KrakeKind::GlobalMetric | KrakeKind::Metric => {
-            let spec: MetricWire = required(object.get("spec"), "spec")?;
+            let spec: MetricWire = required(object, "spec", "")?;
             KrakeBody::Metric(MetricSpec {
                 min: spec.min,
                 max: spec.max,
@@ -271,10 +258,10 @@ fn parse_provider(spec: Option<&Value>) -> Result<ProviderSpec, Problem> {
     let Some(Value::Object(spec)) = spec else {
         return Err(Problem::invalid("spec", "Missing data for required field."));
     };
-    let kind: String = required(spec.get("type"), "spec.type")?;
+    let kind: String = required(spec, "type", "spec")?;
     match kind.as_str() {
         "prometheus" => {
-            let wire: PrometheusWire = required(spec.get("prometheus"), "spec.prometheus")?;
+            let wire: PrometheusWire = required(spec, "prometheus", "spec")?;
             Ok(ProviderSpec::Prometheus {
                 prometheus: PrometheusSpec {
                     url: wire.url,
@@ -283,7 +270,7 @@ fn parse_provider(spec: Option<&Value>) -> Result<ProviderSpec, Problem> {
             })
         }
         "static" => {
-            let wire: StaticWire = required(spec.get("static"), "spec.static")?;
+            let wire: StaticWire = required(spec, "static", "spec")?;
             Ok(ProviderSpec::Static {
                 values: StaticSpec {
                     metrics: wire.metrics,
