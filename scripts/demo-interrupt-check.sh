@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Checks that Ctrl-C on `make demo` leaves nothing of the demo running: starts the demo in a
-# process group of its own, waits until it says it is running and the exec agent runs its four
+# process group of its own, waits until it says it is running and the exec agent runs its six
 # instance processes, sends SIGINT to the whole group (what a terminal's Ctrl-C does), and then
 # looks through /proc for any process of the demo (nodes, agents, instances). CI runs it after
 # the one-shot demo; it needs the demo's build (it builds nothing itself).
@@ -54,11 +54,12 @@ until grep -q 'Press Ctrl-C' "$log"; do
   fi
   sleep 0.5
 done
-# The exec agent runs set hello's and service greeter's two processes each.
-until [ "$(curl -fsS -H @"$state/join-header" http://127.0.0.1:7701/v1/inventory 2>/dev/null \
-    | python3 -c 'import json,sys; print(sum(1 for i in json.load(sys.stdin)["instances"] if i.get("pid")))' 2>/dev/null)" = 4 ]; do
+# The exec agent runs set hello's, service greeter's and application krake-hello's two
+# processes each (over TLS, with the demo's CA).
+until [ "$(curl -fsS --cacert "$state/ca.pem" -H @"$state/join-header" https://127.0.0.1:7701/v1/inventory 2>/dev/null \
+    | python3 -c 'import json,sys; print(sum(1 for i in json.load(sys.stdin)["instances"] if i.get("pid")))' 2>/dev/null)" = 6 ]; do
   if [ "$SECONDS" -ge "$deadline" ]; then
-    echo "demo-interrupt-check: the exec agent does not run four instances" >&2
+    echo "demo-interrupt-check: the exec agent does not run six instances" >&2
     kill -INT -- "-$demo" 2>/dev/null || true
     exit 1
   fi

@@ -67,6 +67,17 @@ if [ ! -s "$state/ca.pem" ] || [ ! -s "$state/api-cert.pem" ] || [ ! -s "$state/
     -CAcreateserial -days 825 -extfile "$state/api.ext" -out "$state/api-cert.pem" 2>/dev/null
   chmod 644 "$state/ca.pem" "$state/api-cert.pem"
 fi
+# The agents serve HTTPS too, with certificates of the same CA; the control plane is given the
+# CA when it registers them and trusts nothing else for them.
+if [ ! -s "$state/agent-cert.pem" ] || [ ! -s "$state/agent-key.pem" ]; then
+  openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -subj "/CN=drover demo agents" \
+    -keyout "$state/agent-key.pem" -out "$state/agent.csr" 2>/dev/null
+  printf 'subjectAltName=IP:127.0.0.1,DNS:localhost\nextendedKeyUsage=serverAuth\nbasicConstraints=CA:FALSE\n' \
+    > "$state/agent.ext"
+  openssl x509 -req -in "$state/agent.csr" -CA "$state/ca.pem" -CAkey "$state/ca-key.pem" \
+    -CAcreateserial -days 825 -extfile "$state/agent.ext" -out "$state/agent-cert.pem" 2>/dev/null
+  chmod 644 "$state/agent-cert.pem"
+fi
 export CURL_CA_BUNDLE="$state/ca.pem" DROVER_CACERT="$state/ca.pem"
 export DROVER_SERVER="https://127.0.0.1:7401,https://127.0.0.1:7402,https://127.0.0.1:7403"
 # kubectl's configuration: the first node, the demo's CA and its static token (owner-only).
@@ -121,7 +132,7 @@ instance_processes() {
   done
 }
 stop_instances() {
-  curl -fsS -H @"$state/join-header" http://127.0.0.1:7701/v1/inventory 2>/dev/null \
+  curl -fsS -H @"$state/join-header" https://127.0.0.1:7701/v1/inventory 2>/dev/null \
     | python3 -c 'import json,sys; [print(i["pid"]) for i in json.load(sys.stdin)["instances"] if i.get("pid")]' 2>/dev/null \
     | while read -r pid; do kill -TERM -- "-$pid" 2>/dev/null || true; done
 }
@@ -173,9 +184,11 @@ done
 # Two workload clusters, one agent each: `exec` runs real processes, `sim` pretends (3 machines).
 echo "Authorization: Bearer $(cat "$state/join-token")" > "$state/join-header"
 setsid "$bin" agent --name local-exec --executor exec --listen 127.0.0.1:7701 --data-dir "$state/agent-exec" \
+  --tls-cert-file "$state/agent-cert.pem" --tls-key-file "$state/agent-key.pem" \
   --join-token-file "$state/join-token" --label kind=exec >"$state/agent-exec.log" 2>&1 &
 agent_pids+=("$!")
 setsid "$bin" agent --name local-sim --executor sim --sim-nodes 3 --listen 127.0.0.1:7702 --data-dir "$state/agent-sim" \
+  --tls-cert-file "$state/agent-cert.pem" --tls-key-file "$state/agent-key.pem" \
   --join-token-file "$state/join-token" --label kind=sim >"$state/agent-sim.log" 2>&1 &
 agent_pids+=("$!")
 
@@ -240,15 +253,28 @@ code=$(curl -s -o /dev/null -w '%{http_code}' -X POST "$platform/user" -H @"$sta
   -H 'Content-Type: application/json' -d '{"name":"Demo","surname":"CLI"}')
 case "$code" in 200|409) ;; *) echo "demo: registering the static token's user answered $code" >&2; exit 1 ;; esac
 
-# Register the agents as platform-wide clusters (they belong to the operator tenant) and pin a
-# desired set to each. The bodies hold the join token, so curl reads them from owner-only files.
+# Register the agents as platform-wide clusters (they belong to the operator tenant), reached
+# over HTTPS with the demo's CA, and pin a desired set to each. The bodies hold the join token, so
+# curl reads them from owner-only files.
 for agent in exec:7701 sim:7702; do
   name=${agent%%:*} port=${agent##*:}
-  printf '{"endpoint":"http://127.0.0.1:%s","join_token":"%s","labels":{"kind":"%s"}}' \
-    "$port" "$(cat "$state/join-token")" "$name" > "$state/register-$name.json"
+  python3 - "$port" "$name" "$state" > "$state/register-$name.json" <<'PY'
+import json, sys
+port, name, state = sys.argv[1:4]
+print(json.dumps({"endpoint": f"https://127.0.0.1:{port}", "ca": open(f"{state}/ca.pem").read(),
+                  "join_token": open(f"{state}/join-token").read().strip(), "labels": {"kind": name}}))
+PY
   code=$(curl -s -o /dev/null -w '%{http_code}' -X POST "$platform/tenant/operator/cluster/local-$name" \
     -H @"$state/admin-header" -H 'Content-Type: application/json' -d @"$state/register-$name.json")
-  case "$code" in 200|409) ;; *) echo "demo: registering cluster local-$name answered $code" >&2; exit 1 ;; esac
+  case "$code" in
+    200) ;;
+    # Registered by an earlier demo (perhaps over plain HTTP): point it at the agent's HTTPS.
+    409) code=$(curl -s -o /dev/null -w '%{http_code}' -X PATCH "$platform/tenant/operator/cluster/local-$name" \
+           -H @"$state/admin-header" -H 'Content-Type: application/json' \
+           -d "$(python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print(json.dumps({"endpoint": d["endpoint"], "ca": d["ca"]}))' "$state/register-$name.json")")
+         [ "$code" = 200 ] || { echo "demo: pointing cluster local-$name at its HTTPS answered $code" >&2; exit 1; } ;;
+    *) echo "demo: registering cluster local-$name answered $code" >&2; exit 1 ;;
+  esac
 done
 hello='{"count":2,"exec":{"argv":["sh","-c","while true; do echo hello from $DROVER_INSTANCE_ID; sleep 5; done"]},"resources":{"cpu_millis":10,"memory_mib":16}}'
 code=$(platform_call PUT /tenant/operator/cluster/local-exec/set/hello "$hello")
@@ -317,12 +343,12 @@ The platform API (Axebow 1.0-beta), browsable at https://127.0.0.1:7401/docs/ :
 Two workload clusters, each a drover agent (docs/CLUSTERS.md): local-exec runs set "hello" and
 the demo tenant's service "greeter" (2 real processes each), local-sim pretends to run set
 "fleet" (50 instances on 3 simulated machines):
-  agent local-exec http://127.0.0.1:7701   log $state/agent-exec.log   data $state/agent-exec/
-  agent local-sim  http://127.0.0.1:7702   log $state/agent-sim.log    data $state/agent-sim/
+  agent local-exec https://127.0.0.1:7701   log $state/agent-exec.log   data $state/agent-exec/
+  agent local-sim  https://127.0.0.1:7702   log $state/agent-sim.log    data $state/agent-sim/
   curl -H @$state/admin-header https://127.0.0.1:7402/api/1.0-beta/cluster
   curl -H @$state/admin-header https://127.0.0.1:7403/api/1.0-beta/tenant/operator/cluster/local-exec/inventory
   curl -H @$state/admin-header 'https://127.0.0.1:7401/api/1.0-beta/tenant/operator/cluster/local-exec/instance/hello.main.r1.0/logs?tail=5'
-  curl -H @$state/join-header http://127.0.0.1:7701/v1/inventory      (the agent's own truth)
+  curl -H @$state/join-header https://127.0.0.1:7701/v1/inventory     (the agent's own truth, over TLS)
   curl -H @$state/admin-header https://127.0.0.1:7402/api/1.0-beta/tenant/demo/service/greeter/history
   curl -H @$state/admin-header -H 'Content-Type: application/json' -X PATCH -d '{"scale":{"greeter":3}}' \
        'https://127.0.0.1:7403/api/1.0-beta/tenant/demo/service/greeter/revision/1/scale?accept=true'
@@ -358,7 +384,7 @@ if [ "${DROVER_DEMO_ONESHOT:-}" = "1" ]; then
     if [ "$SECONDS" -ge "$((deadline + 60))" ]; then echo "demo: cluster local-exec is not ONLINE with 6 instances" >&2; exit 1; fi
     sleep 0.2
   done
-  for pid in $(curl -fsS -H @"$state/join-header" http://127.0.0.1:7701/v1/inventory \
+  for pid in $(curl -fsS -H @"$state/join-header" https://127.0.0.1:7701/v1/inventory \
       | python3 -c 'import json,sys; [print(i["pid"]) for i in json.load(sys.stdin)["instances"]]'); do
     tr '\0' '\n' < "/proc/$pid/environ" | grep -qE '^DROVER_INSTANCE_ID=(hello\.main|demo\.greeter\.greeter|demo\.krake-hello\.hello)\.r1\.' \
       || { echo "demo: process $pid is not an instance of set hello, service greeter or application krake-hello" >&2; exit 1; }

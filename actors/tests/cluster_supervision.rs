@@ -164,6 +164,7 @@ impl World {
             cluster: cluster.clone(),
             uid: "c-1".into(),
             registration: ClusterRegistration {
+                ca: None,
                 metrics: Vec::new(),
                 endpoint: "http://127.0.0.1:9".into(),
                 join_token: "a-join-token-of-some-length".into(),
@@ -237,7 +238,7 @@ impl World {
 async fn a_crashing_cluster_actor_is_restarted_and_then_brings_its_cluster_online() -> Result<()> {
     let probes = Arc::new(AtomicUsize::new(0));
     let seen = probes.clone();
-    let drivers: DriverFactory = Arc::new(move |_: &str, _: &str| {
+    let drivers: DriverFactory = Arc::new(move |_: &drover_model::cluster::AgentAccess| {
         Ok(Arc::new(Flaky {
             probes: seen.clone(),
             crashes: 3,
@@ -280,7 +281,7 @@ async fn an_inventory_is_read_again_only_when_the_agents_generation_changed() ->
     let generation = Arc::new(AtomicUsize::new(7));
     let inventories = Arc::new(AtomicUsize::new(0));
     let (g, i) = (generation.clone(), inventories.clone());
-    let drivers: DriverFactory = Arc::new(move |_: &str, _: &str| {
+    let drivers: DriverFactory = Arc::new(move |_: &drover_model::cluster::AgentAccess| {
         Ok(Arc::new(Flaky {
             generation: Some(g.clone()),
             inventories: i.clone(),

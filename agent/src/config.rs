@@ -91,6 +91,63 @@ pub struct AgentArgs {
     /// Format of the agent's own logs.
     #[arg(long, env = "DROVER_AGENT_LOG_FORMAT", value_enum, default_value = "text")]
     pub log_format: LogFormat,
+    /// PEM certificate chain of the cluster API; with --tls-key-file the agent serves HTTPS
+    /// (and reads both files again when they change).
+    #[arg(long, env = "DROVER_AGENT_TLS_CERT_FILE")]
+    pub tls_cert_file: Option<PathBuf>,
+    /// PEM private key of that certificate (readable by its owner only).
+    #[arg(long, env = "DROVER_AGENT_TLS_KEY_FILE")]
+    pub tls_key_file: Option<PathBuf>,
+    /// PEM certificate(s) of a CA: only callers presenting a client certificate it signed are
+    /// served (the nodes' --agent-client-cert-file).
+    #[arg(long, env = "DROVER_AGENT_TLS_CLIENT_CA_FILE")]
+    pub tls_client_ca_file: Option<PathBuf>,
+    /// Serve plain HTTP: the join token then crosses the network in the clear. An agent without
+    /// a certificate starts only with this flag.
+    #[arg(long, env = "DROVER_AGENT_PLAIN_HTTP")]
+    pub plain_http: bool,
+}
+
+/// The files of the agent's TLS.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TlsFiles {
+    /// Certificate chain (PEM).
+    pub cert: PathBuf,
+    /// Its private key (PEM).
+    pub key: PathBuf,
+    /// The CA whose client certificates are required, if any.
+    pub client_ca: Option<PathBuf>,
+}
+
+/// The agent's TLS files, when it serves HTTPS; `None` with `--plain-http`.
+pub fn tls_files(args: &AgentArgs) -> Result<Option<TlsFiles>, AgentError> {
+    match (&args.tls_cert_file, &args.tls_key_file, args.plain_http) {
+        (Some(_), Some(_), true) => Err(AgentError::config(
+            "--plain-http",
+            "the agent serves HTTPS with --tls-cert-file and --tls-key-file: leave out --plain-http",
+        )),
+        (Some(cert), Some(key), false) => {
+            crate::secret::check_private(key, "--tls-key-file")?;
+            Ok(Some(TlsFiles {
+                cert: cert.clone(),
+                key: key.clone(),
+                client_ca: args.tls_client_ca_file.clone(),
+            }))
+        }
+        (None, None, true) if args.tls_client_ca_file.is_some() => Err(AgentError::config(
+            "--tls-client-ca-file",
+            "client certificates need TLS: give --tls-cert-file and --tls-key-file",
+        )),
+        (None, None, true) => Ok(None),
+        (None, None, false) => Err(AgentError::config(
+            "--tls-cert-file",
+            "the agent serves HTTPS: give --tls-cert-file and --tls-key-file (or --plain-http to serve plain HTTP, with the join token in the clear)",
+        )),
+        _ => Err(AgentError::config(
+            "--tls-cert-file",
+            "--tls-cert-file and --tls-key-file go together",
+        )),
+    }
 }
 
 /// Parses `250ms`, `5s` or `2m`.

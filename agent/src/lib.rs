@@ -110,12 +110,17 @@ impl Opened {
         &self.agent
     }
 
-    /// Serves the cluster API on `listener` until `shutdown` resolves. Instances keep running.
-    pub async fn serve(
+    /// Serves the cluster API on `listener` (plain TCP, or TLS the binary wraps it in) until
+    /// `shutdown` resolves. Instances keep running.
+    pub async fn serve<L>(
         self,
-        listener: tokio::net::TcpListener,
+        listener: L,
         shutdown: impl Future<Output = ()> + Send + 'static,
-    ) -> Result<(), AgentError> {
+    ) -> Result<(), AgentError>
+    where
+        L: axum::serve::Listener,
+        L::Addr: std::fmt::Debug,
+    {
         let address = listener.local_addr().ok();
         let served = axum::serve(listener, self.router)
             .with_graceful_shutdown(shutdown)
@@ -135,13 +140,11 @@ pub async fn serve(
     open(&config)?.serve(listener, shutdown).await
 }
 
-/// `drover agent`: runs until `shutdown` resolves (the binary passes SIGTERM or Ctrl-C), then
-/// exits and leaves the instances running.
-pub async fn run(
-    args: AgentArgs,
-    shutdown: impl Future<Output = ()> + Send + 'static,
-) -> Result<(), AgentError> {
-    let config = AgentConfig::from_args(&args)?;
+/// `drover agent`, up to serving: checks the flags (TLS or `--plain-http`), opens the agent
+/// and binds its listener. The binary serves it, over TLS when the flags ask for it.
+pub async fn prepare(args: &AgentArgs) -> Result<Prepared, AgentError> {
+    let config = AgentConfig::from_args(args)?;
+    let tls = config::tls_files(args)?;
     telemetry::init(args.log_format);
     let listener = tokio::net::TcpListener::bind(args.listen)
         .await
@@ -154,10 +157,27 @@ pub async fn run(
         ExecutorKind::Exec => "exec",
         ExecutorKind::Sim => "sim",
     };
+    let scheme = if tls.is_some() { "https" } else { "http" };
     println!(
-        "drover agent {} listening on http://{address} (executor {kind}, id {})",
+        "drover agent {} listening on {scheme}://{address} (executor {kind}, id {})",
         config.name,
         opened.agent.identity().agent_id
     );
-    opened.serve(listener, shutdown).await
+    Ok(Prepared {
+        opened,
+        listener,
+        tls,
+    })
+}
+
+/// An agent ready to serve: opened, its listener bound, and its TLS files (none with
+/// `--plain-http`).
+#[derive(Debug)]
+pub struct Prepared {
+    /// The agent.
+    pub opened: Opened,
+    /// Its bound listener.
+    pub listener: tokio::net::TcpListener,
+    /// Its certificate, key and client CA.
+    pub tls: Option<config::TlsFiles>,
 }

@@ -9,6 +9,7 @@ use std::pin::Pin;
 
 use drover_model::cluster::agent_api::{InstanceId, Inventory, LogChunk, LogQuery};
 use drover_model::cluster::identity::AgentIdentity;
+use drover_model::cluster::AgentAccess;
 
 /// A boxed future of a read.
 pub type ReadFuture<T> = Pin<Box<dyn Future<Output = Result<T, AgentReadError>> + Send>>;
@@ -30,15 +31,15 @@ pub enum AgentReadError {
     Refused(String),
 }
 
-/// Reads from agents, given the committed endpoint and join token.
+/// Reads from agents, given how the committed cluster reaches its agent.
 pub trait AgentReads: Send + Sync {
     /// Everything the agent runs.
-    fn inventory(&self, endpoint: &str, token: &str) -> ReadFuture<Inventory>;
+    fn inventory(&self, agent: &AgentAccess) -> ReadFuture<Inventory>;
     /// What an instance wrote: its last lines, or what follows an offset.
-    fn logs(&self, endpoint: &str, token: &str, id: &InstanceId, query: LogQuery) -> ReadFuture<LogChunk>;
+    fn logs(&self, agent: &AgentAccess, id: &InstanceId, query: LogQuery) -> ReadFuture<LogChunk>;
     /// Who answers there: the agent's id and the cluster object it is bound to (`None` from an
     /// agent that keeps no identity).
-    fn identity(&self, endpoint: &str, token: &str) -> ReadFuture<Option<AgentIdentity>>;
+    fn identity(&self, agent: &AgentAccess) -> ReadFuture<Option<AgentIdentity>>;
 }
 
 /// A log read as the API answers it: the text, and in `x-drover-log-offset` the `from` with
@@ -61,4 +62,42 @@ pub fn log_response(chunk: LogChunk) -> axum::response::Response {
         );
     }
     response
+}
+
+/// Why the control plane will not reach an agent at `endpoint` this way, if it will not: a
+/// plain `http://` endpoint unless the nodes allow plain-HTTP agents, or a CA whose PEM blocks
+/// are not base64 certificates. (The apply checks the rest: an `https://` endpoint needs a CA.)
+pub fn agent_transport_refused(
+    allow_plain_http: bool,
+    endpoint: &str,
+    ca: Option<&str>,
+) -> Option<(&'static str, String)> {
+    if endpoint.starts_with("http://") && !allow_plain_http {
+        return Some((
+            "endpoint",
+            format!(
+                "{endpoint} is plain HTTP: the agent's join token would cross the network in the clear. Serve the agent over TLS (drover agent --tls-cert-file … --tls-key-file …) and register https://… with its CA, or start the nodes with --allow-plain-http-agents"
+            ),
+        ));
+    }
+    let ca = ca?;
+    let blocks: Vec<&str> = ca
+        .split("-----BEGIN CERTIFICATE-----")
+        .skip(1)
+        .map(|rest| rest.split("-----END CERTIFICATE-----").next().unwrap_or_default())
+        .collect();
+    let decodes = |block: &&str| {
+        use base64::Engine as _;
+        let text: String = block.chars().filter(|c| !c.is_whitespace()).collect();
+        base64::engine::general_purpose::STANDARD
+            .decode(text)
+            .is_ok_and(|der| der.first() == Some(&0x30))
+    };
+    if blocks.is_empty() || !blocks.iter().all(decodes) {
+        return Some((
+            "ca",
+            "not PEM certificates: give the CA certificate(s) that signed the agent's certificate, -----BEGIN CERTIFICATE----- … -----END CERTIFICATE-----".to_string(),
+        ));
+    }
+    None
 }

@@ -94,6 +94,10 @@ impl ApiState {
         let http = HttpMetrics::register(&registry, raft.id())?;
         let core = Core::new(raft, registry, shutdown, max_body_bytes, verifier);
         let boskos = BoskosState::new(core.clone())?;
+        let krake = KrakeOptions {
+            allow_plain_http_agents: platform.allow_plain_http_agents,
+            ..krake
+        };
         let krake = KrakeState::new(core.clone(), krake, agents.clone());
         let axebow = AxebowState::new(core.clone(), platform, agents)?;
         let recounts: Vec<Arc<dyn Recount>> = vec![

@@ -4,19 +4,24 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use drover_actors::clusters::{AgentDriver, Driver, DriverError};
+use drover_actors::clusters::{AgentDriver, ClientIdentity, Driver, DriverError};
 use drover_api::agents::{AgentReadError, AgentReads, ReadFuture};
 use drover_model::cluster::agent_api::{InstanceId, Inventory, LogChunk, LogQuery};
 use drover_model::cluster::identity::AgentIdentity;
+use drover_model::cluster::AgentAccess;
 
 /// How long a live read may take.
 const READ_TIMEOUT: Duration = Duration::from_secs(10);
 
-/// Reads through [`AgentDriver`].
-pub struct DriverReads;
+/// Reads through [`AgentDriver`], presenting the control plane's client certificate (if any).
+pub struct DriverReads {
+    identity: ClientIdentity,
+}
 
-fn driver(endpoint: &str, token: &str) -> Result<AgentDriver, AgentReadError> {
-    AgentDriver::new(endpoint, token, READ_TIMEOUT).map_err(failed)
+impl DriverReads {
+    fn driver(&self, agent: &AgentAccess) -> Result<AgentDriver, AgentReadError> {
+        AgentDriver::new(agent, &self.identity, READ_TIMEOUT).map_err(failed)
+    }
 }
 
 fn failed(error: DriverError) -> AgentReadError {
@@ -29,19 +34,19 @@ fn failed(error: DriverError) -> AgentReadError {
 }
 
 impl AgentReads for DriverReads {
-    fn inventory(&self, endpoint: &str, token: &str) -> ReadFuture<Inventory> {
-        let driver = driver(endpoint, token);
+    fn inventory(&self, agent: &AgentAccess) -> ReadFuture<Inventory> {
+        let driver = self.driver(agent);
         Box::pin(async move { driver?.inventory().await.map_err(failed) })
     }
 
-    fn logs(&self, endpoint: &str, token: &str, id: &InstanceId, query: LogQuery) -> ReadFuture<LogChunk> {
-        let driver = driver(endpoint, token);
+    fn logs(&self, agent: &AgentAccess, id: &InstanceId, query: LogQuery) -> ReadFuture<LogChunk> {
+        let driver = self.driver(agent);
         let id = id.clone();
         Box::pin(async move { driver?.logs(&id, &query).await.map_err(failed) })
     }
 
-    fn identity(&self, endpoint: &str, token: &str) -> ReadFuture<Option<AgentIdentity>> {
-        let driver = driver(endpoint, token);
+    fn identity(&self, agent: &AgentAccess) -> ReadFuture<Option<AgentIdentity>> {
+        let driver = self.driver(agent);
         Box::pin(async move {
             let (_, identity) = driver?.identified_facts().await.map_err(failed)?;
             Ok(identity)
@@ -50,6 +55,6 @@ impl AgentReads for DriverReads {
 }
 
 /// The reads as the API options take them.
-pub fn agent_reads() -> Arc<dyn AgentReads> {
-    Arc::new(DriverReads)
+pub fn agent_reads(identity: ClientIdentity) -> Arc<dyn AgentReads> {
+    Arc::new(DriverReads { identity })
 }

@@ -26,8 +26,27 @@ pub fn verifier(
     ca_file: &Path,
     provider: Arc<CryptoProvider>,
 ) -> Result<Arc<dyn ClientCertVerifier>, NodeError> {
+    verifier_of(ca_file, provider, FLAG, true)
+}
+
+/// A verifier that accepts only clients presenting a certificate `ca_file`'s CAs signed (an
+/// agent's `--tls-client-ca-file`).
+pub fn required_verifier(
+    ca_file: &Path,
+    provider: Arc<CryptoProvider>,
+    flag: &str,
+) -> Result<Arc<dyn ClientCertVerifier>, NodeError> {
+    verifier_of(ca_file, provider, flag, false)
+}
+
+fn verifier_of(
+    ca_file: &Path,
+    provider: Arc<CryptoProvider>,
+    flag: &str,
+    optional: bool,
+) -> Result<Arc<dyn ClientCertVerifier>, NodeError> {
     let invalid =
-        |message: String| crate::setting::invalid(FLAG, format!("{}: {message}", ca_file.display()));
+        |message: String| crate::setting::invalid(flag, format!("{}: {message}", ca_file.display()));
     let authorities = CertificateDer::pem_file_iter(ca_file)
         .and_then(|certs| certs.collect::<Result<Vec<_>, _>>())
         .map_err(|e| invalid(e.to_string()))?;
@@ -38,10 +57,13 @@ pub fn verifier(
     if roots.is_empty() {
         return Err(invalid("no CA certificate found".to_string()));
     }
-    WebPkiClientVerifier::builder_with_provider(Arc::new(roots), provider)
-        .allow_unauthenticated()
-        .build()
-        .map_err(|e| invalid(e.to_string()))
+    let builder = WebPkiClientVerifier::builder_with_provider(Arc::new(roots), provider);
+    let builder = if optional {
+        builder.allow_unauthenticated()
+    } else {
+        builder
+    };
+    builder.build().map_err(|e| invalid(e.to_string()))
 }
 
 /// Longest common name or organization taken from a certificate (a DNS name's length; the

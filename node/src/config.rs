@@ -153,6 +153,13 @@ pub struct ServeArgs {
     /// How often the leader reads the metrics each cluster is scored on (Go duration).
     #[arg(long, env = "DROVER_CLUSTER_METRICS_INTERVAL")]
     pub cluster_metrics_interval: Option<String>,
+    /// PEM certificate the control plane presents to agents that require client
+    /// certificates (`drover agent --tls-client-ca-file`); with --agent-client-key-file.
+    #[arg(long, env = "DROVER_AGENT_CLIENT_CERT_FILE")]
+    pub agent_client_cert_file: Option<PathBuf>,
+    /// PEM private key of that certificate (readable by its owner only).
+    #[arg(long, env = "DROVER_AGENT_CLIENT_KEY_FILE")]
+    pub agent_client_key_file: Option<PathBuf>,
     /// Platform API settings.
     #[command(flatten)]
     pub platform: PlatformArgs,
@@ -201,6 +208,8 @@ struct FileConfig {
     service_migration_interval: Option<String>,
     service_reschedule_after: Option<String>,
     cluster_metrics_interval: Option<String>,
+    agent_client_cert_file: Option<PathBuf>,
+    agent_client_key_file: Option<PathBuf>,
     platform: Option<PlatformFile>,
     api_tls_cert_file: Option<PathBuf>,
     api_tls_key_file: Option<PathBuf>,
@@ -266,6 +275,30 @@ pub struct NodeConfig {
 
 const MIN_SECRET_LEN: usize = 16;
 
+/// The certificate and key the control plane presents to agents, when both are given.
+fn client_identity(
+    cert: Option<&std::path::Path>,
+    key: Option<&std::path::Path>,
+) -> Result<drover_actors::clusters::ClientIdentity, NodeError> {
+    match (cert, key) {
+        (None, None) => Ok(drover_actors::clusters::ClientIdentity::none()),
+        (Some(cert), Some(key)) => {
+            crate::setting::check_private(key, "agent-client-key-file")?;
+            let read = |path: &std::path::Path, flag: &str| {
+                std::fs::read(path).map_err(|e| invalid(flag, format!("cannot read {}: {e}", path.display())))
+            };
+            let mut pem = read(cert, "agent-client-cert-file")?;
+            pem.push(b'\n');
+            pem.extend(read(key, "agent-client-key-file")?);
+            Ok(drover_actors::clusters::ClientIdentity::pem(pem))
+        }
+        _ => Err(invalid(
+            "agent-client-cert-file",
+            "--agent-client-cert-file and --agent-client-key-file go together",
+        )),
+    }
+}
+
 fn cluster_actors_config(args: &ServeArgs, file: &FileConfig) -> Result<ClusterActorsConfig, NodeError> {
     let defaults = ClusterActorsConfig::default();
     let probe_interval = duration(
@@ -298,8 +331,17 @@ fn cluster_actors_config(args: &ServeArgs, file: &FileConfig) -> Result<ClusterA
             "the probe interval must be positive and the offline budget at least one interval",
         ));
     }
+    let client_identity = client_identity(
+        args.agent_client_cert_file
+            .as_deref()
+            .or(file.agent_client_cert_file.as_deref()),
+        args.agent_client_key_file
+            .as_deref()
+            .or(file.agent_client_key_file.as_deref()),
+    )?;
     Ok(ClusterActorsConfig {
         probe_interval,
+        client_identity,
         // A probe must give up before the next one is due, and never wait past the budget.
         probe_timeout: probe_interval
             .max(std::time::Duration::from_millis(500))
@@ -418,6 +460,8 @@ impl NodeConfig {
                 .clone()
                 .or(file.krake_hook_endpoint.clone())
                 .unwrap_or_default(),
+            // Given the platform's setting by the API.
+            allow_plain_http_agents: false,
         };
         let endpoint = &krake.hook_endpoint;
         if !(endpoint.is_empty() || endpoint.starts_with("http://") || endpoint.starts_with("https://")) {
@@ -615,7 +659,9 @@ impl NodeConfig {
             verifier: self.platform.verifier.clone(),
             platform: self.platform.options.clone(),
             max_body_bytes: self.platform.max_body_bytes,
-            agents: Some(crate::agent_reads::agent_reads()),
+            agents: Some(crate::agent_reads::agent_reads(
+                self.clusters.client_identity.clone(),
+            )),
             krake: self.krake.clone(),
         }
     }

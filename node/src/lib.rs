@@ -5,6 +5,7 @@
 //! listener → leadership gate → public API. Shutdown runs the other way: the API stops taking
 //! requests and drains, the actor tree stops, Raft stops, the peer listener closes.
 
+pub mod agent_cmd;
 pub mod agent_reads;
 pub mod cli;
 pub mod client_certs;

@@ -127,7 +127,7 @@ async fn main() -> anyhow::Result<ExitCode> {
             }
         },
         Command::Agent(args) => {
-            if let Err(e) = drover_agent::run(args, shutdown_signal()).await {
+            if let Err(e) = drover_node::agent_cmd::run(args, shutdown_signal()).await {
                 eprintln!("drover agent: {e}");
                 let code = match e {
                     drover_agent::AgentError::Config { .. } | drover_agent::AgentError::Corrupt { .. } => 2,

@@ -61,6 +61,11 @@ pub struct PlatformArgs {
     /// Largest request body in bytes [default: 1048576].
     #[arg(long, env = "DROVER_MAX_BODY_BYTES")]
     pub max_body_bytes: Option<usize>,
+    /// Clusters whose agent serves plain HTTP (`http://` endpoints) may be registered; their
+    /// join token crosses the network in the clear, and their status says `plain-http`.
+    /// Off: agents are reached over TLS only.
+    #[arg(long, env = "DROVER_ALLOW_PLAIN_HTTP_AGENTS")]
+    pub allow_plain_http_agents: bool,
 }
 
 /// One trusted issuer in the TOML file.
@@ -92,6 +97,7 @@ pub struct PlatformFile {
     rate_limit: Option<f64>,
     rate_burst: Option<u32>,
     max_body_bytes: Option<usize>,
+    allow_plain_http_agents: Option<bool>,
 }
 
 /// The checked platform settings.
@@ -297,6 +303,8 @@ pub fn platform_settings(args: &PlatformArgs, file: PlatformFile) -> Result<Plat
             iaas_providers,
             operators,
             rate_limit,
+            allow_plain_http_agents: args.allow_plain_http_agents
+                || file.allow_plain_http_agents.unwrap_or(false),
         },
         max_body_bytes,
     })

@@ -252,6 +252,30 @@ pub fn server_config(
     key_file: &Path,
     client_ca_file: Option<&Path>,
 ) -> Result<Arc<ServerConfig>, NodeError> {
+    let verifier = client_ca_file
+        .map(|ca_file| crate::client_certs::verifier(ca_file, provider()))
+        .transpose()?;
+    server_config_with(cert_file, key_file, verifier)
+}
+
+/// A `drover agent`'s HTTPS: its certificate (read again when the files change) and, when it
+/// names a CA, only callers presenting a client certificate that CA signed.
+pub fn agent_server_config(
+    cert_file: &Path,
+    key_file: &Path,
+    client_ca_file: Option<&Path>,
+) -> Result<Arc<ServerConfig>, NodeError> {
+    let verifier = client_ca_file
+        .map(|ca_file| crate::client_certs::required_verifier(ca_file, provider(), "tls-client-ca-file"))
+        .transpose()?;
+    server_config_with(cert_file, key_file, verifier)
+}
+
+fn server_config_with(
+    cert_file: &Path,
+    key_file: &Path,
+    verifier: Option<Arc<dyn tokio_rustls::rustls::server::danger::ClientCertVerifier>>,
+) -> Result<Arc<ServerConfig>, NodeError> {
     let key = certified_key(cert_file, key_file)?;
     let resolver = ReloadingCert {
         cert_file: cert_file.to_path_buf(),
@@ -264,10 +288,8 @@ pub fn server_config(
     let builder = ServerConfig::builder_with_provider(provider())
         .with_safe_default_protocol_versions()
         .map_err(|e| invalid(e.to_string()))?;
-    let builder = match client_ca_file {
-        Some(ca_file) => {
-            builder.with_client_cert_verifier(crate::client_certs::verifier(ca_file, provider())?)
-        }
+    let builder = match verifier {
+        Some(verifier) => builder.with_client_cert_verifier(verifier),
         None => builder.with_no_client_auth(),
     };
     let mut config = builder.with_cert_resolver(Arc::new(resolver));

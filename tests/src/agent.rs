@@ -42,6 +42,8 @@ pub struct AgentProcess {
     addr: String,
     child: Option<Child>,
     log: PathBuf,
+    /// It serves HTTPS (its health is then a listening socket).
+    tls: bool,
 }
 
 /// Whether `GET /healthz` at `addr` answers 200.
@@ -120,6 +122,10 @@ impl AgentProcess {
                 "--name=test-agent".to_string(),
             ];
             args.extend(extra.iter().map(|a| a.to_string()));
+            // Plain HTTP on loopback unless the test gives the agent a certificate.
+            if !extra.iter().any(|a| a.starts_with("--tls-cert-file")) {
+                args.push("--plain-http".to_string());
+            }
             let mut agent = Self {
                 dir,
                 binary: binary.clone(),
@@ -127,6 +133,7 @@ impl AgentProcess {
                 addr,
                 child: None,
                 log: log.clone(),
+                tls: extra.iter().any(|a| a.starts_with("--tls-cert-file")),
             };
             agent.spawn()?;
             match agent.wait_healthy() {
@@ -166,7 +173,12 @@ impl AgentProcess {
                     return Err(anyhow!("the agent exited at start ({status}): {}", self.log()));
                 }
             }
-            if healthy(&self.addr) {
+            let up = if self.tls {
+                std::net::TcpStream::connect(&self.addr).is_ok()
+            } else {
+                healthy(&self.addr)
+            };
+            if up {
                 return Ok(());
             }
             if Instant::now() >= deadline {
@@ -182,6 +194,11 @@ impl AgentProcess {
     /// `host:port` of its API.
     pub fn addr(&self) -> &str {
         &self.addr
+    }
+
+    /// The file it reads its join tokens from (owner-only; one token per line).
+    pub fn token_file(&self) -> PathBuf {
+        self.dir.path().join("join-token")
     }
 
     /// Its data directory.

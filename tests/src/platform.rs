@@ -87,6 +87,8 @@ pub fn test_platform_settings(rate_limit: RateLimit) -> PlatformSettings {
                 subject: OPERATOR_SUBJECT.to_string(),
             }],
             rate_limit,
+            // The harness's agents serve plain HTTP on loopback.
+            allow_plain_http_agents: true,
             ..PlatformOptions::default()
         },
         max_body_bytes: 64 * 1024,
@@ -122,6 +124,8 @@ pub fn process_platform_args(dir: &std::path::Path) -> Result<Vec<String>> {
         "--jwt-algorithm=HS256".to_string(),
         format!("--jwt-key-file={}", key.display()),
         format!("--operators={TEST_ISSUER}={OPERATOR_SUBJECT}"),
+        // The harness's agents serve plain HTTP on loopback.
+        "--allow-plain-http-agents".to_string(),
     ])
 }
 

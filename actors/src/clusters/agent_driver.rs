@@ -1,5 +1,8 @@
-//! The [`Driver`] of a `drover agent`: its cluster API over HTTP, with the join token as a
-//! bearer token (marked sensitive, so it is never logged) and a timeout on every call. A
+//! The [`Driver`] of a `drover agent`: its cluster API over HTTPS (the agent's certificate
+//! checked against the CA its cluster names, nothing else trusted; the control plane's own
+//! certificate presented when it has one) or, where the operator allows it, plain HTTP; the join
+//! token as a bearer token (marked sensitive, so it is never logged) and a timeout on every
+//! call. A
 //! cluster actor's driver names its cluster object in every change (`x-drover-cluster`), so an
 //! agent bound to another cluster object refuses it (`409 bound: …`).
 
@@ -13,6 +16,7 @@ use drover_model::cluster::agent_api::{
     NodeFacts, SetName, LOG_OFFSET_HEADER,
 };
 use drover_model::cluster::identity::{AgentIdentity, IdentifiedFacts, CLUSTER_HEADER, TAKE_OVER_HEADER};
+use drover_model::cluster::AgentAccess;
 use reqwest::{header, Client, RequestBuilder, StatusCode};
 use serde::de::DeserializeOwned;
 
@@ -31,11 +35,41 @@ pub struct AgentDriver {
     cluster: Option<String>,
 }
 
+/// What the control plane presents to agents that ask for a client certificate: PEM of its
+/// certificate and key, read once from the node's files.
+#[derive(Clone, Default)]
+pub struct ClientIdentity(Option<Arc<Vec<u8>>>);
+
+impl std::fmt::Debug for ClientIdentity {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(if self.0.is_some() {
+            "ClientIdentity(<pem>)"
+        } else {
+            "ClientIdentity(none)"
+        })
+    }
+}
+
+impl ClientIdentity {
+    /// None: agents that require a client certificate refuse this control plane.
+    pub fn none() -> Self {
+        Self(None)
+    }
+
+    /// A certificate and its key (PEM, one after the other).
+    pub fn pem(certificate_and_key: Vec<u8>) -> Self {
+        Self(Some(Arc::new(certificate_and_key)))
+    }
+}
+
 impl AgentDriver {
-    /// A client of the agent at `endpoint` (`http://host:port`) that authenticates with `token`
-    /// and gives up on a call after `timeout`.
-    pub fn new(endpoint: &str, token: &str, timeout: Duration) -> Result<Self, DriverError> {
-        Self::with_apply_timeout(endpoint, token, timeout, timeout)
+    /// A client of the agent `agent` that gives up on a call after `timeout`.
+    pub fn new(
+        agent: &AgentAccess,
+        identity: &ClientIdentity,
+        timeout: Duration,
+    ) -> Result<Self, DriverError> {
+        Self::with_apply_timeout(agent, identity, timeout, timeout)
     }
 
     /// As [`AgentDriver::new`], but calls that change what runs (sets, restarts, the fence) may
@@ -43,23 +77,44 @@ impl AgentDriver {
     /// have stopped, which takes up to its stop grace. Giving up earlier would send the same set
     /// again while the first is still being applied.
     pub fn with_apply_timeout(
-        endpoint: &str,
-        token: &str,
+        agent: &AgentAccess,
+        identity: &ClientIdentity,
         timeout: Duration,
         apply_timeout: Duration,
     ) -> Result<Self, DriverError> {
-        let mut value = header::HeaderValue::from_str(&format!("Bearer {token}"))
+        let mut value = header::HeaderValue::from_str(&format!("Bearer {}", agent.token))
             .map_err(|_| DriverError::Decode("the join token must be visible ASCII".into()))?;
         value.set_sensitive(true);
-        let http = Client::builder()
+        let mut builder = Client::builder()
             .timeout(timeout)
             .connect_timeout(timeout)
-            .default_headers(header::HeaderMap::from_iter([(header::AUTHORIZATION, value)]))
+            .redirect(reqwest::redirect::Policy::none())
+            .default_headers(header::HeaderMap::from_iter([(header::AUTHORIZATION, value)]));
+        if agent.endpoint.starts_with("https://") {
+            // Only the cluster's CA: a certificate any other CA signed is refused.
+            let ca = agent.ca.as_deref().ok_or_else(|| DriverError::Refused {
+                status: 0,
+                message: "an https:// agent needs its cluster's CA to be checked against".into(),
+            })?;
+            let roots = reqwest::Certificate::from_pem_bundle(ca.as_bytes())
+                .map_err(|e| DriverError::Decode(format!("the cluster's CA is not PEM: {e}")))?;
+            builder = builder.tls_built_in_root_certs(false).https_only(true);
+            for root in roots {
+                builder = builder.add_root_certificate(root);
+            }
+            if let Some(pem) = &identity.0 {
+                let identity = reqwest::Identity::from_pem(pem).map_err(|e| {
+                    DriverError::Decode(format!("the control plane's client certificate: {e}"))
+                })?;
+                builder = builder.identity(identity);
+            }
+        }
+        let http = builder
             .build()
             .map_err(|e| DriverError::Unreachable(e.to_string()))?;
         Ok(Self {
             http,
-            endpoint: endpoint.trim_end_matches('/').to_string(),
+            endpoint: agent.endpoint.trim_end_matches('/').to_string(),
             apply_timeout,
             cluster: None,
         })
@@ -135,6 +190,15 @@ fn without_url(error: &reqwest::Error) -> String {
     let mut text = error.to_string();
     if let Some(url) = error.url() {
         text = text.replace(&format!(" for url ({url})"), "");
+    }
+    // The cause (a refused certificate, a refused connection) is in the error's sources.
+    let mut source = std::error::Error::source(error);
+    while let Some(cause) = source {
+        let said = cause.to_string();
+        if !text.contains(&said) {
+            text = format!("{text}: {said}");
+        }
+        source = cause.source();
     }
     if error.is_timeout() {
         format!("timed out: {text}")

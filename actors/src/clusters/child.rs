@@ -27,8 +27,9 @@ impl ClustersChild {
         observations: Observations,
     ) -> Result<Self, ActorsError> {
         let (timeout, apply_timeout) = (config.probe_timeout, config.apply_timeout);
-        let drivers: DriverFactory = Arc::new(move |endpoint: &str, token: &str| {
-            let driver = AgentDriver::with_apply_timeout(endpoint, token, timeout, apply_timeout)?;
+        let identity = config.client_identity.clone();
+        let drivers: DriverFactory = Arc::new(move |agent: &drover_model::cluster::AgentAccess| {
+            let driver = AgentDriver::with_apply_timeout(agent, &identity, timeout, apply_timeout)?;
             Ok(Arc::new(driver) as Arc<dyn Driver>)
         });
         Self::with_drivers(config, registry, drivers, observations)

@@ -39,6 +39,7 @@ use super::observed::{by_set, Observation, Observations, ObservedSets};
 use super::plan::{desired_sets, plan_sets};
 use super::{ClusterActorMetrics, ClusterActorsConfig, DriverFactory};
 use crate::root::LeaderContext;
+use drover_model::cluster::AgentAccess;
 
 /// Messages of a cluster actor.
 #[derive(Debug)]
@@ -62,11 +63,14 @@ pub struct ClusterArgs {
 pub struct ClusterActorState {
     args: ClusterArgs,
     /// The driver and the endpoint and token it was built for.
-    driver: Option<(String, String, Arc<dyn Driver>)>,
+    driver: Option<(AgentAccess, Arc<dyn Driver>)>,
     /// When the agent last answered (when this actor started, until it answers).
     last_answer: Instant,
     /// Whether the state last decided is `OFFLINE` (the budget is spent).
     offline: bool,
+    /// Why the last probe that failed on its own failed (a refused certificate, a refused
+    /// connection): said again when the budget cuts a later probe short.
+    last_failure: Option<String>,
     /// The id of the agent that last answered, when it has one.
     agent_id: Option<AgentId>,
     /// Whether the agent accepted this term's fence.
@@ -124,6 +128,7 @@ impl LastInventory {
 struct Committed {
     endpoint: String,
     token: String,
+    ca: Option<String>,
     draining: bool,
     state: ClusterState,
     facts: Option<ClusterFacts>,
@@ -239,6 +244,7 @@ impl ClusterActor {
             Some(Committed {
                 endpoint: cluster.endpoint.clone(),
                 token: cluster.join_token.clone(),
+                ca: cluster.ca.clone(),
                 draining: cluster.draining,
                 state: cluster.status.state,
                 facts: cluster.status.facts.clone(),
@@ -257,19 +263,20 @@ impl ClusterActor {
     }
 
     fn driver(state: &mut ClusterActorState, committed: &Committed) -> Result<Arc<dyn Driver>, DriverError> {
-        if let Some((endpoint, token, driver)) = &state.driver {
-            if *endpoint == committed.endpoint && *token == committed.token {
+        let access = AgentAccess {
+            endpoint: committed.endpoint.clone(),
+            token: committed.token.clone(),
+            ca: committed.ca.clone(),
+        };
+        if let Some((cached, driver)) = &state.driver {
+            if *cached == access {
                 return Ok(driver.clone());
             }
         }
-        let built = (state.args.drivers)(&committed.endpoint, &committed.token)?;
+        let built = (state.args.drivers)(&access)?;
         // Every change names this cluster object, so an agent bound to another refuses it.
         let driver = built.for_cluster(&state.args.uid).unwrap_or(built);
-        state.driver = Some((
-            committed.endpoint.clone(),
-            committed.token.clone(),
-            driver.clone(),
-        ));
+        state.driver = Some((access, driver.clone()));
         Ok(driver)
     }
 
@@ -376,10 +383,20 @@ impl ClusterActor {
         let budget = state.args.config.offline_after;
         let deadline = (state.last_answer + budget).max(Instant::now());
         match tokio::time::timeout_at(deadline, Self::probe(state, driver)).await {
-            Ok(probed) => probed,
-            Err(_) => Err(DriverError::Unreachable(format!(
-                "timed out: no answer within the offline budget ({budget:?})"
-            ))),
+            Ok(Err(error)) => {
+                state.last_failure = Some(error.to_string());
+                Err(error)
+            }
+            Ok(probed) => {
+                state.last_failure = None;
+                probed
+            }
+            Err(_) => Err(DriverError::Unreachable(match &state.last_failure {
+                Some(before) => format!(
+                    "timed out: no answer within the offline budget ({budget:?}); the probe before: {before}"
+                ),
+                None => format!("timed out: no answer within the offline budget ({budget:?})"),
+            })),
         }
     }
 
@@ -680,6 +697,7 @@ impl Actor for ClusterActor {
             args,
             driver: None,
             last_answer: Instant::now(),
+            last_failure: None,
             offline: false,
             agent_id: None,
             fenced: false,

@@ -23,7 +23,7 @@ use prometheus::{
     Histogram, HistogramOpts, IntCounter, IntCounterVec, IntGauge, IntGaugeVec, Opts, Registry,
 };
 
-pub use agent_driver::AgentDriver;
+pub use agent_driver::{AgentDriver, ClientIdentity};
 pub use child::ClustersChild;
 pub use driver::{bounded, Driver, DriverError};
 pub use observed::{Observation, Observations, ObservedSets, SetInstances};
@@ -32,7 +32,8 @@ pub use supervisor::ClustersSupervisor;
 use crate::ActorsError;
 
 /// Builds the driver of a cluster from its committed endpoint and join token.
-pub type DriverFactory = Arc<dyn Fn(&str, &str) -> Result<Arc<dyn Driver>, DriverError> + Send + Sync>;
+pub type DriverFactory =
+    Arc<dyn Fn(&drover_model::cluster::AgentAccess) -> Result<Arc<dyn Driver>, DriverError> + Send + Sync>;
 
 /// Settings of the cluster actors.
 #[derive(Debug, Clone)]
@@ -52,6 +53,8 @@ pub struct ClusterActorsConfig {
     pub sync_interval: Duration,
     /// How often a cluster's metrics are read from their providers.
     pub metrics_interval: Duration,
+    /// What the control plane presents to agents that require a client certificate.
+    pub client_identity: agent_driver::ClientIdentity,
 }
 
 impl Default for ClusterActorsConfig {
@@ -63,6 +66,7 @@ impl Default for ClusterActorsConfig {
             offline_after: Duration::from_secs(10),
             sync_interval: Duration::from_millis(500),
             metrics_interval: Duration::from_secs(10),
+            client_identity: agent_driver::ClientIdentity::none(),
         }
     }
 }

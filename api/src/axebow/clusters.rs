@@ -64,6 +64,12 @@ pub async fn register(
     Body(registration): Body<ClusterRegistration>,
 ) -> Result<Empty, AxebowError> {
     let cluster = at(tenant, name);
+    let allowed = state.axebow.options.allow_plain_http_agents;
+    if let Some((field, message)) =
+        crate::agents::agent_transport_refused(allowed, &registration.endpoint, registration.ca.as_deref())
+    {
+        return Err(AxebowError::invalid(field, message));
+    }
     refuse_a_bound_agent(&state, &caller, &cluster, &registration).await?;
     let change = ClusterOp::Register {
         cluster,
@@ -103,10 +109,12 @@ async fn refuse_a_bound_agent(
     if drover_model::platform::validate_endpoint(&registration.endpoint).is_err() {
         return Ok(());
     }
-    let identity = match agents
-        .identity(&registration.endpoint, &registration.join_token)
-        .await
-    {
+    let access = drover_model::cluster::AgentAccess {
+        endpoint: registration.endpoint.clone(),
+        token: registration.join_token.clone(),
+        ca: registration.ca.clone(),
+    };
+    let identity = match agents.identity(&access).await {
         Ok(Some(identity)) => identity,
         // Not reachable, refused, or an agent without identity: nothing to compare with.
         Ok(None) | Err(_) => return Ok(()),
@@ -160,6 +168,13 @@ pub async fn patch(
     Path((tenant, name)): Path<(String, String)>,
     Body(patch): Body<ClusterPatch>,
 ) -> Result<Empty, AxebowError> {
+    let allowed = state.axebow.options.allow_plain_http_agents;
+    let endpoint = patch.endpoint.as_deref().unwrap_or("https://");
+    if let Some((field, message)) =
+        crate::agents::agent_transport_refused(allowed, endpoint, patch.ca.as_deref())
+    {
+        return Err(AxebowError::invalid(field, message));
+    }
     let change = ClusterOp::Patch {
         cluster: at(tenant, name),
         patch,
@@ -345,13 +360,11 @@ async fn agent_of(
     state: &AxebowState,
     caller: &Caller,
     cluster: &ClusterRef,
-) -> Result<(String, String), AxebowError> {
+) -> Result<drover_model::cluster::AgentAccess, AxebowError> {
     store::read(state, &caller.0, PlatformRead::Tenant(&cluster.tenant), |p, _| {
         p.cluster_view(cluster)?;
-        let stored = p
-            .cluster(cluster)
-            .map(|c| (c.endpoint.clone(), c.join_token.clone()));
-        Ok(stored.unwrap_or_default())
+        Ok(p.cluster(cluster)
+            .map_or_else(|| drover_model::cluster::AgentAccess::new("", ""), |c| c.access()))
     })
     .await
 }
@@ -392,11 +405,8 @@ pub async fn inventory(
     caller: Caller,
     Path((tenant, name)): Path<(String, String)>,
 ) -> Result<Envelope<Inventory>, AxebowError> {
-    let (endpoint, token) = agent_of(&state, &caller, &at(tenant, name)).await?;
-    let inventory = agents(&state)?
-        .inventory(&endpoint, &token)
-        .await
-        .map_err(read_failed)?;
+    let agent = agent_of(&state, &caller, &at(tenant, name)).await?;
+    let inventory = agents(&state)?.inventory(&agent).await.map_err(read_failed)?;
     Ok(ok(inventory))
 }
 
@@ -420,14 +430,14 @@ pub async fn logs(
             ));
         }
     }
-    let (endpoint, token) = agent_of(&state, &caller, &at(tenant, name)).await?;
+    let agent = agent_of(&state, &caller, &at(tenant, name)).await?;
     let query = LogQuery {
         tail: params.tail,
         since: params.since,
         from: params.from,
     };
     let chunk = agents(&state)?
-        .logs(&endpoint, &token, &id, query)
+        .logs(&agent, &id, query)
         .await
         .map_err(read_failed)?;
     Ok(crate::agents::log_response(chunk))

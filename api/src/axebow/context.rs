@@ -34,6 +34,9 @@ pub struct PlatformOptions {
     pub operators: Vec<Identity>,
     /// Per-caller request rate.
     pub rate_limit: RateLimit,
+    /// Clusters whose agent is reached over plain HTTP may be registered
+    /// (`--allow-plain-http-agents`; off: an agent is reached over TLS only).
+    pub allow_plain_http_agents: bool,
 }
 
 impl Default for PlatformOptions {
@@ -45,6 +48,7 @@ impl Default for PlatformOptions {
             iaas_providers: vec!["sim".to_string()],
             operators: Vec::new(),
             rate_limit: RateLimit::default(),
+            allow_plain_http_agents: false,
         }
     }
 }

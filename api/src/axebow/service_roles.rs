@@ -68,7 +68,7 @@ async fn cluster_of(
     tenant: &str,
     service: &str,
     role: &str,
-) -> Result<(String, String), AxebowError> {
+) -> Result<drover_model::cluster::AgentAccess, AxebowError> {
     store::read(state, &caller.0, PlatformRead::Tenant(tenant), |p, _| {
         let stored = p.service(tenant, service)?;
         let has_role = stored
@@ -86,7 +86,7 @@ async fn cluster_of(
             .ok_or_else(|| {
                 PlatformError::Conflict(format!("service {service:?} does not run on a cluster yet"))
             })?;
-        Ok((cluster.endpoint.clone(), cluster.join_token.clone()))
+        Ok(cluster.access())
     })
     .await
 }
@@ -107,11 +107,8 @@ pub async fn role(
     caller: Caller,
     Path((tenant, service, role)): Path<(String, String, String)>,
 ) -> Result<Envelope<RoleInfo>, AxebowError> {
-    let (endpoint, token) = cluster_of(&state, &caller, &tenant, &service, &role).await?;
-    let inventory = agents(&state)?
-        .inventory(&endpoint, &token)
-        .await
-        .map_err(read_failed)?;
+    let agent = cluster_of(&state, &caller, &tenant, &service, &role).await?;
+    let inventory = agents(&state)?.inventory(&agent).await.map_err(read_failed)?;
     let prefix = prefix(&tenant, &service, &role)?;
     let instances = inventory
         .instances
@@ -197,7 +194,7 @@ async fn logs_of(
             "{id} is not an instance of role {role:?} of {service:?}"
         )));
     }
-    let (endpoint, token) = cluster_of(&state, &caller, &tenant, &service, &role).await?;
+    let agent = cluster_of(&state, &caller, &tenant, &service, &role).await?;
     let since = params.delta.map(|seconds| {
         crate::boskos::wire::rfc3339_ms(
             drover_raft::wall_clock_ms().saturating_sub(seconds.saturating_mul(1000)),
@@ -209,7 +206,7 @@ async fn logs_of(
         from: params.from,
     };
     let chunk = agents(&state)?
-        .logs(&endpoint, &token, &id, query)
+        .logs(&agent, &id, query)
         .await
         .map_err(read_failed)?;
     Ok(crate::agents::log_response(chunk))

@@ -30,6 +30,12 @@ pub async fn agent_answers(
     cluster: &KrakeCluster,
     stored_token: Option<&str>,
 ) -> Result<(), Problem> {
+    let allowed = state.options.allow_plain_http_agents;
+    if let Some((_, message)) =
+        crate::agents::agent_transport_refused(allowed, &cluster.endpoint, cluster.ca.as_deref())
+    {
+        return Err(Problem::invalid("spec.kubeconfig", &message));
+    }
     let Some(agents) = &state.agents else {
         return Ok(());
     };
@@ -40,7 +46,12 @@ pub async fn agent_answers(
         // The apply refuses it with its reason.
         return Ok(());
     }
-    match agents.identity(&cluster.endpoint, token).await {
+    let access = drover_model::cluster::AgentAccess {
+        endpoint: cluster.endpoint.clone(),
+        token: token.to_string(),
+        ca: cluster.ca.clone(),
+    };
+    match agents.identity(&access).await {
         Ok(_) | Err(AgentReadError::Unreachable(_)) => Ok(()),
         Err(error) => Err(Problem::invalid(
             "spec.kubeconfig",

@@ -15,6 +15,9 @@ use drover_model::State;
 use serde_json::{json, Map, Value};
 
 use super::fields::{field, metric_refs};
+use base64::engine::general_purpose::STANDARD as BASE64;
+use base64::Engine as _;
+
 use super::problem::Problem;
 
 /// Krake's `ReasonCode`s Drover's cluster states map to.
@@ -40,7 +43,12 @@ pub fn spec(key: &KrakeKey, cluster: &KrakeCluster) -> Value {
         json!({"cloud": {"labels": [], "metrics": []}})
     };
     json!({
-        "kubeconfig": show_kubeconfig(&extras.kubeconfig, &key.name, &cluster.endpoint),
+        "kubeconfig": show_kubeconfig(
+            &extras.kubeconfig,
+            &key.name,
+            &cluster.endpoint,
+            cluster.ca.as_ref().map(|ca| BASE64.encode(ca)).as_deref(),
+        ),
         "tosca": {},
         "custom_resources": extras.custom_resources,
         "constraints": constraints,
@@ -114,6 +122,15 @@ pub fn status_digest(state: &State, key: &KrakeKey) -> u64 {
     super::digest::digest(&status(state, key))
 }
 
+/// The PEM a kubeconfig's `certificate-authority-data` holds.
+fn decode_ca(data: &str) -> Result<String, Problem> {
+    let path = "spec.kubeconfig.clusters.0.cluster.certificate-authority-data";
+    let bytes = BASE64
+        .decode(data.trim())
+        .map_err(|_| Problem::invalid(path, "Not valid base64."))?;
+    String::from_utf8(bytes).map_err(|_| Problem::invalid(path, "Not PEM text."))
+}
+
 /// Reads a Cluster's spec.
 pub fn parse(spec: Option<&Value>) -> Result<KrakeCluster, Problem> {
     let spec = match spec {
@@ -142,15 +159,20 @@ pub fn parse(spec: Option<&Value>) -> Result<KrakeCluster, Problem> {
             ))
         }
     };
-    let (endpoint, join_token, skeleton) = read_kubeconfig(kubeconfig).map_err(Problem::from)?;
+    let read = read_kubeconfig(kubeconfig).map_err(Problem::from)?;
+    let ca = match &read.ca_data {
+        None => None,
+        Some(data) => Some(decode_ca(data)?),
+    };
     let metrics = metric_refs(spec, "spec")?;
     let defaults = Backoff::default();
     Ok(KrakeCluster {
-        endpoint,
-        join_token,
+        endpoint: read.server,
+        ca,
+        join_token: read.token,
         metrics,
         extras: KrakeClusterSpecExtras {
-            kubeconfig: skeleton,
+            kubeconfig: read.skeleton,
             custom_resources: field(spec, "custom_resources", "spec")?.unwrap_or_default(),
             constraints: spec.get("constraints").cloned().unwrap_or(Value::Null),
             backoff: Backoff {

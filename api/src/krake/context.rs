@@ -16,6 +16,9 @@ pub struct KrakeOptions {
     /// The base URL applications call their hooks at (Krake's `external_endpoint`): this
     /// node's advertised API address unless set.
     pub hook_endpoint: String,
+    /// Clusters whose agent is reached over plain HTTP may be registered (the platform's
+    /// setting, `--allow-plain-http-agents`, given to this room too).
+    pub allow_plain_http_agents: bool,
 }
 
 /// The Krake room's state: the core, its options, and live reads of agents (a Cluster's

@@ -262,7 +262,8 @@ impl Driver for SimDriver {
 /// The drivers of the simulation's clusters: an endpoint `http://agent-N:7100` reaches the
 /// simulated agent on host `agent-N`, each call bounded by `timeout`.
 pub fn sim_drivers(timeout: Duration) -> DriverFactory {
-    Arc::new(move |endpoint: &str, _token: &str| {
+    Arc::new(move |agent: &drover_model::cluster::AgentAccess| {
+        let endpoint = agent.endpoint.as_str();
         let host = endpoint
             .strip_prefix("http://")
             .and_then(|rest| rest.split(':').next())

@@ -121,6 +121,7 @@ pub fn setup_commands() -> Result<Vec<Command>, serde_json::Error> {
                 },
                 uid: format!("cluster-{n}"),
                 registration: ClusterRegistration {
+                    ca: None,
                     endpoint: agent_endpoint(n),
                     join_token: "sim-join-token-0123456789".into(),
                     labels: BTreeMap::from([("tier".to_string(), "sim".to_string())]),

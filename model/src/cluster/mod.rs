@@ -14,7 +14,7 @@ pub mod views;
 
 pub use command::{ClusterCommand, ClusterObservation, ClusterOp, SetsChange};
 pub use object::{
-    ids_digest, Cluster, ClusterEvent, ClusterFacts, ClusterPatch, ClusterRef, ClusterRegistration,
-    ClusterState, ClusterStatus, InstanceCounts, SetObservation, SetSpec, StoredSet, EVENTS_KEPT,
-    MAX_JOIN_TOKEN_LEN,
+    ids_digest, AgentAccess, Cluster, ClusterEvent, ClusterFacts, ClusterPatch, ClusterRef,
+    ClusterRegistration, ClusterState, ClusterStatus, InstanceCounts, SetObservation, SetSpec, StoredSet,
+    EVENTS_KEPT, MAX_JOIN_TOKEN_LEN,
 };

@@ -189,8 +189,13 @@ pub struct ClusterFacts {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ClusterRegistration {
-    /// The agent's cluster API, `http://host:port`.
+    /// The agent's cluster API, `https://host:port` (or `http://host:port` where the nodes
+    /// allow plain HTTP).
     pub endpoint: String,
+    /// PEM certificate(s) of the CA that signed the agent's certificate: the control plane
+    /// trusts nothing else for it. Required with an `https://` endpoint.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ca: Option<String>,
     /// The agent's join token (a secret: never returned).
     pub join_token: String,
     /// Labels that environments select clusters by.
@@ -211,6 +216,9 @@ pub struct ClusterPatch {
     /// New agent endpoint.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub endpoint: Option<String>,
+    /// New CA of the agent's certificate (PEM).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ca: Option<String>,
     /// New join token.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub join_token: Option<String>,
@@ -262,6 +270,39 @@ impl StoredSet {
     }
 }
 
+/// How the control plane reaches an agent: its endpoint, its join token, and for an
+/// `https://` endpoint the CA its certificate must chain to.
+#[derive(Clone, PartialEq, Eq)]
+pub struct AgentAccess {
+    /// `https://host:port` or `http://host:port`.
+    pub endpoint: String,
+    /// The join token (a secret: never in `Debug`).
+    pub token: String,
+    /// PEM of the CA of the agent's certificate.
+    pub ca: Option<String>,
+}
+
+impl std::fmt::Debug for AgentAccess {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AgentAccess")
+            .field("endpoint", &self.endpoint)
+            .field("token", &"<redacted>")
+            .field("ca", &self.ca.as_ref().map(|_| "<pem>"))
+            .finish()
+    }
+}
+
+impl AgentAccess {
+    /// An agent reached over plain HTTP (or one whose CA is given later).
+    pub fn new(endpoint: &str, token: &str) -> Self {
+        Self {
+            endpoint: endpoint.to_string(),
+            token: token.to_string(),
+            ca: None,
+        }
+    }
+}
+
 /// A stored cluster.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Cluster {
@@ -269,6 +310,9 @@ pub struct Cluster {
     pub uid: String,
     /// The agent's cluster API.
     pub endpoint: String,
+    /// The CA its certificate is checked against (`https://` endpoints).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ca: Option<String>,
     /// The agent's join token.
     pub join_token: String,
     /// Labels.
@@ -293,6 +337,15 @@ pub struct Cluster {
 }
 
 impl Cluster {
+    /// How the control plane reaches its agent.
+    pub fn access(&self) -> AgentAccess {
+        AgentAccess {
+            endpoint: self.endpoint.clone(),
+            token: self.join_token.clone(),
+            ca: self.ca.clone(),
+        }
+    }
+
     /// Records a transition (keeping the last [`EVENTS_KEPT`]).
     pub fn transition(&mut self, to: ClusterState, reason: String, at_ms: u64) {
         let from = self.status.state;

@@ -81,6 +81,7 @@ fn register_at(cluster: ClusterRef, endpoint: &str) -> ClusterOp {
         cluster,
         uid: "c-1".into(),
         registration: ClusterRegistration {
+            ca: None,
             metrics: Vec::new(),
             endpoint: endpoint.into(),
             join_token: "a-join-token-of-some-length".into(),
@@ -149,6 +150,7 @@ fn bad_registrations_name_the_field_and_change_nothing() {
         cluster: at("acme", "edge"),
         uid: "c-1".into(),
         registration: ClusterRegistration {
+            ca: None,
             metrics: Vec::new(),
             endpoint: endpoint.into(),
             join_token: token.into(),
@@ -158,7 +160,8 @@ fn bad_registrations_name_the_field_and_change_nothing() {
     let good = "a-join-token-of-some-length";
     for (op, field) in [
         (with("ftp://x:1", good, "k"), "endpoint"),
-        (with("https://x:1", good, "k"), "endpoint"),
+        // An https:// agent needs the CA its certificate is checked against.
+        (with("https://x:1", good, "k"), "ca"),
         (with("http://x", good, "k"), "endpoint"),
         (with("http://x:1/path", good, "k"), "endpoint"),
         (with("http://u@x:1", good, "k"), "endpoint"),
@@ -175,6 +178,7 @@ fn bad_registrations_name_the_field_and_change_nothing() {
         cluster: at("acme", "Edge_1"),
         uid: "c".into(),
         registration: ClusterRegistration {
+            ca: None,
             metrics: Vec::new(),
             endpoint: "http://x:1".into(),
             join_token: good.into(),
@@ -676,6 +680,7 @@ fn one_agent_is_one_cluster() {
         cluster: at("acme", "twin"),
         uid: "c-2".into(),
         registration: ClusterRegistration {
+            ca: None,
             metrics: Vec::new(),
             endpoint: "http://EDGE.acme.test:7700/".into(),
             join_token: "a-join-token-of-some-length".into(),
@@ -691,6 +696,7 @@ fn one_agent_is_one_cluster() {
         cluster: at("acme", "other"),
         uid: "c-3".into(),
         registration: ClusterRegistration {
+            ca: None,
             metrics: Vec::new(),
             endpoint: "http://127.0.0.1:7701".into(),
             join_token: "a-join-token-of-some-length".into(),
@@ -860,4 +866,72 @@ fn a_sets_change_turns_the_committed_map_into_the_observed_one() {
     // It travels in the log as JSON and comes back unchanged.
     let encoded = serde_json::to_string(&change).unwrap();
     assert_eq!(serde_json::from_str::<SetsChange>(&encoded).unwrap(), change);
+}
+
+#[test]
+fn an_https_agent_is_registered_with_its_ca_and_a_plain_one_without() {
+    const CA: &str = "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n";
+    let mut platform = world();
+    let mut tls = register_at(at("acme", "edge"), "https://edge.acme.test:7700");
+    if let ClusterOp::Register { registration, .. } = &mut tls {
+        registration.ca = Some(CA.into());
+    }
+    run(&mut platform, "alice", tls).expect("registered with its CA");
+    let stored = platform.cluster(&at("acme", "edge")).unwrap();
+    assert_eq!(stored.access().ca.as_deref(), Some(CA));
+    let view = platform.cluster_view(&at("acme", "edge")).unwrap();
+    assert_eq!(view.transport, "tls");
+    let patch = |endpoint: Option<&str>, ca: Option<&str>| ClusterOp::Patch {
+        cluster: at("acme", "edge"),
+        patch: ClusterPatch {
+            endpoint: endpoint.map(str::to_string),
+            ca: ca.map(str::to_string),
+            ..ClusterPatch::default()
+        },
+    };
+    // A CA that is no PEM certificate, or a CA for a plain endpoint, is refused.
+    for change in [
+        patch(None, Some("not a certificate")),
+        patch(Some("http://edge.acme.test:7700"), Some(CA)),
+    ] {
+        assert!(matches!(
+            refused(&mut platform, "alice", change),
+            PlatformError::Invalid { field, .. } if field == "ca"
+        ));
+    }
+    // Another https endpoint keeps the CA; back to plain HTTP drops it.
+    run(
+        &mut platform,
+        "alice",
+        patch(Some("https://edge2.acme.test:7700"), None),
+    )
+    .expect("moved");
+    assert_eq!(
+        platform.cluster(&at("acme", "edge")).unwrap().ca.as_deref(),
+        Some(CA)
+    );
+    run(
+        &mut platform,
+        "alice",
+        patch(Some("http://edge2.acme.test:7700"), None),
+    )
+    .expect("plain");
+    let stored = platform.cluster(&at("acme", "edge")).unwrap();
+    assert_eq!(
+        (stored.ca.as_deref(), stored.endpoint.as_str()),
+        (None, "http://edge2.acme.test:7700")
+    );
+    assert_eq!(
+        platform.cluster_view(&at("acme", "edge")).unwrap().transport,
+        "plain-http"
+    );
+    // The same agent under the other scheme is the same agent.
+    let mut again = register_at(at("acme", "twin"), "https://edge2.acme.test:7700");
+    if let ClusterOp::Register { registration, .. } = &mut again {
+        registration.ca = Some(CA.into());
+    }
+    assert!(matches!(
+        refused(&mut platform, "alice", again),
+        PlatformError::Conflict(_)
+    ));
 }

@@ -24,6 +24,12 @@ pub struct ClusterView {
     pub uid: String,
     /// The agent's cluster API.
     pub endpoint: String,
+    /// How the control plane reaches the agent: `tls` (its certificate checked against `ca`)
+    /// or `plain-http` (no TLS: its join token crosses the network in the clear).
+    pub transport: String,
+    /// The CA its certificate is checked against (PEM).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ca: Option<String>,
     /// Labels.
     pub labels: BTreeMap<String, String>,
     /// The metrics it is scored on, each with a weight.
@@ -45,6 +51,15 @@ pub struct ClusterView {
     pub pending_restarts: Vec<InstanceId>,
 }
 
+/// How an agent at `endpoint` is reached: `tls` or `plain-http`.
+pub fn transport_of(endpoint: &str) -> &'static str {
+    if endpoint.starts_with("https://") {
+        "tls"
+    } else {
+        "plain-http"
+    }
+}
+
 impl ClusterView {
     /// The view of a stored cluster.
     pub fn of(cluster: &ClusterRef, stored: &Cluster) -> Self {
@@ -53,6 +68,8 @@ impl ClusterView {
             name: cluster.name.clone(),
             uid: stored.uid.clone(),
             endpoint: stored.endpoint.clone(),
+            transport: transport_of(&stored.endpoint).to_string(),
+            ca: stored.ca.clone(),
             labels: stored.labels.clone(),
             metrics: stored.metrics.clone(),
             draining: stored.draining,

@@ -256,6 +256,7 @@ impl<'a> KrakeObjects<'a> {
                 cluster: at.clone(),
                 patch: ClusterPatch {
                     endpoint: Some(cluster.endpoint.clone()),
+                    ca: cluster.ca.clone(),
                     join_token: cluster.join_token.clone(),
                     labels: Some(labels),
                     metrics: Some(cluster.metrics.clone()),
@@ -273,6 +274,7 @@ impl<'a> KrakeObjects<'a> {
                 uid: meta.uid.clone(),
                 registration: ClusterRegistration {
                     endpoint: cluster.endpoint.clone(),
+                    ca: cluster.ca.clone(),
                     join_token,
                     labels,
                     metrics: cluster.metrics.clone(),
@@ -688,6 +690,7 @@ pub fn read(platform: &Platform, store: &KrakeStore, key: &KrakeKey) -> Option<(
             meta.input.labels = cluster.labels.clone();
             let body = KrakeCluster {
                 endpoint: cluster.endpoint.clone(),
+                ca: cluster.ca.clone(),
                 join_token: Some(cluster.join_token.clone()),
                 metrics: cluster.metrics.clone(),
                 extras: extras.map(|e| e.spec.clone()).unwrap_or_default(),

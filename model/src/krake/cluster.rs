@@ -19,6 +19,10 @@ pub const REDACTED_TOKEN: &str = "<redacted: the join token is never shown>";
 pub struct KrakeCluster {
     /// The agent's endpoint (the kubeconfig's server).
     pub endpoint: String,
+    /// The CA (PEM) of the agent's certificate (the kubeconfig cluster's
+    /// `certificate-authority-data`, decoded): the Drover cluster's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ca: Option<String>,
     /// The join token (the kubeconfig user's token); `None` keeps the stored one (a reader
     /// sends back what it read, which never shows it).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -93,8 +97,9 @@ fn only<'a>(kubeconfig: &'a Value, list: &str, what: &str) -> Result<&'a Value, 
 
 /// Reads a kubeconfig as Krake validates it (exactly one context, user and cluster) and as
 /// Drover reads it: the cluster's `server` is the agent's endpoint (`http(s)://host:port`), the
-/// user's `token` the join token. Returns them and the kubeconfig without them.
-pub fn read_kubeconfig(kubeconfig: &Value) -> Result<(String, Option<String>, Value), KrakeError> {
+/// user's `token` the join token, the cluster's `certificate-authority-data` (base64 PEM) the
+/// CA of an `https://` agent. Returns them and the kubeconfig without them.
+pub fn read_kubeconfig(kubeconfig: &Value) -> Result<ReadKubeconfig, KrakeError> {
     if !kubeconfig.is_object() {
         return Err(kubeconfig_error("Not a valid mapping type."));
     }
@@ -138,10 +143,20 @@ pub fn read_kubeconfig(kubeconfig: &Value) -> Result<(String, Option<String>, Va
             ))
         }
     };
+    let ca_data = match cluster.get("cluster").and_then(|c| c.get(CA_DATA)) {
+        None | Some(Value::Null) => None,
+        Some(Value::String(data)) => Some(data.clone()),
+        Some(_) => {
+            return Err(kubeconfig_error(format!(
+                "the cluster's {CA_DATA} is base64 text"
+            )))
+        }
+    };
     let mut skeleton = kubeconfig.clone();
     if let Some(entry) = skeleton.pointer_mut("/clusters/0/cluster") {
         if let Some(map) = entry.as_object_mut() {
             map.remove("server");
+            map.remove(CA_DATA);
         }
     }
     if let Some(entry) = skeleton.pointer_mut("/users/0/user") {
@@ -149,13 +164,34 @@ pub fn read_kubeconfig(kubeconfig: &Value) -> Result<(String, Option<String>, Va
             map.remove("token");
         }
     }
-    Ok((server, token, skeleton))
+    Ok(ReadKubeconfig {
+        server,
+        token,
+        ca_data,
+        skeleton,
+    })
 }
 
-/// The kubeconfig a reader sees: the skeleton with the endpoint as server and the token
-/// redacted. A cluster registered through the platform API has no skeleton: one is made with
-/// the cluster's name for every entry.
-pub fn show_kubeconfig(skeleton: &Value, name: &str, endpoint: &str) -> Value {
+/// The kubeconfig cluster's field that holds the CA (base64 of PEM).
+pub const CA_DATA: &str = "certificate-authority-data";
+
+/// What Drover reads of a kubeconfig.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReadKubeconfig {
+    /// The cluster's server: the agent's endpoint.
+    pub server: String,
+    /// The user's token (`None`: shown redacted, the stored one is kept).
+    pub token: Option<String>,
+    /// The cluster's `certificate-authority-data`, as given (base64).
+    pub ca_data: Option<String>,
+    /// The kubeconfig without them.
+    pub skeleton: Value,
+}
+
+/// The kubeconfig a reader sees: the skeleton with the endpoint as server, the CA (base64, as
+/// `ca_data`) and the token redacted. A cluster registered through the platform API has no
+/// skeleton: one is made with the cluster's name for every entry.
+pub fn show_kubeconfig(skeleton: &Value, name: &str, endpoint: &str, ca_data: Option<&str>) -> Value {
     let mut kubeconfig = if skeleton.is_object() {
         skeleton.clone()
     } else {
@@ -170,6 +206,9 @@ pub fn show_kubeconfig(skeleton: &Value, name: &str, endpoint: &str) -> Value {
     };
     if let Some(Value::Object(map)) = kubeconfig.pointer_mut("/clusters/0/cluster") {
         map.insert("server".into(), json!(endpoint));
+        if let Some(data) = ca_data {
+            map.insert(CA_DATA.into(), json!(data));
+        }
     }
     if let Some(Value::Object(map)) = kubeconfig.pointer_mut("/users/0/user") {
         map.insert("token".into(), json!(REDACTED_TOKEN));

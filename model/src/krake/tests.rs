@@ -492,22 +492,37 @@ fn kubeconfig(server: &str, token: Option<&str>) -> serde_json::Value {
 #[test]
 fn a_kubeconfig_names_one_agent_and_its_token() {
     use super::cluster::{read_kubeconfig, show_kubeconfig, REDACTED_TOKEN};
-    let (server, token, skeleton) = read_kubeconfig(&kubeconfig(
+    let read = read_kubeconfig(&kubeconfig(
         "http://127.0.0.1:7701",
         Some("join-token-0123456789"),
     ))
     .expect("read");
+    let (server, token, skeleton) = (read.server, read.token, read.skeleton);
     assert_eq!(server, "http://127.0.0.1:7701");
     assert_eq!(token.as_deref(), Some("join-token-0123456789"));
     assert!(skeleton.pointer("/clusters/0/cluster/server").is_none());
     assert!(skeleton.pointer("/users/0/user/token").is_none());
-    let shown = show_kubeconfig(&skeleton, "ignored", "http://127.0.0.1:7702");
+    let shown = show_kubeconfig(&skeleton, "ignored", "http://127.0.0.1:7702", None);
     assert_eq!(shown["clusters"][0]["cluster"]["server"], "http://127.0.0.1:7702");
     assert_eq!(shown["users"][0]["user"]["token"], REDACTED_TOKEN);
     assert_eq!(shown["contexts"][0]["name"], "x");
     // What a reader sends back keeps the stored token.
-    let (_, kept, _) = read_kubeconfig(&shown).expect("read back");
+    let kept = read_kubeconfig(&shown).expect("read back").token;
     assert_eq!(kept, None);
+    // An https agent's CA travels as the cluster's certificate-authority-data.
+    let mut tls = kubeconfig("https://127.0.0.1:7701", Some("join-token-0123456789"));
+    tls["clusters"][0]["cluster"]["certificate-authority-data"] = serde_json::json!("UEVN");
+    let read = read_kubeconfig(&tls).expect("read");
+    assert_eq!(read.ca_data.as_deref(), Some("UEVN"));
+    assert!(read
+        .skeleton
+        .pointer("/clusters/0/cluster/certificate-authority-data")
+        .is_none());
+    let shown = show_kubeconfig(&read.skeleton, "x", "https://127.0.0.1:7701", Some("UEVN"));
+    assert_eq!(
+        shown["clusters"][0]["cluster"]["certificate-authority-data"],
+        "UEVN"
+    );
     let mut two = kubeconfig("http://127.0.0.1:7701", Some("t"));
     two["users"] = serde_json::json!([{"name": "u", "user": {}}, {"name": "v", "user": {}}]);
     let refused = [
@@ -530,6 +545,7 @@ fn a_kubeconfig_names_one_agent_and_its_token() {
 fn cluster_body(endpoint: &str, token: Option<&str>) -> KrakeBody {
     KrakeBody::Cluster(super::cluster::KrakeCluster {
         endpoint: endpoint.to_string(),
+        ca: None,
         join_token: token.map(str::to_string),
         metrics: vec![],
         extras: super::cluster::KrakeClusterSpecExtras {

@@ -17,19 +17,13 @@ use crate::cluster::{
 use crate::scheduling::metrics::{validate_metric, validate_provider, validate_refs, MAX_METRICS_PER_TENANT};
 use crate::validation::validate_metadata;
 
-/// Checks an agent endpoint: `http://host:port`, nothing else. Agents serve plain HTTP for now
-/// (TLS between the control plane and agents is not built yet), so `https://` is refused
-/// rather than accepted and never reached.
+/// Checks an agent endpoint: `https://host:port` (or `http://host:port`, which the API admits
+/// only where the nodes allow plain-HTTP agents), nothing else.
 pub fn validate_endpoint(endpoint: &str) -> Result<(), PlatformError> {
-    if endpoint.starts_with("https://") {
-        return Err(PlatformError::invalid(
-            "endpoint",
-            "agents serve plain HTTP for now: use http://host:port",
-        ));
-    }
     let rest = endpoint
-        .strip_prefix("http://")
-        .ok_or_else(|| PlatformError::invalid("endpoint", "must start with http://"))?;
+        .strip_prefix("https://")
+        .or_else(|| endpoint.strip_prefix("http://"))
+        .ok_or_else(|| PlatformError::invalid("endpoint", "must start with https:// (or http://)"))?;
     let authority = rest.strip_suffix('/').unwrap_or(rest);
     let port = authority.rsplit_once(':').map(|(_, port)| port);
     let fine = endpoint.len() <= 255
@@ -43,8 +37,36 @@ pub fn validate_endpoint(endpoint: &str) -> Result<(), PlatformError> {
     } else {
         Err(PlatformError::invalid(
             "endpoint",
-            format!("{endpoint:?} must be http://host:port (no path, user or query), at most 255 characters"),
+            format!("{endpoint:?} must be https://host:port or http://host:port (no path, user or query), at most 255 characters"),
         ))
+    }
+}
+
+/// Most bytes of an agent's CA (PEM).
+pub const MAX_CA_BYTES: usize = 64 * 1024;
+
+/// Checks that an `https://` endpoint comes with the CA its agent's certificate is checked
+/// against, that a plain `http://` one comes with none, and the CA's shape (PEM certificates;
+/// the API parses them before anything is written).
+pub fn validate_agent_ca(endpoint: &str, ca: Option<&str>) -> Result<(), PlatformError> {
+    match (endpoint.starts_with("https://"), ca) {
+        (true, None) => Err(PlatformError::invalid(
+            "ca",
+            "an https:// endpoint needs the CA (PEM) that signed the agent's certificate",
+        )),
+        (false, Some(_)) => Err(PlatformError::invalid(
+            "ca",
+            "a CA is for an https:// endpoint; this one is plain http://",
+        )),
+        (_, Some(ca))
+            if ca.len() > MAX_CA_BYTES || !ca.contains("-----BEGIN CERTIFICATE-----") || !ca.is_ascii() =>
+        {
+            Err(PlatformError::invalid(
+                "ca",
+                format!("PEM certificates (-----BEGIN CERTIFICATE-----), at most {MAX_CA_BYTES} bytes"),
+            ))
+        }
+        _ => Ok(()),
     }
 }
 
@@ -204,7 +226,11 @@ impl Platform {
     /// each removing the other's sets (or two leaders' worth of instances on one agent). The
     /// other registration is not named: it may be another tenant's.
     fn check_endpoint_free(&self, endpoint: &str, except: &ClusterRef) -> Result<(), PlatformError> {
-        let normal = |e: &str| e.trim_end_matches('/').to_ascii_lowercase();
+        // The same agent whatever the scheme it is named with.
+        let normal = |e: &str| {
+            let bare = e.split_once("://").map_or(e, |(_, rest)| rest);
+            bare.trim_end_matches('/').to_ascii_lowercase()
+        };
         let wanted = normal(endpoint);
         let taken = self
             .clusters()
@@ -226,6 +252,7 @@ impl Platform {
             } => {
                 crate::validation::validate_object_name("name", &cluster.name)?;
                 validate_endpoint(&registration.endpoint)?;
+                validate_agent_ca(&registration.endpoint, registration.ca.as_deref())?;
                 validate_join_token(&registration.join_token)?;
                 labels_checked(&registration.labels)?;
                 validate_refs(&registration.metrics)?;
@@ -248,6 +275,7 @@ impl Platform {
                 let mut stored = Cluster {
                     uid: uid.clone(),
                     endpoint: registration.endpoint.clone(),
+                    ca: registration.ca.clone(),
                     join_token: registration.join_token.clone(),
                     labels: registration.labels.clone(),
                     metrics: registration.metrics.clone(),
@@ -284,7 +312,15 @@ impl Platform {
                 if let Some(metrics) = &patch.metrics {
                     validate_refs(metrics)?;
                 }
-                self.cluster_mut(cluster)?;
+                let before = self.cluster_mut(cluster)?;
+                let endpoint = patch.endpoint.clone().unwrap_or_else(|| before.endpoint.clone());
+                let ca = match (&patch.ca, endpoint.starts_with("https://")) {
+                    (Some(ca), _) => Some(ca.clone()),
+                    (None, true) => before.ca.clone(),
+                    // Back to plain HTTP: the CA goes.
+                    (None, false) => None,
+                };
+                validate_agent_ca(&endpoint, ca.as_deref())?;
                 if let Some(endpoint) = &patch.endpoint {
                     self.check_endpoint_free(endpoint, cluster)?;
                 }
@@ -296,9 +332,8 @@ impl Platform {
                     extras.meta.touched(now_ms);
                 }
                 let stored = self.cluster_mut(cluster)?;
-                if let Some(endpoint) = &patch.endpoint {
-                    stored.endpoint = endpoint.clone();
-                }
+                stored.endpoint = endpoint;
+                stored.ca = ca;
                 if let Some(token) = &patch.join_token {
                     stored.join_token = token.clone();
                 }

@@ -688,6 +688,7 @@ fn place_web(platform: &mut Platform) -> crate::cluster::ClusterRef {
         cluster: cluster.clone(),
         uid: "c-1".into(),
         registration: ClusterRegistration {
+            ca: None,
             metrics: Vec::new(),
             endpoint: "http://127.0.0.1:7700".into(),
             join_token: "a-join-token-of-some-length".into(),
@@ -759,6 +760,7 @@ fn capacity_is_taken_in_the_apply_so_two_placements_cannot_share_room() {
         cluster: small.clone(),
         uid: "c-small".into(),
         registration: ClusterRegistration {
+            ca: None,
             metrics: Vec::new(),
             endpoint: "http://127.0.0.1:7701".into(),
             join_token: "a-join-token-of-some-length".into(),
@@ -1193,6 +1195,7 @@ fn the_scheduler_sees_the_environments_clusters_and_the_services_constraints() {
         },
         uid: format!("c-{name}"),
         registration: ClusterRegistration {
+            ca: None,
             metrics: Vec::new(),
             endpoint: format!("http://127.0.0.1:77{}", name.len()),
             join_token: "a-join-token-of-some-length".into(),
@@ -1310,6 +1313,7 @@ fn the_placement_pass_moves_only_what_must_or_should_move() {
             cluster: other.clone(),
             uid: "c-other".into(),
             registration: ClusterRegistration {
+                ca: None,
                 metrics: Vec::new(),
                 endpoint: "http://127.0.0.1:7702".into(),
                 join_token: "a-join-token-of-some-length".into(),

@@ -50,6 +50,8 @@ pub(super) fn cluster_view() -> ClusterView {
         name: "local-exec".into(),
         uid: "c-1".into(),
         endpoint: "http://127.0.0.1:7701".into(),
+        transport: "plain-http".into(),
+        ca: None,
         labels: BTreeMap::from([("kind".into(), "exec".into())]),
         metrics: Vec::new(),
         draining: false,
