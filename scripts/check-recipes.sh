@@ -195,14 +195,16 @@ check_agent_env_example() {
     skip "$CHECK: $bin is not a drover binary"
     return
   fi
-  (umask 077 && printf 'join0123456789abcdef\n' > "$tmp/join-token")
+  (umask 077 && printf 'join0123456789abcdef\n' > "$tmp/join-token" && printf 'key\n' > "$tmp/agent-key.pem")
+  : > "$tmp/agent-cert.pem"
   local out rc=0
   # The agent reads its settings from the environment: the example's (in a clean environment),
   # with the listen address moved to TEST-NET-1 so a valid configuration stops at the bind
-  # (status 2, naming --listen), and stand-in data directory and token file.
+  # (status 2, naming --listen), and stand-in data directory, token file and TLS files.
   out="$(env -i PATH="$PATH" RUST_BACKTRACE=0 bash -c '
       set -a; . "$1"; set +a
       export DROVER_AGENT_LISTEN=192.0.2.1:7700 DROVER_AGENT_DATA_DIR="$2/agent" DROVER_AGENT_JOIN_TOKEN_FILE="$2/join-token"
+      export DROVER_AGENT_TLS_CERT_FILE="$2/agent-cert.pem" DROVER_AGENT_TLS_KEY_FILE="$2/agent-key.pem"
       exec timeout 20 "$3" agent' check "$systemd_dir/drover-agent.env.example" "$tmp" "$bin" 2>&1)" || rc=$?
   if printf '%s' "$out" | grep -q 'cannot listen on 192.0.2.1:7700'; then
     ok "$CHECK: drover agent accepts it (stopped at binding the test address, as intended)"

@@ -19,6 +19,7 @@
 //! they have on the outside world can be fenced.
 
 pub mod clusters;
+pub mod egress;
 mod gate;
 mod keyed;
 pub mod krake;

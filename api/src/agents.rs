@@ -101,3 +101,28 @@ pub fn agent_transport_refused(
     }
     None
 }
+
+/// Why the egress policy refuses the target of `url` (a metrics provider's Prometheus), if it
+/// does: the address it names, or any address its name resolves to now (a name that does not
+/// resolve yet is accepted; every call checks again).
+pub async fn egress_refused(policy: &drover_model::egress::EgressPolicy, url: &str) -> Option<String> {
+    let (host, port) = drover_model::egress::host_and_port(url)?;
+    if let Ok(ip) = host.parse::<std::net::IpAddr>() {
+        return policy.refuses(ip);
+    }
+    if policy.allows_host(&host) {
+        return None;
+    }
+    let resolved = tokio::time::timeout(
+        std::time::Duration::from_secs(2),
+        tokio::net::lookup_host((host.as_str(), port)),
+    )
+    .await;
+    match resolved {
+        Ok(Ok(addrs)) => addrs
+            .into_iter()
+            .find_map(|a| policy.refuses(a.ip()))
+            .map(|why| format!("{host} resolves to {why}")),
+        _ => None,
+    }
+}

@@ -96,6 +96,7 @@ impl ApiState {
         let boskos = BoskosState::new(core.clone())?;
         let krake = KrakeOptions {
             allow_plain_http_agents: platform.allow_plain_http_agents,
+            egress: platform.egress.clone(),
             ..krake
         };
         let krake = KrakeState::new(core.clone(), krake, agents.clone());

@@ -11,6 +11,7 @@ pub mod cluster;
 pub mod command;
 mod command_decode;
 pub mod derived;
+pub mod egress;
 pub mod error;
 pub mod krake;
 pub mod limits;

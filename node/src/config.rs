@@ -160,6 +160,12 @@ pub struct ServeArgs {
     /// PEM private key of that certificate (readable by its owner only).
     #[arg(long, env = "DROVER_AGENT_CLIENT_KEY_FILE")]
     pub agent_client_key_file: Option<PathBuf>,
+    /// Networks (`10.1.0.0/16`), addresses or host names the control plane may call on a
+    /// tenant's behalf (metrics providers' Prometheus, applications' hooks) although they are
+    /// loopback, link-local, private or the nodes' own, which are refused otherwise; repeatable
+    /// or comma-separated.
+    #[arg(long, env = "DROVER_TENANT_EGRESS_ALLOW", value_delimiter = ',')]
+    pub tenant_egress_allow: Vec<String>,
     /// Platform API settings.
     #[command(flatten)]
     pub platform: PlatformArgs,
@@ -210,6 +216,7 @@ struct FileConfig {
     cluster_metrics_interval: Option<String>,
     agent_client_cert_file: Option<PathBuf>,
     agent_client_key_file: Option<PathBuf>,
+    tenant_egress_allow: Option<Vec<String>>,
     platform: Option<PlatformFile>,
     api_tls_cert_file: Option<PathBuf>,
     api_tls_key_file: Option<PathBuf>,
@@ -432,7 +439,7 @@ impl NodeConfig {
     fn merge(args: &ServeArgs, file: FileConfig) -> Result<Self, NodeError> {
         let connections = connection_limits(args, &file)?;
         let pools = pool_actors_config(args, &file)?;
-        let clusters = cluster_actors_config(args, &file)?;
+        let mut clusters = cluster_actors_config(args, &file)?;
         let migration_interval = duration(
             "service-migration-interval",
             args.service_migration_interval
@@ -460,8 +467,9 @@ impl NodeConfig {
                 .clone()
                 .or(file.krake_hook_endpoint.clone())
                 .unwrap_or_default(),
-            // Given the platform's setting by the API.
+            // Given the platform's settings by the API.
             allow_plain_http_agents: false,
+            egress: Default::default(),
         };
         let endpoint = &krake.hook_endpoint;
         if !(endpoint.is_empty() || endpoint.starts_with("http://") || endpoint.starts_with("https://")) {
@@ -470,7 +478,7 @@ impl NodeConfig {
         if krake.static_user.as_deref().is_some_and(|u| u.trim().is_empty()) {
             return Err(invalid("krake-static-user", "must not be empty"));
         }
-        let platform = platform_settings(&args.platform, file.platform.clone().unwrap_or_default())?;
+        let mut platform = platform_settings(&args.platform, file.platform.clone().unwrap_or_default())?;
         let api_tls = crate::tls::load(
             args.tls
                 .api_tls_cert_file
@@ -551,6 +559,24 @@ impl NodeConfig {
             let scheme = if api_tls.is_some() { "https" } else { "http" };
             krake.hook_endpoint = format!("{scheme}://{advertise_api_addr}");
         }
+        // The nodes' own addresses are refused to calls made on a tenant's behalf.
+        let own: Vec<std::net::IpAddr> = initial_cluster
+            .values()
+            .chain([&advertise_api_addr, &advertise_peer_addr])
+            .filter_map(|addr| addr.parse::<SocketAddr>().ok().map(|a| a.ip()))
+            .chain([api_addr.ip(), peer_addr.ip()])
+            .collect();
+        let allowed = if args.tenant_egress_allow.is_empty() {
+            file.tenant_egress_allow.clone().unwrap_or_default()
+        } else {
+            args.tenant_egress_allow.clone()
+        };
+        let egress = std::sync::Arc::new(
+            drover_model::egress::EgressPolicy::new(&allowed, own)
+                .map_err(|message| invalid("tenant-egress-allow", message))?,
+        );
+        clusters.egress = egress.clone();
+        platform.options.egress = egress;
         let cluster_secret = match (
             args.cluster_secret.clone(),
             args.cluster_secret_file.clone(),

@@ -162,7 +162,7 @@ pub async fn start(
     tracing::info!("starting leadership gate");
     let mut children = children;
     children.insert(0, Arc::new(PoolsChild::new(config.pools.clone(), &registry)?));
-    children.push(Arc::new(KrakeHooksChild));
+    children.push(Arc::new(KrakeHooksChild::new(config.clusters.egress.clone())));
     // What the cluster actors see of their agents, shared with the service actors.
     let observations = Observations::default();
     children.insert(

@@ -305,6 +305,8 @@ pub fn platform_settings(args: &PlatformArgs, file: PlatformFile) -> Result<Plat
             rate_limit,
             allow_plain_http_agents: args.allow_plain_http_agents
                 || file.allow_plain_http_agents.unwrap_or(false),
+            // Set with the nodes' addresses once they are known.
+            egress: Default::default(),
         },
         max_body_bytes,
     })

@@ -120,7 +120,10 @@ fn config_for(
         raft,
         log_format: LogFormat::Text,
         pools: options.pools.clone(),
-        clusters: options.clusters.clone().unwrap_or_default(),
+        clusters: drover_actors::clusters::ClusterActorsConfig {
+            egress: crate::platform::loopback_egress(),
+            ..options.clusters.clone().unwrap_or_default()
+        },
         migration_interval: options
             .migration_interval
             .unwrap_or(std::time::Duration::from_secs(60)),

@@ -87,12 +87,21 @@ pub fn test_platform_settings(rate_limit: RateLimit) -> PlatformSettings {
                 subject: OPERATOR_SUBJECT.to_string(),
             }],
             rate_limit,
-            // The harness's agents serve plain HTTP on loopback.
+            // The harness's agents serve plain HTTP on loopback, and its Prometheus servers
+            // listen there too.
             allow_plain_http_agents: true,
+            egress: loopback_egress(),
             ..PlatformOptions::default()
         },
         max_body_bytes: 64 * 1024,
     }
+}
+
+/// The harness's egress policy: loopback allowed (its servers all listen there).
+pub fn loopback_egress() -> std::sync::Arc<drover_model::egress::EgressPolicy> {
+    std::sync::Arc::new(
+        drover_model::egress::EgressPolicy::new(&["127.0.0.0/8".to_string()], Vec::new()).unwrap_or_default(),
+    )
 }
 
 /// Settings with no credential source: the leasing dialects run open, the platform API refuses
@@ -124,8 +133,10 @@ pub fn process_platform_args(dir: &std::path::Path) -> Result<Vec<String>> {
         "--jwt-algorithm=HS256".to_string(),
         format!("--jwt-key-file={}", key.display()),
         format!("--operators={TEST_ISSUER}={OPERATOR_SUBJECT}"),
-        // The harness's agents serve plain HTTP on loopback.
+        // The harness's agents serve plain HTTP on loopback, and its Prometheus servers listen
+        // there too.
         "--allow-plain-http-agents".to_string(),
+        "--tenant-egress-allow=127.0.0.0/8".to_string(),
     ])
 }
 

@@ -186,7 +186,9 @@ impl AgentDriver {
 }
 
 /// reqwest's errors name the URL; ours name the cluster elsewhere and keep the text short.
-fn without_url(error: &reqwest::Error) -> String {
+/// A reqwest error's text without its URL, with its causes (a refused certificate, a name the
+/// egress policy refuses).
+pub(crate) fn without_url(error: &reqwest::Error) -> String {
     let mut text = error.to_string();
     if let Some(url) = error.url() {
         text = text.replace(&format!(" for url ({url})"), "");

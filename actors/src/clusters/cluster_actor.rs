@@ -518,7 +518,8 @@ impl ClusterActor {
             if sources.is_empty() {
                 fresh.get_or_insert_with(MetricReadings::default);
             } else {
-                state.metrics_task = Some(tokio::spawn(read_metrics(state.http.clone(), sources)));
+                let egress = state.args.config.egress.clone();
+                state.metrics_task = Some(tokio::spawn(read_metrics(state.http.clone(), egress, sources)));
             }
         }
         fresh
@@ -688,10 +689,9 @@ impl Actor for ClusterActor {
         args: ClusterArgs,
     ) -> Result<ClusterActorState, ActorProcessingErr> {
         myself.send_message(ClusterMsg::Tick)?;
-        // Providers are other services of the operator's: no proxy from the environment.
-        let http = reqwest::Client::builder()
-            .no_proxy()
-            .build()
+        // Providers are called within the operator's egress policy, with no proxy from the
+        // environment.
+        let http = crate::egress::client(args.config.egress.clone())
             .map_err(|e| format!("no HTTP client for metrics: {e}"))?;
         Ok(ClusterActorState {
             args,

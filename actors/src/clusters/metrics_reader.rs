@@ -37,7 +37,7 @@ async fn query_prometheus(
         .timeout(timeout)
         .send()
         .await
-        .map_err(|e| unreachable(format!("{endpoint}: {e}")))?;
+        .map_err(|e| unreachable(format!("{endpoint}: {}", super::agent_driver::without_url(&e))))?;
     let status = response.status();
     let mut body = Vec::new();
     loop {
@@ -67,8 +67,13 @@ async fn query_prometheus(
     }
 }
 
-/// Reads every metric of one cluster, one after another.
-pub async fn read_metrics(http: reqwest::Client, metrics: Vec<ResolvedMetric>) -> MetricReadings {
+/// Reads every metric of one cluster, one after another; a Prometheus provider only where the
+/// egress policy allows (`http` resolves names and follows redirects within it too).
+pub async fn read_metrics(
+    http: reqwest::Client,
+    egress: std::sync::Arc<drover_model::egress::EgressPolicy>,
+    metrics: Vec<ResolvedMetric>,
+) -> MetricReadings {
     let mut readings = MetricReadings::default();
     for metric in metrics {
         let value = match &metric.source {
@@ -77,15 +82,18 @@ pub async fn read_metrics(http: reqwest::Client, metrics: Vec<ResolvedMetric>) -
                 url,
                 query,
                 timeout_seconds,
-            }) => {
-                query_prometheus(
-                    &http,
-                    url,
-                    query,
-                    Duration::from_secs(u64::from(*timeout_seconds)),
-                )
-                .await
-            }
+            }) => match crate::egress::literal_refused(&egress, url) {
+                Some(why) => Err(unreachable(format!("{url}: {why}"))),
+                None => {
+                    query_prometheus(
+                        &http,
+                        url,
+                        query,
+                        Duration::from_secs(u64::from(*timeout_seconds)),
+                    )
+                    .await
+                }
+            },
             Err(failure) => Err(failure.clone()),
         };
         match metric.reading(value) {

@@ -55,6 +55,8 @@ pub struct ClusterActorsConfig {
     pub metrics_interval: Duration,
     /// What the control plane presents to agents that require a client certificate.
     pub client_identity: agent_driver::ClientIdentity,
+    /// Where metrics providers may be called (the operator's egress policy).
+    pub egress: std::sync::Arc<drover_model::egress::EgressPolicy>,
 }
 
 impl Default for ClusterActorsConfig {
@@ -67,6 +69,7 @@ impl Default for ClusterActorsConfig {
             sync_interval: Duration::from_millis(500),
             metrics_interval: Duration::from_secs(10),
             client_identity: agent_driver::ClientIdentity::none(),
+            egress: Default::default(),
         }
     }
 }

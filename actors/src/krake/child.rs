@@ -1,5 +1,8 @@
 //! The root's child that starts the shutdown caller in each term (see [`crate::root`]).
 
+use std::sync::Arc;
+
+use drover_model::egress::EgressPolicy;
 use ractor::{Actor, ActorCell};
 
 use super::shutdown_caller::{CallerArgs, ShutdownCaller};
@@ -7,8 +10,16 @@ use crate::root::{ChildSpec, LeaderContext, StartFuture};
 use crate::ActorsError;
 
 /// The root's child that runs the shutdown caller.
-#[derive(Default)]
-pub struct KrakeHooksChild;
+pub struct KrakeHooksChild {
+    egress: Arc<EgressPolicy>,
+}
+
+impl KrakeHooksChild {
+    /// Calls within the operator's egress policy (applications run on tenants' agents).
+    pub fn new(egress: Arc<EgressPolicy>) -> Self {
+        Self { egress }
+    }
+}
 
 impl ChildSpec for KrakeHooksChild {
     fn name(&self) -> String {
@@ -16,13 +27,15 @@ impl ChildSpec for KrakeHooksChild {
     }
 
     fn start(&self, supervisor: ActorCell, context: LeaderContext) -> StartFuture {
+        let egress = self.egress.clone();
         Box::pin(async move {
-            let (actor, _) = Actor::spawn_linked(None, ShutdownCaller, CallerArgs { context }, supervisor)
-                .await
-                .map_err(|e| ActorsError::Spawn {
-                    name: "krake-hooks".into(),
-                    message: e.to_string(),
-                })?;
+            let (actor, _) =
+                Actor::spawn_linked(None, ShutdownCaller, CallerArgs { context, egress }, supervisor)
+                    .await
+                    .map_err(|e| ActorsError::Spawn {
+                        name: "krake-hooks".into(),
+                        message: e.to_string(),
+                    })?;
             Ok(actor.get_cell())
         })
     }

@@ -27,12 +27,14 @@ pub enum CallerMsg {
 /// Arguments of the caller.
 pub struct CallerArgs {
     pub(crate) context: LeaderContext,
+    pub(crate) egress: std::sync::Arc<drover_model::egress::EgressPolicy>,
 }
 
 /// State of the caller.
 pub struct CallerState {
     context: LeaderContext,
     http: reqwest::Client,
+    egress: std::sync::Arc<drover_model::egress::EgressPolicy>,
     /// Calls made in this term (each grace once), forgotten once no longer due.
     made: BTreeSet<ShutdownCall>,
 }
@@ -51,13 +53,11 @@ impl Actor for ShutdownCaller {
         args: CallerArgs,
     ) -> Result<CallerState, ActorProcessingErr> {
         myself.send_interval(TICK, || CallerMsg::Tick);
-        let http = reqwest::Client::builder()
-            .timeout(CALL_TIMEOUT)
-            .redirect(reqwest::redirect::Policy::none())
-            .build()?;
+        let http = crate::egress::client(args.egress.clone())?;
         Ok(CallerState {
             context: args.context,
             http,
+            egress: args.egress,
             made: BTreeSet::new(),
         })
     }
@@ -81,9 +81,14 @@ impl Actor for ShutdownCaller {
                 state.made.retain(|call| due.contains(call));
                 for call in due {
                     if state.made.insert(call.clone()) {
+                        if let Some(why) = crate::egress::literal_refused(&state.egress, &call.url) {
+                            tracing::warn!(tenant = %call.tenant, application = %call.name, %why,
+                                "a Krake application's shutdown hook is not called");
+                            continue;
+                        }
                         let http = state.http.clone();
                         tokio::spawn(async move {
-                            match http.put(&call.url).send().await {
+                            match http.put(&call.url).timeout(CALL_TIMEOUT).send().await {
                                 Ok(answer) => tracing::info!(
                                     tenant = %call.tenant, application = %call.name,
                                     status = answer.status().as_u16(), "asked a Krake application to shut down"

@@ -37,6 +37,8 @@ pub struct PlatformOptions {
     /// Clusters whose agent is reached over plain HTTP may be registered
     /// (`--allow-plain-http-agents`; off: an agent is reached over TLS only).
     pub allow_plain_http_agents: bool,
+    /// Where a metrics provider may point (the operator's egress policy).
+    pub egress: std::sync::Arc<drover_model::egress::EgressPolicy>,
 }
 
 impl Default for PlatformOptions {
@@ -49,6 +51,7 @@ impl Default for PlatformOptions {
             operators: Vec::new(),
             rate_limit: RateLimit::default(),
             allow_plain_http_agents: false,
+            egress: Default::default(),
         }
     }
 }

@@ -57,6 +57,15 @@ pub async fn put_provider(
     Path((tenant, name)): Path<(String, String)>,
     Body(spec): Body<ProviderSpec>,
 ) -> Result<Empty, AxebowError> {
+    if let ProviderSpec::Prometheus { prometheus } = &spec {
+        if let Some(why) = crate::agents::egress_refused(&state.axebow.options.egress, &prometheus.url).await
+        {
+            return Err(AxebowError::invalid(
+                "prometheus.url",
+                format!("{why}: the control plane does not call it on a tenant's behalf (the operator allows networks and hosts with --tenant-egress-allow)"),
+            ));
+        }
+    }
     let change = ClusterOp::PutMetricsProvider { tenant, name, spec };
     store::write_cluster(&state, caller, change, &headers).await?;
     Ok(done())

@@ -2,7 +2,8 @@
 //! is a `drover agent` taking the token (Drover has no Kubernetes driver: a Kubernetes API
 //! server cannot be driven, and is refused rather than left `OFFLINE`); and `?blocking=STATE`
 //! of Clusters and Applications, which answers once the object is in that state (or gone) —
-//! within a minute, not never.
+//! within a minute, not never. And that a Prometheus provider points where the operator's egress
+//! policy lets the control plane call on a tenant's behalf.
 
 use std::time::Duration;
 
@@ -93,6 +94,23 @@ const APPLICATION_STATES: [&str; 14] = [
     "DEGRADED",
     "FAILED",
 ];
+
+/// Refuses a Prometheus metrics provider whose URL the egress policy refuses.
+pub async fn provider_target(
+    state: &KrakeState,
+    body: &drover_model::krake::KrakeBody,
+) -> Result<(), Problem> {
+    use drover_model::scheduling::metrics::ProviderSpec;
+    if let drover_model::krake::KrakeBody::MetricsProvider(ProviderSpec::Prometheus { prometheus }) = body {
+        if let Some(why) = crate::agents::egress_refused(&state.options.egress, &prometheus.url).await {
+            return Err(Problem::invalid(
+                "spec.prometheus.url",
+                &format!("{why}: the control plane does not call it on a tenant's behalf (the operator allows networks and hosts with --tenant-egress-allow)"),
+            ));
+        }
+    }
+    Ok(())
+}
 
 /// `?blocking=STATE` (case-insensitive) of a Cluster or an Application: waits until the object
 /// is in that state, or for `deleted` until it is gone; `None` when the request does not block

@@ -19,6 +19,8 @@ pub struct KrakeOptions {
     /// Clusters whose agent is reached over plain HTTP may be registered (the platform's
     /// setting, `--allow-plain-http-agents`, given to this room too).
     pub allow_plain_http_agents: bool,
+    /// Where a metrics provider may point (the platform's egress policy, given to this room).
+    pub egress: std::sync::Arc<drover_model::egress::EgressPolicy>,
 }
 
 /// The Krake room's state: the core, its options, and live reads of agents (a Cluster's

@@ -148,6 +148,7 @@ async fn do_create(
     if let KrakeBody::Cluster(cluster) = &body {
         agent_answers(&state, cluster, None).await?;
     }
+    super::cluster_checks::provider_target(&state, &body).await?;
     let key = KrakeKey::new(kind, namespace.as_deref(), &name);
     let stored = propose(&state, &caller, key, KrakeChange::Create { meta: input, body })
         .await
@@ -244,6 +245,7 @@ async fn do_update(
     if let (KrakeBody::Cluster(cluster), KrakeBody::Cluster(stored)) = (&incoming.body, &stored_body) {
         agent_answers(&state, cluster, stored.join_token.as_deref()).await?;
     }
+    super::cluster_checks::provider_target(&state, &incoming.body).await?;
     let immutable = |field: &str| {
         Problem::titled(
             StatusCode::BAD_REQUEST,
