@@ -19,6 +19,9 @@ use super::guard::{allow, authenticate, Caller};
 use super::problem::Problem;
 use crate::guard::Credentials;
 
+/// Longest token a hook call may present (issued ones are 64 characters).
+const MAX_TOKEN_LEN: usize = 256;
+
 /// A new hook token: 244 random bits, URL-safe.
 fn token() -> String {
     format!("{}{}", Uuid::new_v4().simple(), Uuid::new_v4().simple())
@@ -74,6 +77,13 @@ pub async fn call(
         "complete" | "shutdown" => {
             let value = value?;
             let token = match value.get("token") {
+                // No token issued is this long: refused without a write.
+                Some(Value::String(token)) if token.len() > MAX_TOKEN_LEN => {
+                    return Err(Problem::plain(
+                        StatusCode::UNAUTHORIZED,
+                        "401: No token has been provided or the provided one is invalid.",
+                    ))
+                }
                 Some(Value::String(token)) => token.clone(),
                 Some(Value::Null) | None => {
                     return Err(Problem::invalid("token", "Missing data for required field."))

@@ -54,7 +54,10 @@ pub fn status(state: &State, key: &KrakeKey, app: &KrakeApplication) -> Value {
     let tenant = platform.tenant(key.tenant());
     let extras = tenant.and_then(|t| t.krake.applications.get(&key.name));
     let service = tenant.and_then(|t| t.services.get(&key.name));
-    let phase = extras.map_or(AppState::Deleting, |e| phase_of(e, service, state.clock_ms()));
+    // The wall clock too: the committed one moves only when something is written, and a
+    // shutdown grace passes in a quiet cluster as well.
+    let now_ms = state.clock_ms().max(drover_raft::wall_clock_ms());
+    let phase = extras.map_or(AppState::Deleting, |e| phase_of(e, service, now_ms));
     let token = |on: bool| if on { json!(REDACTED) } else { Value::Null };
     let reason = match (phase, service) {
         (AppState::Pending, Some(s)) => s

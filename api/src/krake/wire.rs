@@ -243,6 +243,9 @@ pub fn parse(kind: KrakeKind, value: &Value) -> Result<Incoming, Problem> {
     };
     // The checks the apply makes, made before anything is proposed (the apply makes them again).
     drover_model::krake::validate::name("metadata.name", &name)?;
+    if kind == KrakeKind::Application {
+        drover_model::krake::validate::application_name(&name)?;
+    }
     drover_model::krake::validate::meta_input(&input)?;
     drover_model::krake::apply::validate_body(kind, &body)?;
     Ok(Incoming {

@@ -4,7 +4,7 @@
 //! then the service and the application go), and its hooks' calls (`complete`, `shutdown`,
 //! `retry`, `krake.md` §6.7) move its deletion on. Every check is made before anything changes.
 
-use super::application::{deployment_of, Cleaning, HookTokens, KrakeApplication, KrakeApplicationExtras};
+use super::application::{deployment_of, Cleaning, KrakeApplication, KrakeApplicationExtras};
 use super::apply::KrakeObjects;
 use super::command::{HookCall, KrakeBody, KrakeStored};
 use super::error::KrakeError;
@@ -274,7 +274,7 @@ impl KrakeObjects<'_> {
             .get_mut(&key.name)
             .ok_or_else(|| super::apply::not_found(key))?;
         let token_matches =
-            |stored: &Option<String>, given: &str| stored.as_deref().is_some_and(|t| t == given);
+            |stored: &Option<String>, given: &str| stored.as_deref().is_some_and(|t| same_secret(t, given));
         let mut retire = false;
         match call {
             HookCall::Complete { token } => {
@@ -325,12 +325,13 @@ impl KrakeObjects<'_> {
     }
 }
 
-/// The application's tokens, for the leader's call of its `shutdown` hook and for tests.
-pub fn tokens_of<'a>(platform: &'a crate::platform::Platform, key: &KrakeKey) -> Option<&'a HookTokens> {
-    platform
-        .tenant(key.tenant())?
-        .krake
-        .applications
-        .get(&key.name)
-        .map(|e| &e.tokens)
+/// Whether two secrets are equal, in time independent of where they differ (the model cannot
+/// use the raft crate's `constant_time_eq`: the crate graph runs the other way).
+fn same_secret(a: &str, b: &str) -> bool {
+    let (a, b) = (a.as_bytes(), b.as_bytes());
+    let mut diff = a.len() ^ b.len();
+    for i in 0..a.len().max(b.len()) {
+        diff |= usize::from(a.get(i).copied().unwrap_or(0) ^ b.get(i).copied().unwrap_or(0xff));
+    }
+    diff == 0
 }

@@ -804,6 +804,9 @@ pub(super) fn not_found(key: &KrakeKey) -> KrakeError {
 
 fn check_key(key: &KrakeKey) -> Result<(), KrakeError> {
     validate::name("metadata.name", &key.name)?;
+    if key.kind == KrakeKind::Application {
+        validate::application_name(&key.name)?;
+    }
     match (&key.namespace, key.kind.namespaced()) {
         // The operator tenant's metrics and providers are the global kinds; its clusters (the
         // platform-wide ones) have no global kind and are its namespace's.

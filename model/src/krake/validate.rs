@@ -6,6 +6,16 @@ use std::collections::BTreeMap;
 use super::error::KrakeError;
 use super::meta::MetaInput;
 
+/// An Application's name, beyond Krake's rules: it is the name of a Drover service too.
+pub fn application_name(name: &str) -> Result<(), KrakeError> {
+    crate::validation::validate_object_name("metadata.name", name).map_err(|e| match e {
+        crate::platform::error::PlatformError::Invalid { field, message } => {
+            KrakeError::Invalid { field, message }
+        }
+        other => KrakeError::invalid("metadata.name", other.to_string()),
+    })
+}
+
 /// Longest name or namespace (Krake's pattern allows 255 characters).
 pub const MAX_NAME: usize = 255;
 /// Most entries of a list in a spec (a role's rules, an application's constraints, …).

@@ -223,6 +223,13 @@ fn what_drover_cannot_run_or_where_it_cannot_go_is_refused_unchanged() {
         world.refused(&key(), create(unknown)),
         KrakeError::Invalid { .. }
     ));
+    // Krake allows names a service cannot have: refused before anything is written.
+    let odd = KrakeKey::new(KrakeKind::Application, Some("ns1"), "Job_1");
+    let refused = world.refused(&odd, create(app(1, &[])));
+    assert!(
+        matches!(&refused, KrakeError::Invalid { field, .. } if field == "metadata.name"),
+        "{refused:?}"
+    );
     // A namespace without an environment has nowhere to deploy.
     let mut bare = World::new();
     let nowhere = bare.refused(&key(), create(app(1, &[])));
