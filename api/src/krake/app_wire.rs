@@ -89,8 +89,9 @@ pub fn status(state: &State, key: &KrakeKey, app: &KrakeApplication) -> Value {
         .map(|s| isoformat_us(s.moved_ms.max(s.created_ms).saturating_mul(1000)));
     let services: Map<String, Value> = placement
         .and_then(|c| platform.tenant(&c.tenant)?.clusters.get(&c.name))
-        .map(|cluster| {
-            service_addresses(app, agent_host(&cluster.endpoint))
+        .zip(extras)
+        .map(|(cluster, extras)| {
+            service_addresses(extras, agent_host(&cluster.endpoint))
                 .into_iter()
                 .map(|(name, address)| (name, json!(address)))
                 .collect()

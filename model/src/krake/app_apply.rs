@@ -113,7 +113,7 @@ impl KrakeObjects<'_> {
                 "the node named no endpoint for the hooks",
             ));
         }
-        let deployment = deployment_of(&namespace, &name, &app, &tokens)?;
+        let (deployment, ports) = deployment_of(&namespace, &name, &app, &tokens)?;
         let cleaning = stored.and_then(|s| s.cleaning);
         let op = match (stored, tenant.services.get(&name)) {
             (None, Some(_)) => {
@@ -176,6 +176,7 @@ impl KrakeObjects<'_> {
             spec: app,
             tokens,
             cleaning,
+            ports,
         };
         if let Some(tenant) = self.platform.tenants.get_mut(&namespace) {
             tenant.krake.applications.insert(name, extras);

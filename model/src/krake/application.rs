@@ -133,6 +133,10 @@ pub struct KrakeApplicationExtras {
     /// A deletion waiting for the `shutdown` hook.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cleaning: Option<Cleaning>,
+    /// Where each of the manifest's Services listens (its first port's target), read once when
+    /// the manifest is written rather than at every read of the status.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub ports: BTreeMap<String, u16>,
 }
 
 impl KrakeApplication {
@@ -218,14 +222,20 @@ pub fn hook_url(endpoint: &str, namespace: &str, name: &str, hook: &str) -> Stri
 }
 
 /// What an application runs: its manifest's roles, each instance told its hooks' URLs and
-/// tokens, under its constraints.
+/// tokens, under its constraints; and where each of its Services listens (the first port's
+/// target).
 pub fn deployment_of(
     namespace: &str,
     name: &str,
     app: &KrakeApplication,
     tokens: &HookTokens,
-) -> Result<Deployment, KrakeError> {
+) -> Result<(Deployment, BTreeMap<String, u16>), KrakeError> {
     let translated = translate(&app.manifest)?;
+    let ports = translated
+        .services
+        .iter()
+        .filter_map(|(name, ports)| Some((name.clone(), ports.first()?.1)))
+        .collect();
     let mut hook_env = BTreeMap::new();
     if let Some(token) = &tokens.complete {
         hook_env.insert(
@@ -267,7 +277,7 @@ pub fn deployment_of(
         }
         other => KrakeError::invalid("spec", other.to_string()),
     })?;
-    Ok(deployment)
+    Ok((deployment, ports))
 }
 
 /// Krake's application states (§4.1) Drover shows.
@@ -347,20 +357,13 @@ pub fn phase_of(extras: &KrakeApplicationExtras, service: Option<&Service>, now_
     }
 }
 
-/// Where the manifest's Services listen on a cluster whose agent is at `host`: each Service's
-/// first port's target (`host:port`; Drover allocates no ports, an instance listens where its
-/// command says).
-pub fn service_addresses(app: &KrakeApplication, host: &str) -> BTreeMap<String, String> {
-    let Ok(translated) = translate(&app.manifest) else {
-        return BTreeMap::new();
-    };
-    translated
-        .services
-        .into_iter()
-        .filter_map(|(name, ports)| {
-            let (_, target) = ports.first()?;
-            Some((name, format!("{host}:{target}")))
-        })
+/// Where the application's Services listen on a cluster whose agent is at `host`
+/// (`host:port`; Drover allocates no ports, an instance listens where its command says).
+pub fn service_addresses(extras: &KrakeApplicationExtras, host: &str) -> BTreeMap<String, String> {
+    extras
+        .ports
+        .iter()
+        .map(|(name, port)| (name.clone(), format!("{host}:{port}")))
         .collect()
 }
 

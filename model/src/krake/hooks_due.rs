@@ -40,7 +40,7 @@ pub fn shutdown_calls(platform: &crate::platform::Platform, now_ms: u64) -> Vec<
             else {
                 continue;
             };
-            let addresses = service_addresses(&extras.spec, agent_host(&stored.endpoint));
+            let addresses = service_addresses(extras, agent_host(&stored.endpoint));
             if let Some(address) = addresses.get(SHUTDOWN_SERVICE) {
                 calls.push(ShutdownCall {
                     tenant: tenant_name.clone(),
