@@ -55,29 +55,30 @@ fi
 chmod 600 "$state/secret" "$state/claimer-token" "$state/jwt-secret" "$state/token" "$state/tokens.csv" "$state/join-token"
 # The API serves HTTPS with a certificate of the demo's own CA (kubectl sends tokens only over
 # TLS); curl, the CLI and kubectl trust that CA through CURL_CA_BUNDLE, DROVER_CACERT and the
-# kubeconfig written below.
-if [ ! -s "$state/ca.pem" ] || [ ! -s "$state/api-cert.pem" ] || [ ! -s "$state/api-key.pem" ]; then
+# kubeconfig written below. The agents serve HTTPS too, with certificates of the same CA; the
+# control plane is given the CA when it registers them and trusts nothing else for them.
+if [ ! -s "$state/ca.pem" ] || [ ! -s "$state/ca-key.pem" ]; then
   openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 3650 \
     -subj "/CN=drover demo CA" -keyout "$state/ca-key.pem" -out "$state/ca.pem" 2>/dev/null
-  openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -subj "/CN=drover demo API" \
-    -keyout "$state/api-key.pem" -out "$state/api.csr" 2>/dev/null
-  printf 'subjectAltName=IP:127.0.0.1,DNS:localhost\nextendedKeyUsage=serverAuth\nbasicConstraints=CA:FALSE\n' \
-    > "$state/api.ext"
-  openssl x509 -req -in "$state/api.csr" -CA "$state/ca.pem" -CAkey "$state/ca-key.pem" \
-    -CAcreateserial -days 825 -extfile "$state/api.ext" -out "$state/api-cert.pem" 2>/dev/null
-  chmod 644 "$state/ca.pem" "$state/api-cert.pem"
+  chmod 644 "$state/ca.pem"
 fi
-# The agents serve HTTPS too, with certificates of the same CA; the control plane is given the
-# CA when it registers them and trusts nothing else for them.
-if [ ! -s "$state/agent-cert.pem" ] || [ ! -s "$state/agent-key.pem" ]; then
-  openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -subj "/CN=drover demo agents" \
-    -keyout "$state/agent-key.pem" -out "$state/agent.csr" 2>/dev/null
+# issue NAME CN: $state/NAME-cert.pem and NAME-key.pem, a server certificate for 127.0.0.1 and
+# localhost signed by the demo's CA; kept while it is not older than the CA.
+issue() {
+  local name=$1 cn=$2
+  if [ -s "$state/$name-cert.pem" ] && [ -s "$state/$name-key.pem" ] && [ ! "$state/ca.pem" -nt "$state/$name-cert.pem" ]; then
+    return
+  fi
+  openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -subj "/CN=$cn" \
+    -keyout "$state/$name-key.pem" -out "$state/$name.csr" 2>/dev/null
   printf 'subjectAltName=IP:127.0.0.1,DNS:localhost\nextendedKeyUsage=serverAuth\nbasicConstraints=CA:FALSE\n' \
-    > "$state/agent.ext"
-  openssl x509 -req -in "$state/agent.csr" -CA "$state/ca.pem" -CAkey "$state/ca-key.pem" \
-    -CAcreateserial -days 825 -extfile "$state/agent.ext" -out "$state/agent-cert.pem" 2>/dev/null
-  chmod 644 "$state/agent-cert.pem"
-fi
+    > "$state/$name.ext"
+  openssl x509 -req -in "$state/$name.csr" -CA "$state/ca.pem" -CAkey "$state/ca-key.pem" \
+    -CAcreateserial -days 825 -extfile "$state/$name.ext" -out "$state/$name-cert.pem" 2>/dev/null
+  chmod 644 "$state/$name-cert.pem"
+}
+issue api "drover demo API"
+issue agent "drover demo agents"
 export CURL_CA_BUNDLE="$state/ca.pem" DROVER_CACERT="$state/ca.pem"
 export DROVER_SERVER="https://127.0.0.1:7401,https://127.0.0.1:7402,https://127.0.0.1:7403"
 # kubectl's configuration: the first node, the demo's CA and its static token (owner-only).

@@ -13,19 +13,13 @@ import sys
 import time
 
 from aiohttp import ClientResponseError, ClientSession
+from checks import check
 from krake.client import Client
 from krake.client.kubernetes import KubernetesApi
 from krake.data.core import WatchEventType
 from krake.data.kubernetes import Application, ApplicationState
 
 URL, TOKEN = sys.argv[1:3]
-
-
-def check(condition, what):
-    if not condition:
-        print(f"FAILED: {what}", flush=True)
-        sys.exit(1)
-    print(f"ok: {what}", flush=True)
 
 
 def body(name, replicas):

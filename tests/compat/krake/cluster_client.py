@@ -10,19 +10,13 @@ import asyncio
 import sys
 
 from aiohttp import ClientSession
+from checks import check
 from krake.client import Client
 from krake.client.kubernetes import KubernetesApi
 from krake.data.core import Metadata, WatchEventType
 from krake.data.kubernetes import Cluster, ClusterState
 
 URL, TOKEN, AGENT, JOIN_TOKEN = sys.argv[1:5]
-
-
-def check(condition, what):
-    if not condition:
-        print(f"FAILED: {what}", flush=True)
-        sys.exit(1)
-    print(f"ok: {what}", flush=True)
 
 
 def body(name):

@@ -17,6 +17,7 @@ import json
 import sys
 
 from aiohttp import ClientResponseError, ClientSession, ClientTimeout
+from checks import check
 from krake.client import Client
 from krake.client.core import CoreApi
 from krake.client.infrastructure import InfrastructureApi
@@ -48,13 +49,6 @@ from krake.data.infrastructure import (
 
 URL, OPERATOR, USER, USER_NAME = sys.argv[1:5]
 BASE = "https://rak-n-rok.readthedocs.io/projects/krake/en/latest/user/problem.html"
-
-
-def check(condition, what):
-    if not condition:
-        print(f"FAILED: {what}", flush=True)
-        sys.exit(1)
-    print(f"ok: {what}", flush=True)
 
 
 def client(token):

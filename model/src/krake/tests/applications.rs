@@ -317,3 +317,46 @@ fn the_leader_owes_a_shutdown_call_only_within_the_grace_of_a_placed_application
         "the grace passed"
     );
 }
+
+#[test]
+fn krakes_state_follows_the_service() {
+    use crate::service::reconcile::Phase;
+    let mut world = with_environment();
+    world.run(&key(), create(app(1, &[]))).expect("created");
+    let edge = crate::cluster::ClusterRef {
+        tenant: "ns1".into(),
+        name: "edge".into(),
+    };
+    // (placed, moving, deleting, current revision, the actor's phase) → Krake's state.
+    let table = [
+        (false, false, false, 1, Phase::Waiting, AppState::Pending),
+        (true, false, false, 1, Phase::Waiting, AppState::Pending),
+        (true, false, false, 1, Phase::Progressing, AppState::Creating),
+        (true, false, false, 2, Phase::Progressing, AppState::Reconciling),
+        (true, false, false, 2, Phase::Running, AppState::Running),
+        (true, true, false, 2, Phase::Progressing, AppState::Migrating),
+        (true, false, false, 1, Phase::Unreachable, AppState::Degraded),
+        (true, false, false, 1, Phase::Failed, AppState::Failed),
+        (true, false, true, 1, Phase::Running, AppState::Deleting),
+    ];
+    for (placed, moving, deleting, current, phase, expected) in table {
+        let tenant = world.platform.tenants.get_mut("ns1").expect("tenant");
+        let service = tenant.services.get_mut("job").expect("service");
+        service.placement = placed.then(|| edge.clone());
+        service.migrating_to = moving.then(|| edge.clone());
+        service.deleting_ms = deleting.then_some(1);
+        service.current = Some(current);
+        service.reconcile.phase = phase;
+        assert_eq!(
+            world.state(),
+            expected,
+            "placed {placed}, moving {moving}, deleting {deleting}, revision {current}, {phase:?}"
+        );
+    }
+    // Gone: what a read in the write that removed it shows.
+    let tenant = world.platform.tenant("ns1").expect("tenant");
+    assert_eq!(
+        phase_of(&tenant.krake.applications["job"], None, world.now),
+        AppState::Deleting
+    );
+}
