@@ -81,7 +81,17 @@ pub fn validate_body(kind: KrakeKind, body: &KrakeBody) -> Result<(), KrakeError
         (KrakeKind::Cloud, KrakeBody::Cloud(cloud)) => cloud.validate(false),
         (KrakeKind::Application, KrakeBody::Application(app)) => {
             app.validate()?;
-            super::manifest::translate(&app.manifest).map(|_| ())
+            let translated = super::manifest::translate(&app.manifest)?;
+            // Without that Service it can never be asked to shut down, so its deletion could
+            // only ever wait out the grace (Krake accepts it).
+            let asked = super::application::SHUTDOWN_SERVICE;
+            if app.hook("shutdown") && !translated.services.contains_key(asked) {
+                return Err(KrakeError::invalid(
+                    "spec.hooks",
+                    format!("the shutdown hook needs the manifest to have a Service named {asked:?}, where the application is asked to shut down"),
+                ));
+            }
+            Ok(())
         }
         (kind, _) => Err(KrakeError::invalid(
             "kind",

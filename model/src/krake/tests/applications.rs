@@ -52,14 +52,26 @@ fn with_environment() -> World {
     world
 }
 
+/// A Deployment of `replicas`, and with the shutdown hook the Service it is asked at.
+fn manifest(replicas: u64, hooks: &[&str]) -> Vec<serde_json::Value> {
+    let mut manifest = vec![json!({
+        "apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "web"},
+        "spec": {"replicas": replicas, "template": {"spec": {"containers": [
+            {"name": "main", "image": "exec", "command": ["sleep", "600"]}
+        ]}}}
+    })];
+    if hooks.contains(&"shutdown") {
+        manifest.push(
+            json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "shutdown"},
+                             "spec": {"ports": [{"port": 80, "targetPort": 8080}]}}),
+        );
+    }
+    manifest
+}
+
 fn app(replicas: u64, hooks: &[&str]) -> KrakeBody {
     KrakeBody::Application(KrakeApplication {
-        manifest: vec![json!({
-            "apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "web"},
-            "spec": {"replicas": replicas, "template": {"spec": {"containers": [
-                {"name": "main", "image": "exec", "command": ["sleep", "600"]}
-            ]}}}
-        })],
+        manifest: manifest(replicas, hooks),
         observer_schema: Vec::new(),
         constraints: Default::default(),
         migration: true,
@@ -215,6 +227,15 @@ fn what_drover_cannot_run_or_where_it_cannot_go_is_refused_unchanged() {
         panic!("{refused:?}")
     };
     assert_eq!(field, "spec.manifest.0.spec.template.spec.containers.0.image");
+    let mut unasked = app(1, &[]);
+    if let KrakeBody::Application(a) = &mut unasked {
+        a.hooks = vec!["shutdown".into()];
+    }
+    let refused = world.refused(&key(), create(unasked));
+    assert!(
+        matches!(&refused, KrakeError::Invalid { field, .. } if field == "spec.hooks"),
+        "the shutdown hook without its Service: {refused:?}"
+    );
     let mut unknown = app(1, &["reboot"]);
     if let KrakeBody::Application(a) = &mut unknown {
         a.hooks = vec!["reboot".into()];
