@@ -184,8 +184,15 @@ done
 
 # Two workload clusters, one agent each: `exec` runs real processes, `sim` pretends (3 machines).
 echo "Authorization: Bearer $(cat "$state/join-token")" > "$state/join-header"
+# The exec agent confines each instance in a cgroup, which takes root (or a delegated cgroup);
+# run by another user, the demo lets its instances run unconfined (the facts say so).
+confine=()
+if [ "$(id -u)" != 0 ]; then
+  confine=(--allow-unconfined)
+  echo "demo: not run as root, so local-exec's instances run unconfined (docs/CLUSTERS.md, Confinement)" >&2
+fi
 setsid "$bin" agent --name local-exec --executor exec --listen 127.0.0.1:7701 --data-dir "$state/agent-exec" \
-  --tls-cert-file "$state/agent-cert.pem" --tls-key-file "$state/agent-key.pem" \
+  --tls-cert-file "$state/agent-cert.pem" --tls-key-file "$state/agent-key.pem" "${confine[@]}" \
   --join-token-file "$state/join-token" --label kind=exec >"$state/agent-exec.log" 2>&1 &
 agent_pids+=("$!")
 setsid "$bin" agent --name local-sim --executor sim --sim-nodes 3 --listen 127.0.0.1:7702 --data-dir "$state/agent-sim" \
@@ -342,8 +349,9 @@ The platform API (Axebow 1.0-beta), browsable at https://127.0.0.1:7401/docs/ :
   (the operator "admin" owns tenant "demo": --subject admin)
 
 Two workload clusters, each a drover agent (docs/CLUSTERS.md): local-exec runs set "hello" and
-the demo tenant's service "greeter" (2 real processes each), local-sim pretends to run set
-"fleet" (50 instances on 3 simulated machines):
+the demo tenant's service "greeter" (2 real processes each, each in a cgroup of its own, held to
+what it requested; the inventory shows what each uses), local-sim pretends to run set "fleet"
+(50 instances on 3 simulated machines):
   agent local-exec https://127.0.0.1:7701   log $state/agent-exec.log   data $state/agent-exec/
   agent local-sim  https://127.0.0.1:7702   log $state/agent-sim.log    data $state/agent-sim/
   curl -H @$state/admin-header https://127.0.0.1:7402/api/1.0-beta/cluster

@@ -64,6 +64,8 @@ impl Driver for Flaky {
                 memory_mib: 1024,
             },
             pressure: None,
+            used: None,
+            confinement: None,
             version: "test".into(),
             generation: self.generation(),
         })

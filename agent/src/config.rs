@@ -106,6 +106,83 @@ pub struct AgentArgs {
     /// a certificate starts only with this flag.
     #[arg(long, env = "DROVER_AGENT_PLAIN_HTTP")]
     pub plain_http: bool,
+    /// Memory kept for the agent and the machine, in MiB: the default capacity is the machine's
+    /// less this, and the instances' cgroups together can never take it (`exec`).
+    #[arg(long, env = "DROVER_AGENT_RESERVE_MEMORY_MIB", default_value_t = DEFAULT_RESERVE.memory_mib)]
+    pub reserve_memory_mib: u64,
+    /// CPU kept for the agent and the machine, in thousandths of a CPU (as the memory reserve).
+    #[arg(long, env = "DROVER_AGENT_RESERVE_CPU_MILLIS", default_value_t = DEFAULT_RESERVE.cpu_millis)]
+    pub reserve_cpu_millis: u64,
+    /// Most processes and threads of one instance (its cgroup's pids limit; `exec`).
+    #[arg(long, env = "DROVER_AGENT_INSTANCE_PIDS_MAX", default_value_t = DEFAULT_PIDS_MAX)]
+    pub instance_pids_max: u64,
+    /// The cgroup, relative to the hierarchy's root, under which the agent makes
+    /// `<agent id>/<instance id>` (`exec`).
+    #[arg(long, env = "DROVER_AGENT_CGROUP_PARENT", default_value = DEFAULT_CGROUP_PARENT)]
+    pub cgroup_parent: String,
+    /// Run `exec` instances unconfined when no cgroup can be written (the facts say so);
+    /// without it such an agent does not start.
+    #[arg(long, env = "DROVER_AGENT_ALLOW_UNCONFINED")]
+    pub allow_unconfined: bool,
+}
+
+/// What an agent keeps for itself unless told otherwise.
+pub const DEFAULT_RESERVE: Resources = Resources {
+    cpu_millis: 100,
+    memory_mib: 256,
+};
+
+/// Default pids limit of an instance.
+pub const DEFAULT_PIDS_MAX: u64 = 1024;
+
+/// Default cgroup parent.
+pub const DEFAULT_CGROUP_PARENT: &str = "drover";
+
+/// Where cgroup hierarchies are mounted.
+pub const CGROUP_ROOT: &str = "/sys/fs/cgroup";
+
+/// How `exec` instances are confined.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConfineConfig {
+    /// Where the cgroup hierarchies are mounted.
+    pub root: PathBuf,
+    /// The cgroup under which the agent's is made.
+    pub parent: String,
+    /// Most processes of one instance.
+    pub pids_max: u64,
+    /// Whether instances may run unconfined where cgroups cannot be written.
+    pub allow_unconfined: bool,
+}
+
+impl Default for ConfineConfig {
+    fn default() -> Self {
+        Self {
+            root: PathBuf::from(CGROUP_ROOT),
+            parent: DEFAULT_CGROUP_PARENT.to_string(),
+            pids_max: DEFAULT_PIDS_MAX,
+            allow_unconfined: false,
+        }
+    }
+}
+
+/// Checks `--cgroup-parent`: a relative path of plain names.
+fn check_cgroup_parent(parent: &str) -> Result<(), AgentError> {
+    let plain = |part: &str| {
+        !part.is_empty()
+            && part != "."
+            && part != ".."
+            && part
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'))
+    };
+    if parent.len() <= 200 && parent.split('/').all(plain) {
+        Ok(())
+    } else {
+        Err(AgentError::config(
+            "--cgroup-parent",
+            format!("{parent:?} must be a relative path of names made of letters, digits, '-', '_' and '.'"),
+        ))
+    }
 }
 
 /// The files of the agent's TLS.
@@ -220,6 +297,10 @@ pub struct AgentConfig {
     pub restart_backoff: Duration,
     /// Log rotation size.
     pub log_max_bytes: u64,
+    /// What the agent keeps for itself (`exec`).
+    pub reserve: Resources,
+    /// How `exec` instances are confined.
+    pub confine: ConfineConfig,
     /// The time of day the `sim` executor stamps on what it starts (a simulation's own clock in
     /// a deterministic simulation, which must replay).
     pub wall_clock: fn() -> std::time::SystemTime,
@@ -240,6 +321,8 @@ impl AgentConfig {
             stop_grace: Duration::from_secs(5),
             restart_backoff: Duration::from_millis(500),
             log_max_bytes: 10 * 1024 * 1024,
+            reserve: DEFAULT_RESERVE,
+            confine: ConfineConfig::default(),
             wall_clock: std::time::SystemTime::now,
         }
     }
@@ -283,6 +366,10 @@ impl AgentConfig {
         if args.log_max_bytes < 1024 {
             return Err(AgentError::config("--log-max-bytes", "must be at least 1024"));
         }
+        check_cgroup_parent(&args.cgroup_parent)?;
+        if args.instance_pids_max < 8 {
+            return Err(AgentError::config("--instance-pids-max", "must be at least 8"));
+        }
         Ok(Self {
             name,
             data_dir: args.data_dir.clone(),
@@ -302,6 +389,16 @@ impl AgentConfig {
             stop_grace: args.stop_grace,
             restart_backoff: args.restart_backoff,
             log_max_bytes: args.log_max_bytes,
+            reserve: Resources {
+                cpu_millis: args.reserve_cpu_millis,
+                memory_mib: args.reserve_memory_mib,
+            },
+            confine: ConfineConfig {
+                root: PathBuf::from(CGROUP_ROOT),
+                parent: args.cgroup_parent.clone(),
+                pids_max: args.instance_pids_max,
+                allow_unconfined: args.allow_unconfined,
+            },
             wall_clock: std::time::SystemTime::now,
         })
     }
@@ -327,5 +424,15 @@ mod tests {
         assert!(parse_duration("5").is_err());
         assert!(parse_duration("5h").is_err());
         assert!(parse_duration("ms").is_err());
+    }
+
+    #[test]
+    fn the_cgroup_parent_is_a_relative_path_of_names() {
+        for good in ["drover", "system.slice/drover", "a_b-c"] {
+            assert!(check_cgroup_parent(good).is_ok(), "{good}");
+        }
+        for bad in ["", "/drover", "drover/", "a/../b", "..", "a b", "a//b"] {
+            assert!(check_cgroup_parent(bad).is_err(), "{bad}");
+        }
     }
 }

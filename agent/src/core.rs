@@ -37,7 +37,21 @@ pub struct Agent {
     faults: Mutex<SimFaults>,
     /// Its id and the cluster object it is bound to; changed under `mutations`, on disk first.
     identity: Mutex<AgentIdentity>,
+    /// The instances' CPU time when the facts last measured it, and the rate derived then.
+    last_usage: Mutex<Option<UsageSample>>,
 }
+
+/// One measurement of the instances' CPU time, for the rate the facts report.
+#[derive(Debug, Clone, Copy)]
+struct UsageSample {
+    at: std::time::Instant,
+    cpu_time_ms: u64,
+    cpu_millis: Option<u64>,
+}
+
+/// Measurements closer than this reuse the rate of the one before (a rate over a few
+/// milliseconds says nothing).
+const MIN_RATE_WINDOW: std::time::Duration = std::time::Duration::from_millis(500);
 
 impl std::fmt::Debug for Agent {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -58,10 +72,17 @@ impl Agent {
         identity: AgentIdentity,
     ) -> Self {
         let machine = executor.machine();
-        let capacity = Resources {
-            cpu_millis: config.capacity_cpu_millis.unwrap_or(machine.capacity.cpu_millis),
-            memory_mib: config.capacity_memory_mib.unwrap_or(machine.capacity.memory_mib),
-        };
+        let capacity = machine.offered(config.capacity_cpu_millis, config.capacity_memory_mib);
+        let asked = (config.capacity_cpu_millis, config.capacity_memory_mib);
+        if asked.0.is_some_and(|c| c > capacity.cpu_millis)
+            || asked.1.is_some_and(|m| m > capacity.memory_mib)
+        {
+            tracing::warn!(
+                cpu_millis = capacity.cpu_millis,
+                memory_mib = capacity.memory_mib,
+                "the configured capacity is more than the machine less the agent's reserve; offering that instead"
+            );
+        }
         Self {
             name: config.name.clone(),
             labels: config.labels.clone(),
@@ -71,6 +92,7 @@ impl Agent {
             mutations: tokio::sync::Mutex::new(()),
             faults: Mutex::new(SimFaults::default()),
             identity: Mutex::new(identity),
+            last_usage: Mutex::new(None),
         }
     }
 
@@ -143,16 +165,61 @@ impl Agent {
     pub fn inventory(&self, set: Option<&SetName>) -> Inventory {
         let memory = self.shared.lock();
         // A set's members are indexed: its inventory does not walk every instance.
-        let instances = match set {
+        let mut instances: Vec<InstanceStatus> = match set {
             Some(_) => memory.members(set).map(|e| e.status()).collect(),
             None => memory.instances.values().map(|e| e.status()).collect(),
         };
+        let (fence, generation) = (memory.fence, memory.generation());
+        drop(memory);
+        // Measured outside the lock: reading cgroups and /proc never holds up a change.
+        for instance in &mut instances {
+            instance.usage = self.executor.usage(&instance.id, instance.pid);
+        }
         Inventory {
             agent: self.name.clone(),
-            fence: memory.fence,
+            fence,
             instances,
-            generation: Some(memory.generation()),
+            generation: Some(generation),
         }
+    }
+
+    /// What the instances use now, summed: the CPU rate since the last measurement (in
+    /// thousandths of a CPU) and resident memory (MiB); `None` where not measured or before a
+    /// second measurement.
+    fn used(&self) -> Option<Resources> {
+        let total = self.executor.usage_total()?;
+        let now = std::time::Instant::now();
+        let mut last = self.last_usage.lock().unwrap_or_else(|p| p.into_inner());
+        let cpu_millis = match *last {
+            Some(before) if now.duration_since(before.at) < MIN_RATE_WINDOW => {
+                return before.cpu_millis.map(|cpu_millis| Resources {
+                    cpu_millis,
+                    memory_mib: total.memory_bytes >> 20,
+                })
+            }
+            Some(before) => {
+                let window_ms = u64::try_from(now.duration_since(before.at).as_millis())
+                    .unwrap_or(u64::MAX)
+                    .max(1);
+                Some(
+                    total
+                        .cpu_time_ms
+                        .saturating_sub(before.cpu_time_ms)
+                        .saturating_mul(1000)
+                        / window_ms,
+                )
+            }
+            None => None,
+        };
+        *last = Some(UsageSample {
+            at: now,
+            cpu_time_ms: total.cpu_time_ms,
+            cpu_millis,
+        });
+        cpu_millis.map(|cpu_millis| Resources {
+            cpu_millis,
+            memory_mib: total.memory_bytes >> 20,
+        })
     }
 
     /// The machine, its capacity and what is free of it.
@@ -173,6 +240,8 @@ impl Agent {
             capacity: self.capacity,
             free: self.capacity.minus(requested),
             pressure,
+            used: self.used(),
+            confinement: Some(self.executor.confinement()),
             version: env!("CARGO_PKG_VERSION").to_string(),
             generation: Some(generation),
         }
@@ -184,7 +253,9 @@ impl Agent {
         for entry in self.shared.lock().instances.values() {
             *by_state.entry(entry.run.state).or_default() += 1;
         }
-        self.shared.metrics.render(&by_state)
+        let mut instances = self.inventory(None).instances;
+        instances.truncate(crate::metrics::MAX_INSTANCE_SERIES);
+        self.shared.metrics.render(&by_state, &instances)
     }
 
     fn check_fence(&self, highest: Fence, offered: Fence) -> Result<Accepted, AgentError> {
@@ -393,8 +464,12 @@ mod tests {
                     cpu_millis: 1000,
                     memory_mib: 1024,
                 },
+                capacity_is_ceiling: false,
                 pressure: None,
             }
+        }
+        fn confinement(&self) -> drover_model::cluster::agent_api::Confinement {
+            drover_model::cluster::agent_api::Confinement::Simulated
         }
         fn start(&self, launches: Vec<Launch>) {
             self.started

@@ -53,6 +53,10 @@ pub enum AgentError {
         /// What is wrong with it.
         reason: String,
     },
+    /// `exec` instances cannot be confined and the operator did not allow them unconfined; the
+    /// agent does not start.
+    #[error("{0}; run the agent where it may create cgroups (as root, or in a cgroup delegated to it), or pass --allow-unconfined to run instances without limits")]
+    Unconfinable(String),
     /// The state file cannot be understood; the agent refuses to start rather than forget
     /// the instances it runs.
     #[error("state file {path} is corrupt ({reason}); repair or move it away to start with no instances")]
@@ -105,7 +109,11 @@ impl AgentError {
             Self::TooLarge(_) => 413,
             Self::Unfit(_) => 422,
             Self::Unavailable(_) => 503,
-            Self::Config { .. } | Self::Corrupt { .. } | Self::Io { .. } | Self::Internal(_) => 500,
+            Self::Config { .. }
+            | Self::Unconfinable(_)
+            | Self::Corrupt { .. }
+            | Self::Io { .. }
+            | Self::Internal(_) => 500,
         }
     }
 }

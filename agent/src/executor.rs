@@ -2,7 +2,7 @@
 //! runs instances: `exec` runs child processes ([`crate::exec`]), `sim` pretends
 //! ([`crate::sim`]). An executor reports what it observes into the shared run records.
 
-use drover_model::cluster::agent_api::{InstanceId, InstanceSpec, Resources};
+use drover_model::cluster::agent_api::{Confinement, InstanceId, InstanceSpec, Resources, Usage};
 use futures::future::BoxFuture;
 
 use crate::error::AgentError;
@@ -31,8 +31,39 @@ pub struct Machine {
     pub memory_mib: u64,
     /// Capacity unless configured otherwise.
     pub capacity: Resources,
+    /// Whether a configured capacity may not exceed `capacity` (a real machine less the
+    /// agent's reserve); simulated machines take any.
+    pub capacity_is_ceiling: bool,
     /// Why the machine is under pressure, if it is.
     pub pressure: Option<String>,
+}
+
+impl Machine {
+    /// The capacity offered to instances: what is configured (`cpu_millis`, `memory_mib`),
+    /// else the machine's, never above the machine's when that is a ceiling.
+    pub fn offered(&self, cpu_millis: Option<u64>, memory_mib: Option<u64>) -> Resources {
+        let chosen = Resources {
+            cpu_millis: cpu_millis.unwrap_or(self.capacity.cpu_millis),
+            memory_mib: memory_mib.unwrap_or(self.capacity.memory_mib),
+        };
+        if !self.capacity_is_ceiling {
+            return chosen;
+        }
+        Resources {
+            cpu_millis: chosen.cpu_millis.min(self.capacity.cpu_millis),
+            memory_mib: chosen.memory_mib.min(self.capacity.memory_mib),
+        }
+    }
+}
+
+/// The usage of every instance summed: CPU time so far (milliseconds) and resident memory now
+/// (bytes).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct UsageTotal {
+    /// CPU time of the instances so far, in milliseconds.
+    pub cpu_time_ms: u64,
+    /// Their resident memory now, in bytes.
+    pub memory_bytes: u64,
 }
 
 /// Runs instances.
@@ -42,6 +73,20 @@ pub trait Executor: Send + Sync {
 
     /// The machine now.
     fn machine(&self) -> Machine;
+
+    /// How the instances are confined.
+    fn confinement(&self) -> Confinement;
+
+    /// What instance `id` uses now (its current run's leader is `pid`), where measured.
+    fn usage(&self, id: &InstanceId, pid: Option<u32>) -> Option<Usage> {
+        let _ = (id, pid);
+        None
+    }
+
+    /// What every instance uses now, summed, where measured.
+    fn usage_total(&self) -> Option<UsageTotal> {
+        None
+    }
 
     /// Starts running `launches` (returns at once; progress shows in the run records).
     fn start(&self, launches: Vec<Launch>);

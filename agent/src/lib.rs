@@ -81,7 +81,12 @@ pub fn open(config: &AgentConfig) -> Result<Opened, AgentError> {
     let shared = Arc::new(Shared::new(memory, layout.clone(), metrics));
     let tasks = CancellationToken::new();
     let executor: Arc<dyn Executor> = match config.executor {
-        ExecutorKind::Exec => Arc::new(exec::ExecExecutor::new(config, shared.clone(), tasks.clone())),
+        ExecutorKind::Exec => Arc::new(exec::ExecExecutor::new(
+            config,
+            shared.clone(),
+            tasks.clone(),
+            &identity.agent_id,
+        )?),
         ExecutorKind::Sim => Arc::new(sim::SimExecutor::new(config, shared.clone(), tasks.clone())),
     };
     let agent = Arc::new(Agent::new(config, shared, executor, identity));

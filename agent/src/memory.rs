@@ -6,7 +6,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use drover_model::cluster::agent_api::{
-    Fence, Health, InstanceId, InstanceSpec, InstanceState, InstanceStatus, Resources, SetName,
+    EndReason, Fence, Health, InstanceId, InstanceSpec, InstanceState, InstanceStatus, Resources, SetName,
 };
 use serde::{Deserialize, Serialize};
 
@@ -35,6 +35,12 @@ pub struct Run {
     /// which tells it from a later process that reuses its pid.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub start_ticks: Option<u64>,
+    /// Why the last run ended, beyond its exit code.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<EndReason>,
+    /// Runs killed at the memory limit (the instance cgroup's counter when last read).
+    #[serde(default)]
+    pub oom_kills: u32,
 }
 
 impl Default for Run {
@@ -47,6 +53,8 @@ impl Default for Run {
             health: Health::Unknown,
             pid: None,
             start_ticks: None,
+            reason: None,
+            oom_kills: 0,
         }
     }
 }
@@ -78,6 +86,9 @@ impl Entry {
             health: self.run.health,
             pid: self.run.pid,
             resources: self.spec.resources,
+            reason: self.run.reason,
+            oom_kills: self.run.oom_kills,
+            usage: None,
         }
     }
 }

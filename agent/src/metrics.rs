@@ -2,8 +2,14 @@
 
 use std::collections::BTreeMap;
 
-use drover_model::cluster::agent_api::InstanceState;
-use prometheus::{Histogram, HistogramOpts, IntCounter, IntGauge, IntGaugeVec, Opts, Registry, TextEncoder};
+use drover_model::cluster::agent_api::{InstanceState, InstanceStatus};
+use prometheus::{
+    CounterVec, Histogram, HistogramOpts, IntCounter, IntCounterVec, IntGauge, IntGaugeVec, Opts, Registry,
+    TextEncoder,
+};
+
+/// Most instances given series of their own (the label set stays bounded whatever runs).
+pub const MAX_INSTANCE_SERIES: usize = 1000;
 
 use crate::error::AgentError;
 
@@ -20,6 +26,20 @@ pub struct Metrics {
     pub fenced: IntCounter,
     /// How long applying a desired set took.
     pub apply_seconds: Histogram,
+    /// Per instance (the first [`MAX_INSTANCE_SERIES`] by id): CPU time, resident memory, the
+    /// memory limit and OOM kills.
+    per_instance: PerInstance,
+    /// Held while the per-instance series are reset and filled, so that scrapes at the same
+    /// time never see them half filled.
+    rendering: std::sync::Arc<std::sync::Mutex<()>>,
+}
+
+#[derive(Clone)]
+struct PerInstance {
+    cpu_seconds: CounterVec,
+    memory_bytes: IntGaugeVec,
+    memory_limit_bytes: IntGaugeVec,
+    oom_kills: IntCounterVec,
 }
 
 impl std::fmt::Debug for Metrics {
@@ -61,6 +81,52 @@ impl Metrics {
             "Time to apply a desired set",
         ))
         .map_err(internal)?;
+        let per_instance = PerInstance {
+            cpu_seconds: CounterVec::new(
+                Opts::new(
+                    "drover_agent_instance_cpu_seconds_total",
+                    "CPU time of an instance's cgroup",
+                ),
+                &["instance"],
+            )
+            .map_err(internal)?,
+            memory_bytes: IntGaugeVec::new(
+                Opts::new(
+                    "drover_agent_instance_memory_bytes",
+                    "Resident memory of an instance's processes",
+                ),
+                &["instance"],
+            )
+            .map_err(internal)?,
+            memory_limit_bytes: IntGaugeVec::new(
+                Opts::new(
+                    "drover_agent_instance_memory_limit_bytes",
+                    "Memory limit an instance runs under",
+                ),
+                &["instance"],
+            )
+            .map_err(internal)?,
+            oom_kills: IntCounterVec::new(
+                Opts::new(
+                    "drover_agent_instance_oom_kills_total",
+                    "Runs of an instance killed at its memory limit",
+                ),
+                &["instance"],
+            )
+            .map_err(internal)?,
+        };
+        registry
+            .register(Box::new(per_instance.cpu_seconds.clone()))
+            .map_err(internal)?;
+        registry
+            .register(Box::new(per_instance.memory_bytes.clone()))
+            .map_err(internal)?;
+        registry
+            .register(Box::new(per_instance.memory_limit_bytes.clone()))
+            .map_err(internal)?;
+        registry
+            .register(Box::new(per_instance.oom_kills.clone()))
+            .map_err(internal)?;
         registry.register(Box::new(instances.clone())).map_err(internal)?;
         registry.register(Box::new(restarts.clone())).map_err(internal)?;
         registry
@@ -77,6 +143,8 @@ impl Metrics {
             fence_term,
             fenced,
             apply_seconds,
+            per_instance,
+            rendering: Default::default(),
         })
     }
 
@@ -85,8 +153,42 @@ impl Metrics {
         self.fence_term.set(i64::try_from(term).unwrap_or(i64::MAX));
     }
 
-    /// The text exposition, with the instance gauge set from `by_state`.
-    pub fn render(&self, by_state: &BTreeMap<InstanceState, usize>) -> Result<String, AgentError> {
+    /// The text exposition, with the instance gauge set from `by_state` and the per-instance
+    /// series from `instances` (measured ones, ordered by id).
+    pub fn render(
+        &self,
+        by_state: &BTreeMap<InstanceState, usize>,
+        instances: &[InstanceStatus],
+    ) -> Result<String, AgentError> {
+        let _rendering = self.rendering.lock().unwrap_or_else(|p| p.into_inner());
+        let series = &self.per_instance;
+        // Instances that left take their series with them.
+        series.cpu_seconds.reset();
+        series.memory_bytes.reset();
+        series.memory_limit_bytes.reset();
+        series.oom_kills.reset();
+        for instance in instances.iter().take(MAX_INSTANCE_SERIES) {
+            let label = [instance.id.as_str()];
+            series
+                .oom_kills
+                .with_label_values(&label)
+                .inc_by(u64::from(instance.oom_kills));
+            let Some(usage) = instance.usage else { continue };
+            series
+                .cpu_seconds
+                .with_label_values(&label)
+                .inc_by(usage.cpu_time_ms as f64 / 1000.0);
+            series
+                .memory_bytes
+                .with_label_values(&label)
+                .set(i64::try_from(usage.memory_bytes).unwrap_or(i64::MAX));
+            if let Some(limit) = usage.memory_limit_bytes {
+                series
+                    .memory_limit_bytes
+                    .with_label_values(&label)
+                    .set(i64::try_from(limit).unwrap_or(i64::MAX));
+            }
+        }
         for (state, name) in [
             (InstanceState::Starting, "starting"),
             (InstanceState::Running, "running"),

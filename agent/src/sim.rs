@@ -9,7 +9,7 @@ use std::collections::{BinaryHeap, HashMap};
 use std::sync::Arc;
 use std::time::Duration;
 
-use drover_model::cluster::agent_api::{Health, InstanceId, InstanceState, Resources};
+use drover_model::cluster::agent_api::{Confinement, Health, InstanceId, InstanceState, Resources};
 use futures::future::BoxFuture;
 use tokio::sync::{mpsc, oneshot};
 use tokio::time::Instant;
@@ -79,8 +79,13 @@ impl Executor for SimExecutor {
                 cpu_millis: self.sim.node.cpu_millis.saturating_mul(nodes),
                 memory_mib: self.sim.node.memory_mib.saturating_mul(nodes),
             },
+            capacity_is_ceiling: false,
             pressure: None,
         }
+    }
+
+    fn confinement(&self) -> Confinement {
+        Confinement::Simulated
     }
 
     fn start(&self, launches: Vec<Launch>) {

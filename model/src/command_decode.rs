@@ -332,6 +332,7 @@ mod tests {
                         ready: 0,
                         old: 2,
                     },
+                    alert: None,
                 },
                 finalize: true,
                 switched_to: None,

@@ -309,6 +309,41 @@ impl Drop for AgentProcess {
             }
             std::thread::sleep(Duration::from_millis(20));
         }
+        remove_cgroups(&self.data_dir());
+    }
+}
+
+/// Removes the cgroups an `exec` agent on `data_dir` made (its instances' and its own) once
+/// they are empty, so test runs leave none behind.
+pub fn remove_cgroups(data_dir: &Path) {
+    let Some(agent_id) = std::fs::read_to_string(data_dir.join("state/identity.json"))
+        .ok()
+        .and_then(|text| serde_json::from_str::<serde_json::Value>(&text).ok())
+        .and_then(|identity| identity["agent_id"].as_str().map(str::to_string))
+    else {
+        return;
+    };
+    let root = Path::new("/sys/fs/cgroup");
+    let deadline = Instant::now() + Duration::from_secs(5);
+    for controller in ["memory", "cpu", "cpuacct", "pids", ""] {
+        let agent = root.join(controller).join("drover").join(&agent_id);
+        let Ok(children) = std::fs::read_dir(&agent) else {
+            continue;
+        };
+        let children: Vec<PathBuf> = children
+            .flatten()
+            .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
+            .map(|e| e.path())
+            .collect();
+        for child in children.iter().chain(std::iter::once(&agent)) {
+            // Killed processes may take a moment to be reaped.
+            while std::fs::remove_dir(child).is_err()
+                && std::fs::metadata(child).is_ok()
+                && Instant::now() < deadline
+            {
+                std::thread::sleep(Duration::from_millis(20));
+            }
+        }
     }
 }
 
@@ -413,7 +448,7 @@ pub fn sleeper(id: &str) -> InstanceSpec {
         &["sh", "-c", "echo started $DROVER_INSTANCE_ID; exec sleep 1000"],
         Resources {
             cpu_millis: 10,
-            memory_mib: 1,
+            memory_mib: 8,
         },
     )
 }

@@ -44,7 +44,7 @@ fn application(name: &str, replicas: u32, command: Vec<String>, extra: Vec<Value
         "apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": name},
         "spec": {"replicas": replicas, "template": {"spec": {"containers": [
             {"name": "main", "image": "exec", "command": command,
-             "resources": {"requests": {"cpu": "10m", "memory": "8Mi"}}}]}}},
+             "resources": {"requests": {"cpu": "500m", "memory": "64Mi"}}}]}}},
     })];
     manifest.extend(extra);
     json!({

@@ -20,7 +20,7 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 use drover_model::cluster::agent_api::{
-    Fence, InstanceId, InstanceSpec, InstanceState, Inventory, NodeFacts, SetName,
+    Confinement, Fence, InstanceId, InstanceSpec, InstanceState, Inventory, NodeFacts, SetName,
 };
 use drover_model::cluster::identity::AgentId;
 use drover_model::cluster::{
@@ -37,6 +37,7 @@ use super::lifecycle::{next_state, with_metrics, ProbeOutcome};
 use super::metrics_reader::read_metrics;
 use super::observed::{by_set, Observation, Observations, ObservedSets};
 use super::plan::{desired_sets, plan_sets};
+use super::usage;
 use super::{ClusterActorMetrics, ClusterActorsConfig, DriverFactory};
 use crate::root::LeaderContext;
 use drover_model::cluster::AgentAccess;
@@ -86,6 +87,8 @@ pub struct ClusterActorState {
     /// The last inventory read and what was derived from it, kept while the agent's generation
     /// says nothing changed (then it is not read, decoded or walked again).
     last: Option<LastInventory>,
+    /// When this actor last committed the cluster's measured usage ([`usage::to_commit`]).
+    used_committed_at: Option<Instant>,
 }
 
 /// What the actor derived from the last inventory read. The inventory itself is not kept: its
@@ -106,7 +109,13 @@ struct LastInventory {
 impl LastInventory {
     /// What `inventory` shows; the sets that did not change since `previous` share its
     /// instances and observations.
-    fn of(inventory: Inventory, previous: Option<&LastInventory>) -> Self {
+    fn of(mut inventory: Inventory, previous: Option<&LastInventory>) -> Self {
+        // Usage is measured afresh at every answer: kept, it would make every set differ from
+        // the last read and wake every service actor. The leader decides nothing from it (the
+        // role view reads it live from the agent; the facts carry the cluster's sum).
+        for instance in &mut inventory.instances {
+            instance.usage = None;
+        }
         let empty = ObservedSets::new();
         let published = by_set(inventory.instances, previous.map_or(&empty, |p| &p.published));
         LastInventory {
@@ -174,6 +183,7 @@ fn counts(sets: &ObservedSets) -> InstanceCounts {
             InstanceState::Failed => counts.failed = counts.failed.saturating_add(1),
         }
         counts.restarts = counts.restarts.saturating_add(u64::from(instance.restarts));
+        counts.oom_kills = counts.oom_kills.saturating_add(u64::from(instance.oom_kills));
     }
     counts
 }
@@ -230,6 +240,18 @@ fn replicated_facts(facts: &NodeFacts) -> ClusterFacts {
         free: facts.free,
         executor: bounded(&facts.executor),
         version: bounded(&facts.version),
+        used: facts.used,
+        confinement: facts.confinement.clone().map(bounded_confinement),
+    }
+}
+
+/// `confinement` with its reason cut to [`MAX_AGENT_TEXT`].
+fn bounded_confinement(confinement: Confinement) -> Confinement {
+    match confinement {
+        Confinement::Unconfined { reason } => Confinement::Unconfined {
+            reason: bounded(&reason),
+        },
+        other => other,
     }
 }
 
@@ -607,7 +629,14 @@ impl ClusterActor {
                     pressure: facts.pressure.clone(),
                 };
                 let instances = state.last.as_ref().map(|last| last.counts);
-                (outcome, Some(replicated_facts(&facts)), instances)
+                let mut facts = replicated_facts(&facts);
+                facts.used = usage::to_commit(
+                    committed.facts.as_ref().and_then(|f| f.used),
+                    facts.used,
+                    facts.capacity,
+                    state.used_committed_at.map(|at| at.elapsed()),
+                );
+                (outcome, Some(Box::new(facts)), instances)
             }
             Ok(Probed::NotDriven { reason }) => (ProbeOutcome::NotDriven { reason }, None, None),
             Err(error) => (
@@ -656,9 +685,14 @@ impl ClusterActor {
             restarted: sent.restarted,
             metrics,
         };
+        let used = observation.facts.as_ref().map(|f| f.used);
+        let used_changed = used.is_some_and(|used| used != committed.facts.as_ref().and_then(|f| f.used));
         let proposal = Proposal::new(Command::Cluster(ClusterCommand::Observe(observation)));
         match state.args.context.raft.write(proposal).await {
             Ok(written) if !matches!(written.result, CommandResult::Refused(_)) => {
+                if used_changed {
+                    state.used_committed_at = Some(Instant::now());
+                }
                 if next != committed.state {
                     state
                         .args
@@ -706,6 +740,7 @@ impl Actor for ClusterActor {
             metrics_task: None,
             metrics_due: Instant::now(),
             last: None,
+            used_committed_at: None,
         })
     }
 
@@ -778,6 +813,9 @@ mod tests {
             health: drover_model::cluster::agent_api::Health::Unknown,
             pid: None,
             resources: Default::default(),
+            reason: None,
+            oom_kills: 0,
+            usage: None,
         }
     }
 

@@ -15,6 +15,7 @@ mod metrics_reader;
 pub mod observed;
 pub mod plan;
 mod supervisor;
+mod usage;
 
 use std::sync::Arc;
 use std::time::Duration;

@@ -110,6 +110,9 @@ mod tests {
             health: Health::Unknown,
             pid: None,
             resources: Resources::default(),
+            reason: None,
+            oom_kills: 0,
+            usage: None,
         }
     }
 

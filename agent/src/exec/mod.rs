@@ -1,5 +1,6 @@
 //! The `exec` executor: every instance is a child process, watched by its own supervisor task
-//! ([`supervise`]).
+//! ([`supervise`]), confined in a cgroup of its own ([`confine`]) and measured there
+//! ([`usage`]).
 //!
 //! **Adoption.** Instances outlive the agent (SIGTERM, SIGKILL or a crash of the agent leaves
 //! them running). The run record on disk names each instance's pid and the process's start
@@ -12,23 +13,28 @@
 //! group working under `instances/` that no desired instance owns is killed. So one instance
 //! id never runs twice, as long as instances do not change their working directory.
 
+pub mod confine;
 pub mod probe;
 pub mod process;
 pub mod procfs;
 pub mod supervise;
+pub mod usage;
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
-use drover_model::cluster::agent_api::{Health, InstanceId, InstanceState, Resources};
+use drover_model::cluster::agent_api::{Confinement, Health, InstanceId, InstanceState, Resources, Usage};
+use drover_model::cluster::identity::AgentId;
 use futures::future::BoxFuture;
 use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
 use crate::config::AgentConfig;
-use crate::executor::{Executor, Launch, Machine};
+use crate::error::AgentError;
+use crate::executor::{Executor, Launch, Machine, UsageTotal};
 use crate::layout::Layout;
 use crate::shared::Shared;
+use confine::Confiner;
 use process::Proc;
 use supervise::{Begin, Cmd, Ctx, Supervisor};
 
@@ -36,17 +42,41 @@ use supervise::{Begin, Cmd, Ctx, Supervisor};
 #[derive(Debug)]
 pub struct ExecExecutor {
     ctx: Arc<Ctx>,
+    /// What the agent keeps for itself.
+    reserve: Resources,
     supervisors: Mutex<HashMap<InstanceId, mpsc::UnboundedSender<Cmd>>>,
     /// Processes found working under `instances/` at start-up, until the first `start`.
     found: Mutex<Option<Vec<procfs::Found>>>,
 }
 
 impl ExecExecutor {
-    /// An executor for `config`, sharing `shared`; its tasks end when `shutdown` is cancelled.
-    pub fn new(config: &AgentConfig, shared: Arc<Shared>, shutdown: CancellationToken) -> Self {
+    /// An executor for `config`, sharing `shared`, confining instances under the cgroup of
+    /// agent `agent_id`; its tasks end when `shutdown` is cancelled. Fails where instances
+    /// cannot be confined and the operator did not allow them unconfined.
+    pub fn new(
+        config: &AgentConfig,
+        shared: Arc<Shared>,
+        shutdown: CancellationToken,
+        agent_id: &AgentId,
+    ) -> Result<Self, AgentError> {
         let layout = Layout::new(&config.data_dir);
         let found = procfs::processes_under(&layout.instances());
-        Self {
+        let capacity =
+            machine_now(config.reserve).offered(config.capacity_cpu_millis, config.capacity_memory_mib);
+        let confine = &config.confine;
+        let confiner = Confiner::open(
+            &confine.root,
+            &confine.parent,
+            agent_id.as_str(),
+            capacity,
+            confine.allow_unconfined,
+        )
+        .map_err(|e| AgentError::Unconfinable(e.to_string()))?;
+        if let Some(cgroups) = confiner.cgroups() {
+            let memory = shared.lock();
+            cgroups.prune(&|name| InstanceId::parse(name).is_ok_and(|id| memory.instances.contains_key(&id)));
+        }
+        Ok(Self {
             ctx: Arc::new(Ctx {
                 shared,
                 layout,
@@ -54,10 +84,13 @@ impl ExecExecutor {
                 restart_backoff: config.restart_backoff,
                 log_max_bytes: config.log_max_bytes,
                 shutdown,
+                confiner,
+                pids_max: confine.pids_max,
             }),
+            reserve: config.reserve,
             supervisors: Mutex::new(HashMap::new()),
             found: Mutex::new(Some(found)),
-        }
+        })
     }
 
     fn supervisors(&self) -> std::sync::MutexGuard<'_, HashMap<InstanceId, mpsc::UnboundedSender<Cmd>>> {
@@ -113,27 +146,34 @@ impl Executor for ExecExecutor {
     }
 
     fn machine(&self) -> Machine {
-        let cpus = std::thread::available_parallelism()
-            .map(|n| u32::try_from(n.get()).unwrap_or(u32::MAX))
-            .unwrap_or(1);
-        let (total_kib, available_kib) = procfs::meminfo().unwrap_or((0, 0));
-        let memory_mib = total_kib / 1024;
-        let pressure = (total_kib > 0 && available_kib.saturating_mul(20) < total_kib).then(|| {
-            format!(
-                "memory: MemAvailable ({} MiB) below 5% of MemTotal ({memory_mib} MiB)",
-                available_kib / 1024
-            )
-        });
-        Machine {
-            nodes: 1,
-            cpus,
-            memory_mib,
-            capacity: Resources {
-                cpu_millis: u64::from(cpus) * 1000,
-                memory_mib,
-            },
-            pressure,
+        machine_now(self.reserve)
+    }
+
+    fn confinement(&self) -> Confinement {
+        self.ctx.confiner.describe()
+    }
+
+    fn usage(&self, id: &InstanceId, pid: Option<u32>) -> Option<Usage> {
+        usage::of(self.ctx.confiner.cgroups(), id, pid)
+    }
+
+    fn usage_total(&self) -> Option<UsageTotal> {
+        let running: Vec<(InstanceId, Option<u32>)> = self
+            .ctx
+            .shared
+            .lock()
+            .instances
+            .values()
+            .map(|e| (e.spec.id.clone(), e.run.pid))
+            .collect();
+        let mut total = UsageTotal::default();
+        for (id, pid) in running {
+            if let Some(used) = self.usage(&id, pid) {
+                total.cpu_time_ms = total.cpu_time_ms.saturating_add(used.cpu_time_ms);
+                total.memory_bytes = total.memory_bytes.saturating_add(used.memory_bytes);
+            }
         }
+        Some(total)
     }
 
     fn start(&self, launches: Vec<Launch>) {
@@ -179,17 +219,19 @@ impl Executor for ExecExecutor {
                 let (done, wait) = oneshot::channel();
                 match supervisors.remove(&id) {
                     Some(tx) if tx.send(Cmd::Stop { forget, done }).is_ok() => waits.push(wait),
-                    _ => orphans.push(self.ctx.layout.instance(&id)),
+                    _ => orphans.push(id),
                 }
             }
         }
+        let ctx = self.ctx.clone();
         Box::pin(async move {
             for wait in waits {
                 let _ = wait.await;
             }
             if forget {
-                for dir in orphans {
-                    supervise::forget_files(dir).await;
+                for id in orphans {
+                    supervise::forget_files(ctx.layout.instance(&id)).await;
+                    supervise::forget_cgroup(&ctx, &id).await;
                 }
             }
         })
@@ -206,5 +248,32 @@ impl Executor for ExecExecutor {
                 let _ = wait.await;
             }
         })
+    }
+}
+
+/// The machine now: its CPUs and memory, less `reserve` for what instances may take.
+fn machine_now(reserve: Resources) -> Machine {
+    let cpus = std::thread::available_parallelism()
+        .map(|n| u32::try_from(n.get()).unwrap_or(u32::MAX))
+        .unwrap_or(1);
+    let (total_kib, available_kib) = procfs::meminfo().unwrap_or((0, 0));
+    let memory_mib = total_kib / 1024;
+    let pressure = (total_kib > 0 && available_kib.saturating_mul(20) < total_kib).then(|| {
+        format!(
+            "memory: MemAvailable ({} MiB) below 5% of MemTotal ({memory_mib} MiB)",
+            available_kib / 1024
+        )
+    });
+    Machine {
+        nodes: 1,
+        cpus,
+        memory_mib,
+        capacity: Resources {
+            cpu_millis: u64::from(cpus) * 1000,
+            memory_mib,
+        }
+        .minus(reserve),
+        capacity_is_ceiling: true,
+        pressure,
     }
 }

@@ -99,8 +99,20 @@ impl Proc {
     }
 }
 
-/// Starts a run of `spec`; the process and its start time.
-pub fn spawn(layout: &Layout, spec: &InstanceSpec) -> std::io::Result<(Proc, u64)> {
+/// Moves the shell into the cgroups named by its arguments (`count`, then that many
+/// `cgroup.procs` files), then replaces it with the instance's program (the rest).
+const ENTER_CGROUP: &str = r#"n=$1; shift; while [ "$n" -gt 0 ]; do echo 0 > "$1" || exit 126; shift; n=$((n - 1)); done; exec "$@""#;
+
+/// The shell that carries an instance into its cgroup.
+const SHELL: &str = "/bin/sh";
+
+/// Starts a run of `spec`, inside the cgroup whose `cgroup.procs` files are `cgroup` when it is
+/// confined; the process and its start time.
+pub fn spawn(
+    layout: &Layout,
+    spec: &InstanceSpec,
+    cgroup: Option<&[std::path::PathBuf]>,
+) -> std::io::Result<(Proc, u64)> {
     let work = layout.work(&spec.id);
     std::fs::DirBuilder::new()
         .recursive(true)
@@ -118,9 +130,27 @@ pub fn spawn(layout: &Layout, spec: &InstanceSpec) -> std::io::Result<(Proc, u64
         .ok_or_else(|| std::io::Error::new(std::io::ErrorKind::InvalidInput, "empty argv"))?;
     let path = std::env::var_os("PATH").unwrap_or_else(|| DEFAULT_PATH.into());
     let home = std::env::var_os("HOME").unwrap_or_else(|| work.clone().into_os_string());
-    let mut command = tokio::process::Command::new(program);
+    // A program that cannot be run fails here, as the agent's own spawn would, and not as a
+    // run of the shell that ends with 127.
+    findable(program, &path, &work)?;
+    let mut command = match cgroup {
+        None => {
+            let mut command = tokio::process::Command::new(program);
+            command.args(args);
+            command
+        }
+        Some(files) => {
+            let mut command = tokio::process::Command::new(SHELL);
+            command
+                .args(["-c", ENTER_CGROUP, "drover-enter-cgroup"])
+                .arg(files.len().to_string())
+                .args(files)
+                .arg(program)
+                .args(args);
+            command
+        }
+    };
     command
-        .args(args)
         .env_clear()
         .env("PATH", path)
         .env("HOME", home)
@@ -138,4 +168,24 @@ pub fn spawn(layout: &Layout, spec: &InstanceSpec) -> std::io::Result<(Proc, u64
         .ok_or_else(|| std::io::Error::other("the child has no pid"))?;
     let start_ticks = procfs::stat(pid).map(|s| s.start_ticks).unwrap_or(0);
     Ok((Proc::Child { child, pid }, start_ticks))
+}
+
+/// Whether `program` is an executable file (looked up in `path` when it has no `/`, relative
+/// to `work` when it is a relative path).
+fn findable(program: &str, path: &std::ffi::OsStr, work: &std::path::Path) -> std::io::Result<()> {
+    use std::os::unix::fs::PermissionsExt;
+    let executable = |candidate: &std::path::Path| {
+        std::fs::metadata(candidate).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+    };
+    let found = if program.contains('/') {
+        // A relative path is the instance's: it runs in its working directory.
+        executable(&work.join(program))
+    } else {
+        std::env::split_paths(path).any(|dir| executable(&dir.join(program)))
+    };
+    if found {
+        Ok(())
+    } else {
+        Err(std::io::Error::from(rustix::io::Errno::NOENT))
+    }
 }

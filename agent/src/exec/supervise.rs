@@ -5,10 +5,11 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use drover_model::cluster::agent_api::{Health, InstanceSpec, InstanceState};
+use drover_model::cluster::agent_api::{EndReason, Health, InstanceSpec, InstanceState};
 use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
+use super::confine::{Confiner, Limits};
 use super::probe;
 use super::process::{self, Proc};
 use crate::layout::Layout;
@@ -40,6 +41,10 @@ pub struct Ctx {
     pub log_max_bytes: u64,
     /// Cancelled when the agent shuts down.
     pub shutdown: CancellationToken,
+    /// How instances are confined.
+    pub confiner: Confiner,
+    /// Most processes (and threads) of one instance.
+    pub pids_max: u64,
 }
 
 /// A command to a supervisor.
@@ -136,9 +141,48 @@ impl Supervisor {
         }
     }
 
+    /// Its cgroup, ready for a new run: created with the spec's limits, emptied of anything an
+    /// earlier run left; the `cgroup.procs` files to enter it (none when unconfined).
+    fn cgroup(&self) -> std::io::Result<Option<Vec<std::path::PathBuf>>> {
+        let Some(cgroups) = self.ctx.confiner.cgroups() else {
+            return Ok(None);
+        };
+        cgroups.kill_all(&self.spec.id);
+        let limits = Limits::of(self.spec.resources, self.ctx.pids_max);
+        cgroups.prepare(&self.spec.id, &limits).map(Some)
+    }
+
+    /// Reads the cgroup's OOM-kill counter into the run record; whether it grew since the
+    /// record last counted (a run, or a process of it, was killed at the memory limit).
+    fn count_oom_kills(&self) -> bool {
+        let Some(counted) = self
+            .ctx
+            .confiner
+            .cgroups()
+            .and_then(|c| c.oom_kills(&self.spec.id))
+        else {
+            return false;
+        };
+        let counted = u32::try_from(counted).unwrap_or(u32::MAX);
+        let mut grew = false;
+        self.update(|run| {
+            grew = counted > run.oom_kills;
+            run.oom_kills = counted;
+        });
+        grew
+    }
+
     /// Starts a process.
     async fn launch(&mut self, again: bool) -> Phase {
-        match process::spawn(&self.ctx.layout, &self.spec) {
+        // A run killed at its limit while no agent watched it is told now.
+        if self.count_oom_kills() {
+            self.update(|run| run.reason = Some(EndReason::OomKilled));
+        }
+        let spawned = self
+            .cgroup()
+            .map_err(|e| std::io::Error::new(e.kind(), format!("cannot confine it: {e}")))
+            .and_then(|cgroup| process::spawn(&self.ctx.layout, &self.spec, cgroup.as_deref()));
+        match spawned {
             Ok((proc, start_ticks)) => {
                 let pid = proc.pid();
                 let probed = self.spec.exec.probe.is_some();
@@ -216,18 +260,36 @@ impl Supervisor {
 
     /// The process ended on its own.
     async fn ended(&mut self, pid: u32, code: Option<i32>, since: Instant) -> Phase {
-        // Whatever it left behind in its group goes too, so a restart never runs beside it.
+        // Whatever it left behind in its group (or its cgroup) goes too, so a restart never
+        // runs beside it.
         process::signal_group(pid, rustix::process::Signal::KILL);
+        if let Some(cgroups) = self.ctx.confiner.cgroups() {
+            cgroups.kill_all(&self.spec.id);
+        }
         if since.elapsed() >= STABLE_RUN {
             self.backoff = self.ctx.restart_backoff;
         }
         let exited = code == Some(0);
+        // Killed by SIGKILL (or ended unseen, when adopted) while the kernel counted a kill at
+        // the memory limit.
+        let killed = matches!(code, None | Some(137));
+        let oom = self.count_oom_kills() && killed;
+        let limit = self.spec.resources.memory_mib;
+        if oom {
+            // In the log before the inventory says so.
+            append_note(
+                &self.ctx.layout,
+                &self.spec,
+                &format!("killed at its memory limit of {limit} MiB (OOMKilled)"),
+            );
+        }
         self.update(|run| {
             run.state = if exited {
                 InstanceState::Exited
             } else {
                 InstanceState::Failed
             };
+            run.reason = oom.then_some(EndReason::OomKilled);
             run.exit_code = code;
             run.pid = None;
             run.start_ticks = None;
@@ -237,6 +299,9 @@ impl Supervisor {
         if exited {
             tracing::info!(instance = %self.spec.id, pid, "instance exited with 0; it is not restarted");
             Phase::Idle
+        } else if oom {
+            tracing::warn!(instance = %self.spec.id, pid, "instance killed at its memory limit of {limit} MiB (OOMKilled); restarting in {:?}", self.backoff);
+            Phase::Backoff
         } else {
             tracing::warn!(instance = %self.spec.id, pid, ?code, "instance failed; restarting in {:?}", self.backoff);
             Phase::Backoff
@@ -304,11 +369,31 @@ impl Supervisor {
         }
     }
 
-    /// Deletes the instance's files.
+    /// Deletes the instance's files and its cgroup.
     async fn forget(&self) {
         let dir = self.ctx.layout.instance(&self.spec.id);
         forget_files(dir).await;
+        forget_cgroup(&self.ctx, &self.spec.id).await;
     }
+}
+
+/// How long a removed instance's cgroup may take to empty (its killed processes to be reaped).
+const CGROUP_EMPTY_WAIT: Duration = Duration::from_secs(5);
+
+/// Kills what is left in `id`'s cgroup and removes it, once the kernel has reaped them.
+pub async fn forget_cgroup(ctx: &Ctx, id: &drover_model::cluster::agent_api::InstanceId) {
+    let Some(cgroups) = ctx.confiner.cgroups() else {
+        return;
+    };
+    let deadline = Instant::now() + CGROUP_EMPTY_WAIT;
+    loop {
+        cgroups.kill_all(id);
+        if cgroups.pids(id).is_empty() || Instant::now() >= deadline {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    cgroups.remove(id);
 }
 
 /// Deletes an instance's directory.

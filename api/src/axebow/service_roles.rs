@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use axum::extract::{Path, State};
 use axum::http::HeaderMap;
 use axum::response::Response;
-use drover_model::cluster::agent_api::{Health, InstanceId, InstanceState, LogQuery};
+use drover_model::cluster::agent_api::{EndReason, Health, InstanceId, InstanceState, LogQuery, Usage};
 use drover_model::platform::{PlatformError, PlatformRead};
 use drover_model::service::placement::set_name;
 use drover_model::service::ServiceOp;
@@ -39,6 +39,44 @@ pub struct InstanceInfo {
     pub creation_timestamp: Option<String>,
     /// Exit code of its last run, when it ended.
     pub exit_code: Option<i32>,
+    /// Why its last run ended, when the agent knows more than the exit code (`OOMKilled`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reason: Option<EndReason>,
+    /// Runs killed at its memory limit.
+    pub oom_kills: u32,
+    /// What it uses now, as its agent measured it when asked (`exec` agents).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub usage: Option<UsageInfo>,
+}
+
+/// What an instance uses now.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct UsageInfo {
+    /// CPU time of everything it ran, in seconds.
+    pub cpu_seconds: f64,
+    /// Resident memory of its processes, in bytes.
+    pub memory_bytes: u64,
+    /// The memory limit it runs under, in bytes.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub memory_limit_bytes: Option<u64>,
+    /// The CPU quota it runs under, in thousandths of a CPU.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cpu_quota_millis: Option<u64>,
+    /// Its processes now.
+    pub processes: u32,
+}
+
+impl From<Usage> for UsageInfo {
+    fn from(usage: Usage) -> Self {
+        Self {
+            cpu_seconds: usage.cpu_time_ms as f64 / 1000.0,
+            memory_bytes: usage.memory_bytes,
+            memory_limit_bytes: usage.memory_limit_bytes,
+            cpu_quota_millis: usage.cpu_quota_millis,
+            processes: usage.processes,
+        }
+    }
 }
 
 /// `GET …/service/{s}/role/{r}`.
@@ -123,6 +161,9 @@ pub async fn role(
                 restarts: i.restarts,
                 creation_timestamp: i.started_at,
                 exit_code: i.exit_code,
+                reason: i.reason,
+                oom_kills: i.oom_kills,
+                usage: i.usage.map(UsageInfo::from),
             };
             (info.id.clone(), info)
         })

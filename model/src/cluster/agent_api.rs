@@ -330,6 +330,72 @@ pub struct InstanceStatus {
     pub pid: Option<u32>,
     /// Its resource requests.
     pub resources: Resources,
+    /// Why its last run ended, when the agent knows more than the exit code.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<EndReason>,
+    /// Runs killed at their memory limit, since the instance came to this agent.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub oom_kills: u32,
+    /// What it uses now, sampled when the inventory was answered (`exec` only; not covered by
+    /// the inventory's generation).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub usage: Option<Usage>,
+}
+
+fn is_zero(n: &u32) -> bool {
+    *n == 0
+}
+
+/// Why a run ended, beyond its exit code.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub enum EndReason {
+    /// Killed by the kernel at the instance's memory limit.
+    #[serde(rename = "OOMKilled")]
+    OomKilled,
+}
+
+impl EndReason {
+    /// The name Kubernetes gives it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            EndReason::OomKilled => "OOMKilled",
+        }
+    }
+}
+
+/// What an instance uses, from its cgroup (or from `/proc` for an unconfined one).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct Usage {
+    /// CPU time of every process it ran in this cgroup, in milliseconds (user and system).
+    pub cpu_time_ms: u64,
+    /// Resident memory of its processes now, in bytes (the sum of their `VmRSS`).
+    pub memory_bytes: u64,
+    /// The memory limit it runs under, in bytes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub memory_limit_bytes: Option<u64>,
+    /// The CPU quota it runs under, in thousandths of a CPU.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu_quota_millis: Option<u64>,
+    /// Processes in it now.
+    pub processes: u32,
+}
+
+/// How an agent confines its instances.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "kebab-case", tag = "mode")]
+pub enum Confinement {
+    /// Each instance in a cgroup of its own (v1 controllers).
+    CgroupV1,
+    /// Each instance in a cgroup of its own (the unified hierarchy).
+    CgroupV2,
+    /// Not confined: the machine's cgroups cannot be written and the operator allowed it
+    /// (`--allow-unconfined`).
+    Unconfined {
+        /// Why cgroups could not be used.
+        reason: String,
+    },
+    /// Simulated instances.
+    Simulated,
 }
 
 /// `GET /v1/inventory`: everything the agent runs.
@@ -368,6 +434,13 @@ pub struct NodeFacts {
     /// Why the agent is under pressure (memory, disk), if it is.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pressure: Option<String>,
+    /// What its instances use now, summed: CPU over the time since the facts were last
+    /// answered (thousandths of a CPU) and resident memory (MiB). Absent where not measured.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub used: Option<Resources>,
+    /// How its instances are confined (absent from agents older than confinement).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub confinement: Option<Confinement>,
     /// Agent version.
     pub version: String,
     /// A number that grows with every change of what the agent's inventory shows (a set, an

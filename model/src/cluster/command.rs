@@ -164,7 +164,7 @@ pub struct ClusterObservation {
     pub reason: String,
     /// Facts, when the agent answered.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub facts: Option<ClusterFacts>,
+    pub facts: Option<Box<ClusterFacts>>,
     /// Instances by state, when the agent answered.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub instances: Option<InstanceCounts>,

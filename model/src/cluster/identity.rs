@@ -171,6 +171,8 @@ mod tests {
             capacity: Resources::default(),
             free: Resources::default(),
             pressure: None,
+            used: None,
+            confinement: None,
             version: "test".into(),
             generation: None,
         };

@@ -113,6 +113,9 @@ pub struct InstanceCounts {
     pub failed: u32,
     /// Restarts of all instances, summed.
     pub restarts: u64,
+    /// Runs killed at their memory limit, summed.
+    #[serde(default)]
+    pub oom_kills: u64,
 }
 
 /// What the cluster actor observed, as the cluster object shows it.
@@ -183,6 +186,13 @@ pub struct ClusterFacts {
     pub executor: String,
     /// The agent's version.
     pub version: String,
+    /// What its instances used when last committed (CPU in thousandths of a CPU, resident
+    /// memory in MiB): refreshed when it moves by a tenth of the capacity, or after a minute.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub used: Option<Resources>,
+    /// How the agent confines its instances.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub confinement: Option<super::agent_api::Confinement>,
 }
 
 /// `POST …/cluster/{name}`: register a cluster.

@@ -511,6 +511,8 @@ fn an_environment_lists_its_usable_clusters_and_their_free_capacity() {
         },
         executor: "sim".into(),
         version: "0".into(),
+        used: None,
+        confinement: None,
     };
     for (cluster, uid, free) in [
         (at("acme", "edge"), "c-1", 1000),
@@ -522,7 +524,7 @@ fn an_environment_lists_its_usable_clusters_and_their_free_capacity() {
             uid: uid.into(),
             state: ClusterState::Online,
             reason: "up".into(),
-            facts: Some(facts(free)),
+            facts: Some(Box::new(facts(free))),
             instances: None,
             set_errors: None,
             sets: None,

@@ -498,7 +498,7 @@ impl Platform {
             stored.transition(observation.state, observation.reason.clone(), now_ms);
         }
         if let Some(facts) = &observation.facts {
-            stored.status.facts = Some(facts.clone());
+            stored.status.facts = Some(crate::cluster::ClusterFacts::clone(facts));
         }
         if let Some(instances) = observation.instances {
             stored.status.instances = instances;

@@ -448,6 +448,7 @@ impl Platform {
                         .saturating_add(stored.reconcile.progress.old),
                     ..Progress::default()
                 },
+                alert: None,
             };
             Self::set_reconcile(stored, service, &status, now_ms, UNSTAMPED);
             return Ok(ServiceOutcome {
@@ -528,7 +529,9 @@ impl Platform {
 
     /// Sets a service's status, with an event when its phase changes, recorded at `revision`.
     fn set_reconcile(stored: &mut Service, name: &str, status: &ReconcileStatus, now_ms: u64, revision: u64) {
-        if stored.reconcile.phase != status.phase {
+        // A new alert is an event too, though the phase stays.
+        let alerted = status.alert.is_some() && stored.reconcile.alert != status.alert;
+        if stored.reconcile.phase != status.phase || alerted {
             let source = EventSource {
                 id: stored.uid.clone(),
                 kind: "service".into(),

@@ -32,5 +32,8 @@ pub fn seen(id: &str, state: InstanceState) -> InstanceStatus {
         health: Health::Unknown,
         pid: None,
         resources: Resources::default(),
+        reason: None,
+        oom_kills: 0,
+        usage: None,
     }
 }

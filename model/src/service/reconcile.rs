@@ -19,7 +19,7 @@ use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
 use super::rollout::{roll, RoleTarget};
-use crate::cluster::agent_api::{InstanceId, InstanceSpec, InstanceState, InstanceStatus};
+use crate::cluster::agent_api::{EndReason, InstanceId, InstanceSpec, InstanceState, InstanceStatus};
 use crate::cluster::ClusterRef;
 
 /// Where a service's reconciliation stands.
@@ -82,6 +82,10 @@ pub struct ReconcileStatus {
     /// Counts from the agent's inventory.
     #[serde(default)]
     pub progress: Progress,
+    /// Why instances that should run do not, when the agent knows (an instance killed at its
+    /// memory limit): such a status is recorded as a `Warning` event named after it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub alert: Option<EndReason>,
 }
 
 /// What the service's cluster reports of its set.
@@ -176,7 +180,24 @@ fn status(phase: Phase, reason: String, revision: Option<u64>, progress: Progres
         reason,
         revision,
         progress,
+        alert: None,
     }
+}
+
+/// The instances of `observed` waiting to run again after being killed at their memory limit,
+/// in words, when there are any.
+fn oom_killed(observed: &[InstanceStatus]) -> Option<String> {
+    let killed: Vec<String> = observed
+        .iter()
+        .filter(|i| i.reason == Some(EndReason::OomKilled) && i.state != InstanceState::Running)
+        .map(|i| {
+            format!(
+                "instance {} was killed at its memory limit of {} MiB (OOMKilled; {} kills, {} restarts)",
+                i.id, i.resources.memory_mib, i.oom_kills, i.restarts
+            )
+        })
+        .collect();
+    (!killed.is_empty()).then(|| killed.join("; "))
 }
 
 /// The next actions and the status to report, from the committed service (`wanted`), what its
@@ -314,11 +335,17 @@ pub fn plan(
         );
         return (actions, status(Phase::Running, reason, revision, progress));
     }
-    let reason = format!(
+    let mut reason = format!(
         "revision {number} on cluster {cluster}: {} of {} updated, {} ready, {} old",
         progress.updated, progress.desired, progress.ready, progress.old
     );
-    (actions, status(Phase::Progressing, reason, revision, progress))
+    let mut progressing = status(Phase::Progressing, String::new(), revision, progress);
+    if let Some(killed) = oom_killed(observed) {
+        reason = format!("{reason}; {killed}");
+        progressing.alert = Some(EndReason::OomKilled);
+    }
+    progressing.reason = reason;
+    (actions, progressing)
 }
 
 /// A service actor's report (`Command::ServiceReport`, proposed by the leader only).
@@ -394,7 +421,9 @@ pub fn record_event(
     time: EventTime,
 ) {
     let EventTime { at, revision } = time;
-    let reason = status.phase.event_reason();
+    let reason = status
+        .alert
+        .map_or_else(|| status.phase.event_reason(), EndReason::as_str);
     if let Some(last) = events.back_mut() {
         if last.reason == reason && last.message == status.reason {
             last.counter = last.counter.saturating_add(1);
@@ -404,6 +433,7 @@ pub fn record_event(
         }
     }
     let kind = match status.phase {
+        _ if status.alert.is_some() => "Warning",
         Phase::Unreachable | Phase::Failed => "Warning",
         _ => "Normal",
     };
@@ -458,6 +488,70 @@ mod tests {
                 Action::Switch => vec!["SWITCH".into()],
             })
             .collect()
+    }
+
+    #[test]
+    fn an_instance_killed_at_its_memory_limit_is_a_warning_until_it_runs_again() {
+        use InstanceState::*;
+        let cluster = ClusterRef {
+            tenant: "operator".into(),
+            name: "edge".into(),
+        };
+        let two = roles(2);
+        let wanted = Wanted {
+            roles: &two,
+            revision: Some(2),
+            cluster: Some(&cluster),
+            deleting: false,
+            unplaced: None,
+            migrating: false,
+            pinned: false,
+        };
+        let mut killed = seen("acme.web.api.r2.0", Failed);
+        killed.reason = Some(EndReason::OomKilled);
+        killed.oom_kills = 2;
+        killed.restarts = 1;
+        killed.resources.memory_mib = 32;
+        let observed = [killed.clone(), seen("acme.web.api.r2.1", Running)];
+        let (_, status) = plan(wanted, Seen::Instances(&observed), None);
+        assert_eq!(
+            (status.phase, status.alert),
+            (Phase::Progressing, Some(EndReason::OomKilled))
+        );
+        assert!(
+            status.reason.ends_with(
+                "instance acme.web.api.r2.0 was killed at its memory limit of 32 MiB (OOMKilled; 2 kills, 1 restarts)"
+            ),
+            "{}",
+            status.reason
+        );
+        let mut events = VecDeque::new();
+        let source = EventSource {
+            id: "u".into(),
+            kind: "service".into(),
+            name: "web".into(),
+        };
+        let time = EventTime {
+            at: "t".into(),
+            revision: 1,
+        };
+        record_event(&mut events, source, &status, time);
+        assert_eq!(
+            (events[0].reason.as_str(), events[0].kind.as_str()),
+            ("OOMKilled", "Warning")
+        );
+        // Running again (its reason kept as the last run's): no alert; neither for a starting one
+        // that ended otherwise.
+        killed.state = Running;
+        let observed = [killed.clone(), seen("acme.web.api.r2.1", Running)];
+        let (_, status) = plan(wanted, Seen::Instances(&observed), None);
+        assert_eq!((status.phase, status.alert), (Phase::Running, None));
+        let observed = [
+            seen("acme.web.api.r2.0", Failed),
+            seen("acme.web.api.r2.1", Running),
+        ];
+        let (_, status) = plan(wanted, Seen::Instances(&observed), None);
+        assert_eq!((status.phase, status.alert), (Phase::Progressing, None));
     }
 
     #[test]
@@ -818,6 +912,7 @@ mod tests {
             reason: reason.into(),
             revision: None,
             progress: Progress::default(),
+            alert: None,
         };
         let time = |at: &str, revision| EventTime {
             at: at.into(),

@@ -314,6 +314,8 @@ fn the_leader_owes_a_shutdown_call_only_within_the_grace_of_a_placed_application
         free: room,
         executor: "exec".into(),
         version: "test".into(),
+        used: None,
+        confinement: None,
     });
     world
         .platform

@@ -111,6 +111,7 @@ pub(super) fn service_full() -> ServiceFull {
             reason: "2 of 2 ready".into(),
             revision: Some(1),
             progress: Progress::default(),
+            alert: None,
         },
         deletion_timestamp: None,
         events: Vec::new(),
