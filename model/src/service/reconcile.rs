@@ -490,6 +490,22 @@ mod tests {
             .collect()
     }
 
+    /// The events recorded for `status` entered by service `web`.
+    fn recorded(status: &ReconcileStatus) -> VecDeque<ServiceEvent> {
+        let mut events = VecDeque::new();
+        let source = EventSource {
+            id: "u".into(),
+            kind: "service".into(),
+            name: "web".into(),
+        };
+        let time = EventTime {
+            at: "t".into(),
+            revision: 1,
+        };
+        record_event(&mut events, source, status, time);
+        events
+    }
+
     #[test]
     fn an_instance_killed_at_its_memory_limit_is_a_warning_until_it_runs_again() {
         use InstanceState::*;
@@ -525,17 +541,7 @@ mod tests {
             "{}",
             status.reason
         );
-        let mut events = VecDeque::new();
-        let source = EventSource {
-            id: "u".into(),
-            kind: "service".into(),
-            name: "web".into(),
-        };
-        let time = EventTime {
-            at: "t".into(),
-            revision: 1,
-        };
-        record_event(&mut events, source, &status, time);
+        let events = recorded(&status);
         assert_eq!(
             (events[0].reason.as_str(), events[0].kind.as_str()),
             ("OOMKilled", "Warning")
@@ -882,17 +888,7 @@ mod tests {
             Seen::Instances(&[]),
             refusal(&edge, &set),
         );
-        let mut events = VecDeque::new();
-        let source = EventSource {
-            id: "u".into(),
-            kind: "service".into(),
-            name: "web".into(),
-        };
-        let time = EventTime {
-            at: "t".into(),
-            revision: 1,
-        };
-        record_event(&mut events, source, &failed, time);
+        let events = recorded(&failed);
         assert_eq!(
             (events[0].reason.as_str(), events[0].kind.as_str()),
             ("Failed", "Warning")
