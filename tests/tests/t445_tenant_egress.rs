@@ -3,7 +3,8 @@
 //! `127.0.0.1`, a link-local address, a node's own peer port or a name that resolves to loopback
 //! is refused when it is written; one on `127.0.0.2` is read (a cluster scored on it shows the
 //! value); a provider there that redirects to `127.0.0.1` is not followed (the cluster's metric
-//! fails, saying why).
+//! fails, saying why). A tenant's module registry on `127.0.0.1` is refused the same way; one
+//! allowed keeps its credentials unseen.
 
 use std::time::Duration;
 
@@ -82,6 +83,55 @@ async fn tenant_calls_go_only_where_the_egress_policy_allows() -> Result<()> {
         ensure!(refused.status.is_client_error(), "{url}: {refused:?}");
         ensure!(refused.body.to_string().contains(says), "{url}: {refused:?}");
     }
+    // A module registry (the marketplace's) too; its credentials are written, never shown, and
+    // kept by a PATCH without them only while the endpoint stays.
+    let loopback = json!({"registry": {"endpoint": "http://127.0.0.1:4873", "domain": "acme"}});
+    let refused = root.patch("/tenant/acme", &loopback).await?;
+    ensure!(
+        refused.status == StatusCode::BAD_REQUEST && refused.body.to_string().contains("loopback"),
+        "{refused:?}"
+    );
+    let registry = |port: u16, credentials: Option<&str>, domain: &str| {
+        let mut registry = json!({"endpoint": format!("http://127.0.0.2:{port}"), "domain": domain});
+        if let Some(credentials) = credentials {
+            registry["credentials"] = json!(credentials);
+        }
+        json!({ "registry": registry })
+    };
+    let shown = || async {
+        let answer = root.get("/tenant/acme").await?;
+        ensure!(
+            !answer.body.to_string().contains("s3cret"),
+            "credentials shown: {answer:?}"
+        );
+        Ok::<_, anyhow::Error>(answer.body["data"]["registry"].clone())
+    };
+    let written = root
+        .patch("/tenant/acme", &registry(4873, Some("ci:s3cret"), "acme"))
+        .await?;
+    ensure!(written.status == StatusCode::OK, "{written:?}");
+    ensure!(shown().await?["hasCredentials"] == true, "{:?}", shown().await?);
+    root.patch("/tenant/acme", &registry(4873, None, "acme.mods"))
+        .await?;
+    let kept = shown().await?;
+    ensure!(
+        kept["hasCredentials"] == true && kept["domain"] == "acme.mods",
+        "{kept}"
+    );
+    root.patch("/tenant/acme", &registry(4874, None, "acme")).await?;
+    ensure!(
+        shown().await?.get("hasCredentials").is_none(),
+        "{:?}",
+        shown().await?
+    );
+    let bad = root
+        .patch("/tenant/acme", &registry(4873, None, "Not A Scope"))
+        .await?;
+    ensure!(
+        bad.status == StatusCode::BAD_REQUEST && bad.body.to_string().contains("registry.domain"),
+        "{bad:?}"
+    );
+
     // Through Krake's dialect too.
     let krake = json!({"api": "core", "kind": "MetricsProvider", "metadata": {"name": "probe"},
                        "spec": {"type": "prometheus", "prometheus": {"url": "http://127.0.0.1:9090"}}});

@@ -63,6 +63,7 @@ pub async fn create(
             .into());
         }
     }
+    registry_reachable(&state, &spec).await?;
     store::write(
         &state,
         caller,
@@ -71,6 +72,21 @@ pub async fn create(
     )
     .await?;
     Ok(done())
+}
+
+/// Refuses a registry the control plane may not call on the tenant's behalf (the operator's
+/// egress policy): it publishes and reads modules there.
+async fn registry_reachable(state: &AxebowState, spec: &TenantSpec) -> Result<(), AxebowError> {
+    let Some(registry) = &spec.registry else {
+        return Ok(());
+    };
+    match crate::agents::egress_refused(&state.axebow.options.egress, &registry.endpoint).await {
+        Some(why) => Err(AxebowError::invalid(
+            "registry.endpoint",
+            format!("{why}: the control plane does not call it on a tenant's behalf (the operator allows networks and hosts with --tenant-egress-allow)"),
+        )),
+        None => Ok(()),
+    }
 }
 
 /// Replaces the rules and/or the registry of a tenant (admins).
@@ -84,6 +100,7 @@ pub async fn patch(
     Path(tenant): Path<String>,
     Body(spec): Body<TenantSpec>,
 ) -> Result<Empty, AxebowError> {
+    registry_reachable(&state, &spec).await?;
     store::write(&state, caller, PlatformOp::PatchTenant { tenant, spec }, &headers).await?;
     Ok(done())
 }

@@ -26,9 +26,7 @@ pub fn validate_tenant_spec(spec: &TenantSpec) -> Result<(), PlatformError> {
         }
     }
     if let Some(registry) = &spec.registry {
-        if registry.endpoint.trim().is_empty() {
-            return Err(PlatformError::invalid("registry.endpoint", "must not be empty"));
-        }
+        super::registry::validate_registry(registry)?;
     }
     Ok(())
 }
@@ -238,7 +236,10 @@ impl Platform {
                 self.tenants.insert(
                     tenant.clone(),
                     Tenant {
-                        spec: spec.clone(),
+                        spec: TenantSpec {
+                            registry: spec.registry.as_ref().map(|r| super::registry::merged(None, r)),
+                            ..spec.clone()
+                        },
                         members,
                         ..Tenant::default()
                     },
@@ -252,7 +253,8 @@ impl Platform {
                     stored.spec.rules = Some(rules.clone());
                 }
                 if let Some(registry) = &spec.registry {
-                    stored.spec.registry = Some(registry.clone());
+                    let next = super::registry::merged(stored.spec.registry.as_ref(), registry);
+                    stored.spec.registry = Some(next);
                 }
                 Ok(PlatformResult::Done)
             }

@@ -179,7 +179,7 @@ fn default_true() -> bool {
 pub struct Registry {
     /// Registry URL.
     pub endpoint: String,
-    /// Credentials; shown only to the tenant's owners and admins.
+    /// Credentials (a token, or `user:password`): written, never shown.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub credentials: Option<String>,
     /// Module domain published there.
@@ -187,6 +187,14 @@ pub struct Registry {
     /// Whether the registry is public.
     #[serde(default = "default_true")]
     pub public: bool,
+    /// Whether credentials are stored (set by Drover when it shows the registry; ignored when
+    /// written).
+    #[serde(
+        default,
+        rename = "hasCredentials",
+        skip_serializing_if = "std::ops::Not::not"
+    )]
+    pub has_credentials: bool,
 }
 
 /// A tenant's spec as `POST` and `PATCH /tenant/{name}` take it.

@@ -13,6 +13,7 @@ pub mod entities;
 pub mod error;
 pub mod identity;
 pub mod marks;
+pub mod registry;
 pub mod resource;
 pub mod selection;
 pub mod selector;

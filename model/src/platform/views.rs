@@ -60,7 +60,7 @@ pub struct TenantInfo {
     pub resources: BTreeMap<ResourceKind, Vec<String>>,
     /// The tenant's rules.
     pub rules: TenantRules,
-    /// The module registry (credentials left out for plain members and operators).
+    /// The module registry (its credentials never shown: `hasCredentials` says whether it has some).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub registry: Option<Registry>,
 }
@@ -253,9 +253,10 @@ impl Platform {
             .iter()
             .map(|(kind, names)| (*kind, names.keys().cloned().collect()))
             .collect();
+        // Credentials are written, never shown (to owners neither, as every other secret).
         let mut registry = tenant.spec.registry.clone();
-        if let Some(registry) = registry.as_mut().filter(|_| !grant.reads_secrets()) {
-            registry.credentials = None;
+        if let Some(registry) = registry.as_mut() {
+            registry.has_credentials = registry.credentials.take().is_some();
         }
         Ok(TenantInfo {
             accounts,

@@ -1,7 +1,8 @@
 //! The `…/simple` form of a deployment (Axebow's S12 and S16): `{deployment: {name, up, meta,
 //! config: {parameter, resource, resilience, scale}, artifact}, comment, meta}`, turned into
-//! a [`Deployment`]. Axebow's `artifact.ref` names a module in its marketplace; Drover has no
-//! marketplace, so the artifact is described inline: `artifact.roles` (what each role runs,
+//! a [`Deployment`]. Axebow's `artifact.ref` names a module in its marketplace; Drover does not
+//! resolve references yet (any `ref` is refused, never ignored), so the artifact is described
+//! inline: `artifact.roles` (what each role runs,
 //! its requests and environment) and `artifact.channels`. `config.scale` sets each role's
 //! instances (one when left out), `config.parameter` the parameters, `config.resource` the
 //! tenant resources used (`{alias: {kind: name}}`); `resilience` is accepted and has no effect
@@ -79,7 +80,7 @@ pub struct SimpleConfig {
 #[derive(Debug, Clone, Default, Deserialize, Serialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SimpleArtifact {
-    /// A marketplace reference (refused: Drover has no marketplace).
+    /// A marketplace reference (refused: Drover resolves no module references yet).
     #[serde(default, rename = "ref")]
     #[schema(value_type = Object)]
     pub reference: Option<Value>,
@@ -114,13 +115,18 @@ impl SimpleBody {
         if !up.is_null() {
             return Err(PlatformError::invalid("deployment.up", "must be null"));
         }
+        // A reference is never ignored: with roles beside it, which one runs would be a guess.
+        if artifact.reference.is_some() {
+            return Err(PlatformError::invalid(
+                "deployment.artifact.ref",
+                "Drover does not resolve module references yet; describe the artifact inline in deployment.artifact.roles (without ref)",
+            ));
+        }
         if artifact.roles.is_empty() {
-            let why = if artifact.reference.is_some() {
-                "Drover has no marketplace to resolve a module reference; describe the artifact inline in deployment.artifact.roles"
-            } else {
-                "describe at least one role in deployment.artifact.roles"
-            };
-            return Err(PlatformError::invalid("deployment.artifact", why));
+            return Err(PlatformError::invalid(
+                "deployment.artifact",
+                "describe at least one role in deployment.artifact.roles",
+            ));
         }
         if let Some(unknown) = config
             .scale
@@ -219,7 +225,11 @@ mod tests {
         let table = [
             (
                 json!({"deployment": {"artifact": {"ref": {"name": "x"}}}}),
-                "marketplace",
+                "deployment.artifact.ref",
+            ),
+            (
+                json!({"deployment": {"artifact": {"ref": {"name": "x"}, "roles": {"a": {"exec": {"argv": ["x"]}}}}}}),
+                "module references",
             ),
             (json!({"deployment": {"artifact": {}}}), "at least one role"),
             (
