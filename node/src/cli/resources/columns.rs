@@ -81,6 +81,10 @@ pub(super) fn columns(kind: Kind, wide: bool) -> Vec<(&'static str, Cell)> {
             Kind::Clusters => vec![
                 ("REASON", At("/status/reason")),
                 ("RUNNING", At("/status/instances/running")),
+                ("OOMKILLS", At("/status/instances/oom_kills")),
+                ("USED-CPU", At("/status/facts/used/cpu_millis")),
+                ("USED-MEMORY", At("/status/facts/used/memory_mib")),
+                ("CONFINEMENT", At("/status/facts/confinement/mode")),
                 ("DRAINING", At("/draining")),
                 ("LABELS", Pairs("/labels")),
             ],

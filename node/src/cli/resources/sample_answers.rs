@@ -5,8 +5,9 @@ use std::collections::BTreeMap;
 
 use drover_api::axebow::reply::ok;
 use drover_api::axebow::services::ServiceView;
+use drover_model::cluster::agent_api::{Confinement, Resources};
 use drover_model::cluster::views::ClusterView;
-use drover_model::cluster::{ClusterRef, ClusterState, ClusterStatus, InstanceCounts};
+use drover_model::cluster::{ClusterFacts, ClusterRef, ClusterState, ClusterStatus, InstanceCounts};
 use drover_model::platform::marks::{Mark, MarkStatus};
 use drover_model::platform::views::{AccountInfo, EnvironmentInfo, EnvironmentStatus, TenantInfo};
 use drover_model::platform::{
@@ -60,7 +61,24 @@ pub(super) fn cluster_view() -> ClusterView {
             state: ClusterState::Online,
             reason: "the agent answers".into(),
             since_ms: 1,
-            facts: None,
+            facts: Some(ClusterFacts {
+                nodes: 1,
+                capacity: Resources {
+                    cpu_millis: 1900,
+                    memory_mib: 3840,
+                },
+                free: Resources {
+                    cpu_millis: 1860,
+                    memory_mib: 3776,
+                },
+                executor: "exec".into(),
+                version: "0.1.0".into(),
+                used: Some(Resources {
+                    cpu_millis: 12,
+                    memory_mib: 9,
+                }),
+                confinement: Some(Confinement::CgroupV1),
+            }),
             instances: InstanceCounts {
                 running: 4,
                 ..InstanceCounts::default()
