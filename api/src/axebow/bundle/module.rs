@@ -1,0 +1,256 @@
+//! A Kumori module as Drover reads it. Kumori writes modules in CUE and Drover has no CUE
+//! evaluator, so it reads the data subset of CUE written as JSON or YAML: the module's
+//! `kmodule.json` (or `.yaml`, `.yml`) — `{domain, module, version: [major, minor, patch],
+//! artifacts: {name: "component" | "service"}}`, as `kmodule.cue` holds them — and, for each
+//! artifact, an optional `<name>/artifact.json` (or `.yaml`, `.yml`) with `{schemas: [JSON
+//! Schema…], roles: [name…]}`. A `.cue` file anywhere in the module is refused, naming it: its
+//! meaning would need the evaluator.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use utoipa::ToSchema;
+
+/// What an artifact is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum ArtifactKind {
+    /// A component (one role's program).
+    Component,
+    /// A service (roles wired together).
+    Service,
+}
+
+/// `kmodule.json`.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Kmodule {
+    domain: String,
+    module: String,
+    version: [u64; 3],
+    #[serde(default)]
+    artifacts: BTreeMap<String, ArtifactKind>,
+    /// Kept by Kumori's tooling; not read.
+    #[serde(default, rename = "cue")]
+    _cue: Option<Value>,
+    #[serde(default, rename = "spec")]
+    _spec: Option<Value>,
+    #[serde(default, rename = "dependencies")]
+    _dependencies: Option<Value>,
+    #[serde(default, rename = "sums")]
+    _sums: Option<Value>,
+}
+
+/// `<artifact>/artifact.json`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ArtifactFile {
+    #[serde(default)]
+    schemas: Vec<Value>,
+    #[serde(default)]
+    roles: Vec<String>,
+}
+
+/// One artifact of a module, as `GET …/marketplace/module/schema` shows it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct Artifact {
+    /// `component` or `service`.
+    pub kind: ArtifactKind,
+    /// JSON Schemas of its configuration.
+    #[schema(value_type = Vec<Object>)]
+    pub schemas: Vec<Value>,
+    /// Its roles (a service's).
+    pub roles: Vec<String>,
+}
+
+/// A module read from a bundle directory.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Module {
+    /// Its domain (the npm scope it is published under).
+    pub domain: String,
+    /// Its name.
+    pub module: String,
+    /// `major.minor.patch`.
+    pub version: String,
+    /// Its artifacts by name.
+    pub artifacts: BTreeMap<String, Artifact>,
+}
+
+/// Why a module cannot be read (`422`, naming the file).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("module: {file}: {why}")]
+pub struct ModuleError {
+    /// The file at fault (relative to the bundle).
+    pub file: String,
+    /// What is wrong.
+    pub why: String,
+}
+
+const EXTENSIONS: [&str; 3] = ["json", "yaml", "yml"];
+
+/// Parses JSON or YAML data by the file's extension.
+fn data<T: for<'de> Deserialize<'de>>(file: &str, bytes: &[u8]) -> Result<T, ModuleError> {
+    let error = |why: String| ModuleError {
+        file: file.to_string(),
+        why,
+    };
+    if file.ends_with(".json") {
+        serde_json::from_slice(bytes).map_err(|e| error(format!("not the JSON Drover expects: {e}")))
+    } else {
+        yaml_serde::from_slice(bytes).map_err(|e| error(format!("not the YAML Drover expects: {e}")))
+    }
+}
+
+/// The one of `<dir>/<stem>.{json,yaml,yml}` present in `files`, if any.
+fn find<'a>(
+    files: &BTreeMap<&'a str, &'a [u8]>,
+    stem: &str,
+) -> Result<Option<(String, &'a [u8])>, ModuleError> {
+    let found: Vec<(String, &[u8])> = EXTENSIONS
+        .iter()
+        .filter_map(|ext| {
+            let name = format!("{stem}.{ext}");
+            files.get(name.as_str()).map(|bytes| (name, *bytes))
+        })
+        .collect();
+    if found.len() > 1 {
+        return Err(ModuleError {
+            file: stem.to_string(),
+            why: "is given in more than one of .json, .yaml and .yml".into(),
+        });
+    }
+    Ok(found.into_iter().next())
+}
+
+/// Reads the module whose files (relative to its directory `dir`) are `files`.
+pub fn read_module(dir: &str, files: &BTreeMap<&str, &[u8]>) -> Result<Module, ModuleError> {
+    let path = |file: &str| {
+        if dir.is_empty() {
+            file.to_string()
+        } else {
+            format!("{dir}/{file}")
+        }
+    };
+    if let Some(cue) = files.keys().find(|f| f.ends_with(".cue")) {
+        return Err(ModuleError {
+            file: path(cue),
+            why: "is CUE, which Drover does not evaluate: write the module's manifests as JSON or YAML data (kmodule.json, <artifact>/artifact.json)".into(),
+        });
+    }
+    let (name, bytes) = find(files, "kmodule")?.ok_or_else(|| ModuleError {
+        file: path("kmodule.json"),
+        why: "is missing: a module directory holds kmodule.json (or .yaml)".into(),
+    })?;
+    let kmodule: Kmodule = data(&path(&name), bytes)?;
+    let bad = |why: String| ModuleError {
+        file: path(&name),
+        why,
+    };
+    if kmodule.module.is_empty()
+        || !kmodule
+            .module
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || matches!(b, b'-' | b'_' | b'.'))
+    {
+        return Err(bad(format!(
+            "module {:?} must be lowercase letters, digits, '-', '_' or '.' (it names the npm package)",
+            kmodule.module
+        )));
+    }
+    if kmodule.artifacts.is_empty() {
+        return Err(bad("artifacts: the module names no artifact".into()));
+    }
+    let mut artifacts = BTreeMap::new();
+    for (artifact, kind) in &kmodule.artifacts {
+        let stem = format!("{artifact}/artifact");
+        let described = match find(files, &stem)? {
+            Some((file, bytes)) => data::<ArtifactFile>(&path(&file), bytes)?,
+            None => ArtifactFile::default(),
+        };
+        artifacts.insert(
+            artifact.clone(),
+            Artifact {
+                kind: *kind,
+                schemas: described.schemas,
+                roles: described.roles,
+            },
+        );
+    }
+    let [major, minor, patch] = kmodule.version;
+    Ok(Module {
+        domain: kmodule.domain,
+        module: kmodule.module,
+        version: format!("{major}.{minor}.{patch}"),
+        artifacts,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn files<'a>(entries: &[(&'a str, &'a str)]) -> BTreeMap<&'a str, &'a [u8]> {
+        entries.iter().map(|(n, c)| (*n, c.as_bytes())).collect()
+    }
+
+    #[test]
+    fn a_module_in_json_or_yaml_is_read_and_cue_is_named() {
+        let module = read_module(
+            "hello",
+            &files(&[
+                (
+                    "kmodule.yaml",
+                    "domain: acme.mods\nmodule: hello\nversion: [1, 2, 3]\nartifacts: {web: service, worker: component}\n",
+                ),
+                ("web/artifact.json", r#"{"roles": ["frontend", "worker"], "schemas": [{"type": "object"}]}"#),
+                ("worker/main.sh", "echo hi"),
+            ]),
+        )
+        .unwrap();
+        assert_eq!(
+            (
+                module.domain.as_str(),
+                module.module.as_str(),
+                module.version.as_str()
+            ),
+            ("acme.mods", "hello", "1.2.3")
+        );
+        assert_eq!(module.artifacts["web"].roles, ["frontend", "worker"]);
+        assert_eq!(module.artifacts["worker"].kind, ArtifactKind::Component);
+        let cases = [
+            (vec![("kmodule.cue", "x")], "hello/kmodule.cue: is CUE"),
+            (vec![("readme", "x")], "hello/kmodule.json: is missing"),
+            (vec![("kmodule.json", "{")], "not the JSON"),
+            (
+                vec![("kmodule.json", "{}"), ("kmodule.yaml", "{}")],
+                "more than one",
+            ),
+            (
+                vec![(
+                    "kmodule.json",
+                    r#"{"domain":"a","module":"Hello","version":[1,0,0],"artifacts":{"x":"service"}}"#,
+                )],
+                "must be lowercase",
+            ),
+            (
+                vec![(
+                    "kmodule.json",
+                    r#"{"domain":"a","module":"h","version":[1,0],"artifacts":{"x":"service"}}"#,
+                )],
+                "not the JSON",
+            ),
+            (
+                vec![(
+                    "kmodule.json",
+                    r#"{"domain":"a","module":"h","version":[1,0,0],"artifacts":{"x":"job"}}"#,
+                )],
+                "not the JSON",
+            ),
+        ];
+        for (entries, says) in cases {
+            let error = read_module("hello", &files(&entries)).unwrap_err().to_string();
+            assert!(error.contains(says), "{entries:?}: {error}");
+        }
+    }
+}
