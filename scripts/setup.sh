@@ -5,7 +5,8 @@
 # benchmark's reference cluster), Prometheus (the metric-scoring and monitoring tests' real
 # server), docker-compose and systemd's analyzer (the deployment recipes' validators), rustfmt and clippy, the official Kubernetes Python client used
 # by the compatibility tests, schemathesis for the platform API's spec test, and Krake 1.0.1 in
-# its own Python 3.9 environment (scripts/setup-krake.sh) for the Krake dialect's. Safe to run
+# its own Python 3.9 environment (scripts/setup-krake.sh) for the Krake dialect's, and
+# Verdaccio 6.8.0 (scripts/setup-verdaccio.sh) for the marketplace's. Safe to run
 # again: it installs only what is missing.
 set -euo pipefail
 
@@ -55,6 +56,10 @@ fi
 
 # Krake 1.0.1 (client library and API server) for the Krake dialect's tests.
 "$(dirname "$0")/setup-krake.sh"
+
+# Verdaccio (an npm registry) for the marketplace's tests.
+command -v npm >/dev/null 2>&1 || { echo "setup: installing nodejs and npm"; as_root apt-get update -qq; DEBIAN_FRONTEND=noninteractive as_root apt-get install -y -qq nodejs npm >/dev/null; }
+"$(dirname "$0")/setup-verdaccio.sh"
 
 command -v kubectl >/dev/null 2>&1 || echo "setup: warning: kubectl is not installed; the kubectl compatibility test will fail" >&2
 echo "setup: ready"

@@ -576,6 +576,10 @@ impl NodeConfig {
                 .map_err(|message| invalid("tenant-egress-allow", message))?,
         );
         clusters.egress = egress.clone();
+        platform.options.registry = Some(
+            crate::registry_calls::registry_calls(egress.clone())
+                .map_err(|message| invalid("tenant-egress-allow", message))?,
+        );
         platform.options.egress = egress;
         let cluster_secret = match (
             args.cluster_secret.clone(),

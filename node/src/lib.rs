@@ -13,6 +13,7 @@ pub mod config;
 pub mod error;
 pub mod listen;
 pub mod platform_config;
+pub mod registry_calls;
 pub mod setting;
 pub mod systemd;
 pub mod telemetry;

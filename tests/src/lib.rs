@@ -19,3 +19,4 @@ pub mod writers;
 
 /// The cluster secret every test cluster uses.
 pub const TEST_SECRET: &str = "drover-test-cluster-secret";
+pub mod verdaccio;

@@ -39,6 +39,8 @@ pub struct PlatformOptions {
     pub allow_plain_http_agents: bool,
     /// Where a metrics provider may point (the operator's egress policy).
     pub egress: std::sync::Arc<drover_model::egress::EgressPolicy>,
+    /// The transport to tenants' module registries; the marketplace answers `503` without.
+    pub registry: Option<std::sync::Arc<dyn crate::registry::RegistryCalls>>,
 }
 
 impl Default for PlatformOptions {
@@ -52,6 +54,7 @@ impl Default for PlatformOptions {
             rate_limit: RateLimit::default(),
             allow_plain_http_agents: false,
             egress: Default::default(),
+            registry: None,
         }
     }
 }

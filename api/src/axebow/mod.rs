@@ -4,8 +4,10 @@
 //! the same handler annotations that build the routes, and a browsable UI at `/docs`.
 
 pub mod accounts;
+pub mod bundle;
 pub mod clusters;
 pub mod context;
+pub mod marketplace;
 pub mod metrics;
 pub mod openapi;
 pub mod platform_info;
@@ -125,6 +127,7 @@ pub fn documented_routes() -> OpenApiRouter<AxebowState> {
             resources::get,
             resources::unregister
         ))
+        .merge(marketplace::routes())
 }
 
 /// The OpenAPI document served at [`OPENAPI_PATH`].

@@ -31,6 +31,29 @@ pub fn validate_tenant_spec(spec: &TenantSpec) -> Result<(), PlatformError> {
     Ok(())
 }
 
+/// Refuses a registry domain another tenant publishes under: a domain is one tenant's (what it
+/// publishes there is listed and used as its own).
+fn check_domain_free(platform: &Platform, tenant: &str, spec: &TenantSpec) -> Result<(), PlatformError> {
+    let Some(registry) = &spec.registry else {
+        return Ok(());
+    };
+    let taken = platform.tenants().any(|(name, other)| {
+        name != tenant
+            && other
+                .spec
+                .registry
+                .as_ref()
+                .is_some_and(|r| r.domain == registry.domain)
+    });
+    if taken {
+        return Err(PlatformError::Conflict(format!(
+            "registry.domain {:?} is another tenant's: choose a domain of your own",
+            registry.domain
+        )));
+    }
+    Ok(())
+}
+
 fn not_found(what: String) -> PlatformError {
     PlatformError::NotFound(format!("{what} not found"))
 }
@@ -218,6 +241,7 @@ impl Platform {
             CreateTenant { tenant, spec } => {
                 validate_object_name("tenant", tenant)?;
                 validate_tenant_spec(spec)?;
+                check_domain_free(self, tenant, spec)?;
                 if self.tenants.contains_key(tenant) {
                     return Err(conflict(format!("tenant {tenant:?} already exists")));
                 }
@@ -248,6 +272,7 @@ impl Platform {
             }
             PatchTenant { tenant, spec } => {
                 validate_tenant_spec(spec)?;
+                check_domain_free(self, tenant, spec)?;
                 let stored = self.tenant_mut(tenant)?;
                 if let Some(rules) = &spec.rules {
                     stored.spec.rules = Some(rules.clone());

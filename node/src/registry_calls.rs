@@ -1,0 +1,84 @@
+//! The transport to tenants' module registries: reqwest through the operator's egress policy
+//! (the same client the cluster actors read metrics providers with), bounded in time and in
+//! what it reads back.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use drover_api::registry::{RegistryAnswer, RegistryCalls, RegistryFuture, RegistryUnreachable};
+use drover_model::egress::EgressPolicy;
+
+/// How long one registry call may take (a publish carries the whole tarball).
+const CALL_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// The most of an answer read (a package document lists every version).
+const MAX_ANSWER: usize = 16 << 20;
+
+/// Registry calls within `policy`.
+pub struct EgressRegistry {
+    http: reqwest::Client,
+}
+
+/// The transport, or why none could be built.
+pub fn registry_calls(policy: Arc<EgressPolicy>) -> Result<Arc<dyn RegistryCalls>, String> {
+    let http =
+        drover_actors::egress::client(policy).map_err(|e| format!("no HTTP client for registries: {e}"))?;
+    Ok(Arc::new(EgressRegistry { http }))
+}
+
+async fn answer(request: reqwest::RequestBuilder) -> Result<RegistryAnswer, RegistryUnreachable> {
+    let mut response = request
+        .timeout(CALL_TIMEOUT)
+        .send()
+        .await
+        .map_err(|e| RegistryUnreachable(error_chain(&e)))?;
+    let status = response.status().as_u16();
+    let mut body = Vec::new();
+    while let Some(chunk) = response
+        .chunk()
+        .await
+        .map_err(|e| RegistryUnreachable(error_chain(&e)))?
+    {
+        if body.len() + chunk.len() > MAX_ANSWER {
+            return Err(RegistryUnreachable(format!(
+                "the registry answered more than {MAX_ANSWER} bytes"
+            )));
+        }
+        body.extend_from_slice(&chunk);
+    }
+    Ok(RegistryAnswer { status, body })
+}
+
+/// An error with its causes (reqwest's own text says little: "error sending request").
+fn error_chain(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        text.push_str(": ");
+        text.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    text
+}
+
+impl RegistryCalls for EgressRegistry {
+    fn get(&self, url: String, authorization: Option<String>) -> RegistryFuture {
+        let mut request = self.http.get(url).header("accept", "application/json");
+        if let Some(value) = authorization {
+            request = request.header("authorization", value);
+        }
+        Box::pin(answer(request))
+    }
+
+    fn put_json(&self, url: String, authorization: Option<String>, body: Vec<u8>) -> RegistryFuture {
+        let mut request = self
+            .http
+            .put(url)
+            .header("content-type", "application/json")
+            .body(body);
+        if let Some(value) = authorization {
+            request = request.header("authorization", value);
+        }
+        Box::pin(answer(request))
+    }
+}
