@@ -44,14 +44,14 @@ pub struct Agent {
 /// One measurement of the instances' CPU time, for the rate the facts report.
 #[derive(Debug, Clone, Copy)]
 struct UsageSample {
-    at: std::time::Instant,
+    at: Instant,
     cpu_time_ms: u64,
     cpu_millis: Option<u64>,
 }
 
 /// Measurements closer than this reuse the rate of the one before (a rate over a few
 /// milliseconds says nothing).
-const MIN_RATE_WINDOW: std::time::Duration = std::time::Duration::from_millis(500);
+const MIN_RATE_WINDOW: Duration = Duration::from_millis(500);
 
 impl std::fmt::Debug for Agent {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -165,22 +165,26 @@ impl Agent {
     pub fn inventory(&self, set: Option<&SetName>) -> Inventory {
         let memory = self.shared.lock();
         // A set's members are indexed: its inventory does not walk every instance.
-        let mut instances: Vec<InstanceStatus> = match set {
+        let instances = match set {
             Some(_) => memory.members(set).map(|e| e.status()).collect(),
             None => memory.instances.values().map(|e| e.status()).collect(),
         };
-        let (fence, generation) = (memory.fence, memory.generation());
-        drop(memory);
-        // Measured outside the lock: reading cgroups and /proc never holds up a change.
-        for instance in &mut instances {
-            instance.usage = self.executor.usage(&instance.id, instance.pid);
-        }
         Inventory {
             agent: self.name.clone(),
-            fence,
+            fence: memory.fence,
             instances,
-            generation: Some(generation),
+            generation: Some(memory.generation()),
         }
+    }
+
+    /// `inventory` with what each instance uses now, measured outside the state's lock (reading
+    /// cgroups and `/proc` never holds up a change). Only the reads that show usage pay for it:
+    /// the answers to changes and the control plane's probes do not.
+    pub fn measured(&self, mut inventory: Inventory) -> Inventory {
+        for instance in &mut inventory.instances {
+            instance.usage = self.executor.usage(&instance.id, instance.pid);
+        }
+        inventory
     }
 
     /// What the instances use now, summed: the CPU rate since the last measurement (in
@@ -188,7 +192,7 @@ impl Agent {
     /// second measurement.
     fn used(&self) -> Option<Resources> {
         let total = self.executor.usage_total()?;
-        let now = std::time::Instant::now();
+        let now = Instant::now();
         let mut last = self.last_usage.lock().unwrap_or_else(|p| p.into_inner());
         let cpu_millis = match *last {
             Some(before) if now.duration_since(before.at) < MIN_RATE_WINDOW => {
@@ -253,8 +257,9 @@ impl Agent {
         for entry in self.shared.lock().instances.values() {
             *by_state.entry(entry.run.state).or_default() += 1;
         }
-        let mut instances = self.inventory(None).instances;
-        instances.truncate(crate::metrics::MAX_INSTANCE_SERIES);
+        let mut listed = self.inventory(None);
+        listed.instances.truncate(crate::metrics::MAX_INSTANCE_SERIES);
+        let instances = self.measured(listed).instances;
         self.shared.metrics.render(&by_state, &instances)
     }
 

@@ -5,7 +5,7 @@
 //! | `GET /healthz` | none | `ok` |
 //! | `GET /metrics` | none | Prometheus text |
 //! | `GET /v1/facts` | bearer | [`IdentifiedFacts`]: the facts, the agent's id and the cluster object it is bound to |
-//! | `GET /v1/inventory` | bearer | [`Inventory`] |
+//! | `GET /v1/inventory[?usage=false]` | bearer | [`Inventory`] (with each instance's usage unless `usage=false`) |
 //! | `PUT /v1/sets/{set}` | bearer | body [`DesiredSet`]; the set's [`Inventory`] |
 //! | `PUT /v1/fence` | bearer | body [`Fenced`]; raises the fence only; the whole [`Inventory`] |
 //! | `POST /v1/instances/{id}/restart` | bearer | body [`Fenced`]; the instance's status |
@@ -175,8 +175,23 @@ fn sender(headers: &HeaderMap) -> Result<Sender, AgentError> {
     .checked()
 }
 
-async fn inventory(State(state): State<AppState>) -> Json<Inventory> {
-    Json(state.agent.inventory(None))
+/// `GET /v1/inventory` parameters.
+#[derive(Debug, serde::Deserialize)]
+struct InventoryQuery {
+    /// Measure what each instance uses (default); the control plane's probes say `false`.
+    usage: Option<bool>,
+}
+
+async fn inventory(
+    State(state): State<AppState>,
+    query: Result<Query<InventoryQuery>, QueryRejection>,
+) -> Result<Json<Inventory>, AgentError> {
+    let Query(query) = query.map_err(|e| AgentError::BadRequest(format!("query: {}", e.body_text())))?;
+    let inventory = state.agent.inventory(None);
+    if query.usage == Some(false) {
+        return Ok(Json(inventory));
+    }
+    Ok(Json(state.agent.measured(inventory)))
 }
 
 async fn put_set(

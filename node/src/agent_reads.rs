@@ -36,7 +36,7 @@ fn failed(error: DriverError) -> AgentReadError {
 impl AgentReads for DriverReads {
     fn inventory(&self, agent: &AgentAccess) -> ReadFuture<Inventory> {
         let driver = self.driver(agent);
-        Box::pin(async move { driver?.inventory().await.map_err(failed) })
+        Box::pin(async move { driver?.measured_inventory().await.map_err(failed) })
     }
 
     fn logs(&self, agent: &AgentAccess, id: &InstanceId, query: LogQuery) -> ReadFuture<LogChunk> {

@@ -63,6 +63,11 @@ impl ClientIdentity {
 }
 
 impl AgentDriver {
+    /// The inventory with what each instance uses now (the platform's live reads).
+    pub async fn measured_inventory(&self) -> Result<Inventory, DriverError> {
+        self.json(self.http.get(self.url("/v1/inventory"))).await
+    }
+
     /// A client of the agent `agent` that gives up on a call after `timeout`.
     pub fn new(
         agent: &AgentAccess,
@@ -216,7 +221,9 @@ impl Driver for AgentDriver {
     }
 
     async fn inventory(&self) -> Result<Inventory, DriverError> {
-        self.json(self.http.get(self.url("/v1/inventory"))).await
+        // The leader decides nothing from usage: the agent need not measure it.
+        self.json(self.http.get(self.url("/v1/inventory?usage=false")))
+            .await
     }
 
     async fn apply_set(

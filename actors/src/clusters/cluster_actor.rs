@@ -109,13 +109,10 @@ struct LastInventory {
 impl LastInventory {
     /// What `inventory` shows; the sets that did not change since `previous` share its
     /// instances and observations.
-    fn of(mut inventory: Inventory, previous: Option<&LastInventory>) -> Self {
-        // Usage is measured afresh at every answer: kept, it would make every set differ from
-        // the last read and wake every service actor. The leader decides nothing from it (the
-        // role view reads it live from the agent; the facts carry the cluster's sum).
-        for instance in &mut inventory.instances {
-            instance.usage = None;
-        }
+    fn of(inventory: Inventory, previous: Option<&LastInventory>) -> Self {
+        // Its instances carry no usage (asked with `usage=false`, and the answers to changes
+        // have none): measured afresh at every read, usage would make every set differ from the
+        // last read and wake every service actor.
         let empty = ObservedSets::new();
         let published = by_set(inventory.instances, previous.map_or(&empty, |p| &p.published));
         LastInventory {
