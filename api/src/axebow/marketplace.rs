@@ -30,6 +30,9 @@ pub const MAX_UPLOAD: usize = 40 << 20;
 /// Most packages read for one listing.
 const MAX_LISTED_PACKAGES: usize = 250;
 
+/// Most module versions one listing gathers (before paging).
+const MAX_LISTED_ITEMS: usize = 10_000;
+
 /// The marketplace routes, with their own body limit (bundles are larger than API bodies).
 pub fn routes() -> OpenApiRouter<AxebowState> {
     OpenApiRouter::new()
@@ -396,31 +399,34 @@ pub async fn publish(
     }))
 }
 
-/// The package documents (`GET /<package>`) of `names`.
-async fn documents(target: &Target, names: &[String]) -> Result<Vec<Value>, AxebowError> {
-    let mut documents = Vec::new();
-    for name in names.iter().take(MAX_LISTED_PACKAGES) {
-        let answer = target
-            .calls
-            .get(package_url(&target.endpoint, name), target.authorization.clone())
-            .await
-            .map_err(|e| unreachable(&target.endpoint, &e.0))?;
-        match answer.status {
-            200 => documents.push(serde_json::from_slice(&answer.body).map_err(|e| {
-                AxebowError::new(
-                    StatusCode::BAD_GATEWAY,
-                    codes::UNAVAILABLE,
-                    format!(
-                        "the registry {} answered no package document for {name}: {e}",
-                        target.endpoint
-                    ),
-                )
-            })?),
-            404 => {}
-            _ => return Err(refused(&target.endpoint, &answer)),
-        }
+/// The package document (`GET /<package>`) of `name`, if the registry has it. One at a time:
+/// a listing holds one document (at most what the transport reads) and the items taken from it.
+async fn document(target: &Target, name: &str) -> Result<Option<Value>, AxebowError> {
+    let answer = target
+        .calls
+        .get(package_url(&target.endpoint, name), target.authorization.clone())
+        .await
+        .map_err(|e| unreachable(&target.endpoint, &e.0))?;
+    match answer.status {
+        200 => serde_json::from_slice(&answer.body).map(Some).map_err(|e| {
+            AxebowError::new(
+                StatusCode::BAD_GATEWAY,
+                codes::UNAVAILABLE,
+                format!(
+                    "the registry {} answered no package document for {name}: {e}",
+                    target.endpoint
+                ),
+            )
+        }),
+        404 => Ok(None),
+        _ => Err(refused(&target.endpoint, &answer)),
     }
-    Ok(documents)
+}
+
+/// Whether a version's `kumori` metadata is one the tenant of `own_domain` may use: its own
+/// domain's, or published from a public registry.
+fn usable(kumori: &Value, own_domain: &str) -> bool {
+    kumori["domain"].as_str() == Some(own_domain) || kumori["public"] == Value::Bool(true)
 }
 
 /// The items of one package document the tenant may use: its own domain's, and public ones.
@@ -433,7 +439,7 @@ fn items_of(document: &Value, own_domain: &str) -> Vec<ModuleItem> {
         .filter_map(|(version, manifest)| {
             let kumori = &manifest["kumori"];
             let domain = kumori["domain"].as_str()?;
-            if domain != own_domain && kumori["public"] != Value::Bool(true) {
+            if !usable(kumori, own_domain) {
                 return None;
             }
             let artifacts: BTreeMap<String, Artifact> =
@@ -490,14 +496,24 @@ pub async fn list(
                 .collect()
         })
         .unwrap_or_default();
-    let mut items: Vec<ModuleItem> = documents(&target, &names)
-        .await?
-        .iter()
-        .flat_map(|d| items_of(d, &target.domain))
-        .filter(|item| params.name.as_deref().is_none_or(|n| item.name.contains(n)))
-        .filter(|item| params.domain.as_deref().is_none_or(|d| item.domain == d))
-        .filter(|item| tags.iter().all(|t| item.tags.contains(t)))
-        .collect();
+    let mut items: Vec<ModuleItem> = Vec::new();
+    for name in names.iter().take(MAX_LISTED_PACKAGES) {
+        let Some(found) = document(&target, name).await? else {
+            continue;
+        };
+        items.extend(
+            items_of(&found, &target.domain)
+                .into_iter()
+                .filter(|item| params.name.as_deref().is_none_or(|n| item.name.contains(n)))
+                .filter(|item| params.domain.as_deref().is_none_or(|d| item.domain == d))
+                .filter(|item| tags.iter().all(|t| item.tags.contains(t))),
+        );
+        // A registry is the tenant's to fill: what one listing holds stays bounded.
+        if items.len() >= MAX_LISTED_ITEMS {
+            items.truncate(MAX_LISTED_ITEMS);
+            break;
+        }
+    }
     items.sort_by(|a, b| (&a.domain, &a.name, &a.version).cmp(&(&b.domain, &b.name, &b.version)));
     let total = items.len();
     let items = items.into_iter().skip(offset).take(limit).collect();
@@ -519,19 +535,13 @@ pub async fn schema(
 ) -> Result<Envelope<BTreeMap<String, Artifact>>, AxebowError> {
     let target = target(&state, &caller, &tenant, false).await?;
     let name = package_name(&params.domain, &params.name);
-    let documents = documents(&target, std::slice::from_ref(&name)).await?;
-    let usable = documents
-        .first()
-        .map(|d| items_of(d, &target.domain))
-        .unwrap_or_default()
-        .into_iter()
-        .any(|item| item.version == params.version);
-    let manifest = documents
-        .first()
-        .map(|d| d["versions"][&params.version]["kumori"]["artifacts"].clone())
-        .filter(|_| usable);
-    let artifacts = manifest
-        .and_then(|v| serde_json::from_value::<BTreeMap<String, Artifact>>(v).ok())
+    let artifacts = document(&target, &name)
+        .await?
+        .map(|d| d["versions"][&params.version]["kumori"].clone())
+        .filter(|kumori| usable(kumori, &target.domain))
+        .and_then(|kumori| {
+            serde_json::from_value::<BTreeMap<String, Artifact>>(kumori["artifacts"].clone()).ok()
+        })
         .ok_or_else(|| {
             AxebowError::not_found(format!(
                 "no module {}/{} version {} that tenant {tenant:?} may use",

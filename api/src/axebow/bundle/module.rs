@@ -89,6 +89,9 @@ pub struct ModuleError {
 
 const EXTENSIONS: [&str; 3] = ["json", "yaml", "yml"];
 
+/// Longest module name: with `@<domain>/` (a domain is at most 100) it stays within npm's 214.
+const MAX_MODULE_NAME: usize = 100;
+
 /// Parses JSON or YAML data by the file's extension.
 fn data<T: for<'de> Deserialize<'de>>(file: &str, bytes: &[u8]) -> Result<T, ModuleError> {
     let error = |why: String| ModuleError {
@@ -148,13 +151,14 @@ pub fn read_module(dir: &str, files: &BTreeMap<&str, &[u8]>) -> Result<Module, M
         why,
     };
     if kmodule.module.is_empty()
+        || kmodule.module.len() > MAX_MODULE_NAME
         || !kmodule
             .module
             .bytes()
             .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || matches!(b, b'-' | b'_' | b'.'))
     {
         return Err(bad(format!(
-            "module {:?} must be lowercase letters, digits, '-', '_' or '.' (it names the npm package)",
+            "module {:?} must be lowercase letters, digits, '-', '_' or '.', 1 to {MAX_MODULE_NAME} of them (it names the npm package)",
             kmodule.module
         )));
     }
@@ -239,6 +243,13 @@ mod tests {
                     r#"{"domain":"a","module":"h","version":[1,0],"artifacts":{"x":"service"}}"#,
                 )],
                 "not the JSON",
+            ),
+            (
+                vec![(
+                    "kmodule.json",
+                    r#"{"domain":"a","module":"hhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhh","version":[1,0,0],"artifacts":{"x":"service"}}"#,
+                )],
+                "1 to 100 of them",
             ),
             (
                 vec![(
