@@ -11,6 +11,7 @@ pub fn spec(id: &str, argv: &[&str]) -> InstanceSpec {
         exec: ExecSpec {
             argv: argv.iter().map(|a| a.to_string()).collect(),
             probe: None,
+            files: Default::default(),
         },
         resources: Resources {
             cpu_millis: 100,

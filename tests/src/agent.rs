@@ -460,6 +460,7 @@ pub fn instance(id: &str, argv: &[&str], resources: Resources) -> InstanceSpec {
         exec: ExecSpec {
             argv: argv.iter().map(|a| a.to_string()).collect(),
             probe: None,
+            files: Default::default(),
         },
         resources,
         env: Default::default(),

@@ -93,6 +93,7 @@ mod tests {
             exec: ExecSpec {
                 argv: vec!["sleep".into(), "100".into()],
                 probe: None,
+                files: Default::default(),
             },
             resources: Resources::default(),
             env: BTreeMap::new(),

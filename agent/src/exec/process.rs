@@ -118,6 +118,7 @@ pub fn spawn(
         .recursive(true)
         .mode(0o700)
         .create(&work)?;
+    write_files(&work, &spec.exec.files)?;
     let log = std::fs::File::options()
         .create(true)
         .append(true)
@@ -168,6 +169,42 @@ pub fn spawn(
         .ok_or_else(|| std::io::Error::other("the child has no pid"))?;
     let start_ticks = procfs::stat(pid).map(|s| s.start_ticks).unwrap_or(0);
     Ok((Proc::Child { child, pid }, start_ticks))
+}
+
+/// Writes an instance's files into its working directory `work` (their paths were checked
+/// when the set was accepted: plain and relative). A file is written afresh at every start, so
+/// a run always begins with what the spec says; a symbolic link left in the way (a run can make
+/// one) is replaced, never followed.
+fn write_files(
+    work: &std::path::Path,
+    files: &std::collections::BTreeMap<String, String>,
+) -> std::io::Result<()> {
+    for (path, content) in files {
+        let target = work.join(path);
+        let mut dir = work.to_path_buf();
+        let parts: Vec<&str> = path.split('/').collect();
+        for part in &parts[..parts.len().saturating_sub(1)] {
+            dir.push(part);
+            match std::fs::symlink_metadata(&dir) {
+                Ok(meta) if meta.is_dir() => {}
+                Ok(_) => {
+                    std::fs::remove_file(&dir)?;
+                    std::fs::DirBuilder::new().mode(0o700).create(&dir)?;
+                }
+                Err(_) => std::fs::DirBuilder::new().mode(0o700).create(&dir)?,
+            }
+        }
+        if std::fs::symlink_metadata(&target).is_ok_and(|meta| !meta.is_dir()) {
+            std::fs::remove_file(&target)?;
+        }
+        let mut file = std::fs::File::options()
+            .write(true)
+            .create_new(true)
+            .mode(0o700)
+            .open(&target)?;
+        std::io::Write::write_all(&mut file, content.as_bytes())?;
+    }
+    Ok(())
 }
 
 /// Whether `program` is an executable file (looked up in `path` when it has no `/`, relative

@@ -135,17 +135,17 @@ pub struct SchemaParams {
 }
 
 /// The tenant's registry as stored (credentials included), for a caller who may use it.
-struct Target {
-    endpoint: String,
-    domain: String,
+pub(super) struct Target {
+    pub(super) endpoint: String,
+    pub(super) domain: String,
     public: bool,
-    authorization: Option<String>,
-    calls: std::sync::Arc<dyn RegistryCalls>,
+    pub(super) authorization: Option<String>,
+    pub(super) calls: std::sync::Arc<dyn RegistryCalls>,
 }
 
 /// The registry of `tenant`, when `caller` may act for it (`admin` to publish, any member to
 /// read).
-async fn target(
+pub(super) async fn target(
     state: &AxebowState,
     caller: &Caller,
     tenant: &str,
@@ -185,7 +185,7 @@ async fn target(
 }
 
 /// An answer of the registry that is not a success, as the caller sees it.
-fn refused(endpoint: &str, answer: &RegistryAnswer) -> AxebowError {
+pub(super) fn refused(endpoint: &str, answer: &RegistryAnswer) -> AxebowError {
     let said = serde_json::from_slice::<Value>(&answer.body)
         .ok()
         .and_then(|v| v["error"].as_str().map(str::to_string))
@@ -210,7 +210,7 @@ fn refused(endpoint: &str, answer: &RegistryAnswer) -> AxebowError {
     }
 }
 
-fn unreachable(endpoint: &str, why: &str) -> AxebowError {
+pub(super) fn unreachable(endpoint: &str, why: &str) -> AxebowError {
     AxebowError::new(
         StatusCode::SERVICE_UNAVAILABLE,
         codes::UNAVAILABLE,
@@ -218,7 +218,7 @@ fn unreachable(endpoint: &str, why: &str) -> AxebowError {
     )
 }
 
-fn bundle_refused(error: BundleError) -> AxebowError {
+pub(super) fn bundle_refused(error: BundleError) -> AxebowError {
     let status = StatusCode::from_u16(error.status()).unwrap_or(StatusCode::BAD_REQUEST);
     let code = if status == StatusCode::PAYLOAD_TOO_LARGE {
         codes::PAYLOAD_TOO_LARGE
@@ -228,7 +228,7 @@ fn bundle_refused(error: BundleError) -> AxebowError {
     AxebowError::new(status, code, error.to_string())
 }
 
-fn unprocessable(message: impl Into<String>) -> AxebowError {
+pub(super) fn unprocessable(message: impl Into<String>) -> AxebowError {
     AxebowError::new(StatusCode::UNPROCESSABLE_ENTITY, codes::BAD_REQUEST, message)
 }
 
@@ -242,7 +242,7 @@ struct Form {
 }
 
 /// A form that cannot be read: `413` past the upload limit, `400` otherwise.
-fn unreadable(field: &str, error: &MultipartError) -> AxebowError {
+pub(super) fn unreadable(field: &str, error: &MultipartError) -> AxebowError {
     if error.status() == StatusCode::PAYLOAD_TOO_LARGE {
         return AxebowError::new(
             StatusCode::PAYLOAD_TOO_LARGE,
@@ -401,7 +401,7 @@ pub async fn publish(
 
 /// The package document (`GET /<package>`) of `name`, if the registry has it. One at a time:
 /// a listing holds one document (at most what the transport reads) and the items taken from it.
-async fn document(target: &Target, name: &str) -> Result<Option<Value>, AxebowError> {
+pub(super) async fn document(target: &Target, name: &str) -> Result<Option<Value>, AxebowError> {
     let answer = target
         .calls
         .get(package_url(&target.endpoint, name), target.authorization.clone())
@@ -425,7 +425,7 @@ async fn document(target: &Target, name: &str) -> Result<Option<Value>, AxebowEr
 
 /// Whether a version's `kumori` metadata is one the tenant of `own_domain` may use: its own
 /// domain's, or published from a public registry.
-fn usable(kumori: &Value, own_domain: &str) -> bool {
+pub(super) fn usable(kumori: &Value, own_domain: &str) -> bool {
     kumori["domain"].as_str() == Some(own_domain) || kumori["public"] == Value::Bool(true)
 }
 

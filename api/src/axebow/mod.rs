@@ -13,7 +13,9 @@ pub mod openapi;
 pub mod platform_info;
 pub mod rate;
 pub mod reply;
+pub mod resolve;
 pub mod resources;
+pub mod service_bundle;
 pub mod service_links;
 pub mod service_metrics;
 pub mod service_roles;
@@ -97,7 +99,7 @@ pub fn documented_routes() -> OpenApiRouter<AxebowState> {
             metrics::delete_metric
         ))
         .routes(routes!(services::list))
-        .routes(routes!(services::create, services::get, services::delete))
+        .merge(services::routes())
         .routes(routes!(services::get_scale))
         .routes(routes!(services::history))
         .routes(routes!(services::placement))
@@ -113,11 +115,6 @@ pub fn documented_routes() -> OpenApiRouter<AxebowState> {
         .routes(routes!(service_roles::logs))
         .routes(routes!(service_roles::container_logs))
         .routes(routes!(services::decide_pending))
-        .routes(routes!(
-            services::update,
-            services::patch,
-            services::decide_revision
-        ))
         .routes(routes!(services::scale))
         .routes(routes!(services::rollback))
         .routes(routes!(resources::list))

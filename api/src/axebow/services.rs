@@ -3,8 +3,9 @@
 //! full updates, merge patches, scale and rollback naming their `previous`; history, scale, the
 //! summary and full views; delete.
 //!
-//! `wait` is in [`super::service_wait`], roles, instances and logs in [`super::service_roles`].
-//! Not served yet: the multipart bundle and `…/simple` forms, and links.
+//! Create, full update and partial update also take a Kumori bundle (`multipart/form-data`),
+//! and the `…/simple` forms a marketplace reference: both in [`super::service_bundle`]. `wait`
+//! is in [`super::service_wait`], roles, instances and logs in [`super::service_roles`].
 
 use std::collections::BTreeMap;
 
@@ -26,6 +27,7 @@ use utoipa::{IntoParams, ToSchema};
 use super::context::AxebowState;
 use super::context::Caller;
 use super::reply::{codes, done, ok, AxebowError, Body, Empty, Envelope, Params};
+use super::service_bundle::{from_bundle, from_simple, DeploymentForm, ServiceUpload, MAX_SERVICE_FORM};
 use super::service_wait::{converged, gone, request_status, wait_of, Wait};
 use super::service_watch::{watch, WatchLine, WatchParams, Watched};
 use super::store;
@@ -190,7 +192,9 @@ async fn revision(
 }
 
 /// Creates a service with its first revision; the tenant's rules choose the environment.
-#[utoipa::path(post, path = "/api/1.0-beta/tenant/{tenant}/service/{service}", tag = "services", request_body = DeploymentBody,
+#[utoipa::path(post, path = "/api/1.0-beta/tenant/{tenant}/service/{service}", tag = "services",
+    request_body(content((DeploymentBody = "application/json"), (ServiceUpload = "multipart/form-data")),
+        description = "A deployment as JSON, or a Kumori bundle with its `deployment` module"),
     params(("tenant" = String, Path, description = "Tenant name"), ("service" = String, Path, description = "Service name"), RevisionParams),
     responses((status = 200, description = "Created (or, with dryrun, what would be)", body = Envelope<ServiceStatus>),
         (status = 201, description = "Created; the wait ran out (requestId)", body = Envelope<ServiceStatus>)))]
@@ -200,14 +204,27 @@ pub async fn create(
     headers: HeaderMap,
     Path((tenant, service)): Path<(String, String)>,
     Params(params): Params<RevisionParams>,
-    Body(body): Body<DeploymentBody>,
+    form: DeploymentForm<DeploymentBody>,
 ) -> Result<(StatusCode, Envelope<ServiceStatus>), AxebowError> {
-    let created = (tenant, service, body.deployment, body.comment);
-    create_service(state, caller, headers, params, created).await
+    let (deployment, comment) = match form {
+        DeploymentForm::Json(body) => (body.deployment, body.comment),
+        DeploymentForm::Bundle(form) => (
+            from_bundle(&state, &caller, &tenant, form.bundle, None).await?,
+            form.comment,
+        ),
+    };
+    create_service(
+        state,
+        caller,
+        headers,
+        params,
+        (tenant, service, deployment, comment),
+    )
+    .await
 }
 
-/// Creates a service from the simple form (`artifact` described inline: Drover has no
-/// marketplace).
+/// Creates a service from the simple form (`artifact` described inline, or a marketplace
+/// module named by `artifact.ref`).
 #[utoipa::path(post, path = "/api/1.0-beta/tenant/{tenant}/service/{service}/simple", tag = "services", request_body = SimpleBody,
     params(("tenant" = String, Path, description = "Tenant name"), ("service" = String, Path, description = "Service name"), RevisionParams),
     responses((status = 200, description = "Created (or, with dryrun, what would be)", body = Envelope<ServiceStatus>),
@@ -220,7 +237,7 @@ pub async fn create_simple(
     Params(params): Params<RevisionParams>,
     Body(body): Body<SimpleBody>,
 ) -> Result<(StatusCode, Envelope<ServiceStatus>), AxebowError> {
-    let (deployment, comment) = body.into_deployment()?;
+    let (deployment, comment) = from_simple(&state, &caller, &tenant, body).await?;
     create_service(
         state,
         caller,
@@ -284,7 +301,9 @@ async fn create_service(
 }
 
 /// A new revision with a whole deployment, made from `previous` (the current revision).
-#[utoipa::path(post, path = "/api/1.0-beta/tenant/{tenant}/service/{service}/revision/{revision}", tag = "services", request_body = DeploymentBody,
+#[utoipa::path(post, path = "/api/1.0-beta/tenant/{tenant}/service/{service}/revision/{revision}", tag = "services",
+    request_body(content((DeploymentBody = "application/json"), (ServiceUpload = "multipart/form-data")),
+        description = "A whole deployment as JSON, or a whole Kumori bundle"),
     params(("tenant" = String, Path, description = "Tenant name"), ("service" = String, Path, description = "Service name"),
         ("revision" = String, Path, description = "The current revision's number, which the new one names as its previous"), RevisionParams),
     responses((status = 200, description = "The new revision", body = Envelope<RevisionInfo>),
@@ -295,16 +314,21 @@ pub async fn update(
     headers: HeaderMap,
     Path((tenant, service, previous)): Path<(String, String, String)>,
     Params(params): Params<RevisionParams>,
-    Body(body): Body<DeploymentBody>,
+    form: DeploymentForm<DeploymentBody>,
 ) -> Result<(StatusCode, Envelope<RevisionInfo>), AxebowError> {
+    let (deployment, comment) = match form {
+        DeploymentForm::Json(body) => (body.deployment, body.comment),
+        DeploymentForm::Bundle(form) => (
+            from_bundle(&state, &caller, &tenant, form.bundle, None).await?,
+            form.comment,
+        ),
+    };
     let call = RevisionCall {
         tenant,
         service,
         previous,
-        change: Change::Put {
-            deployment: body.deployment,
-        },
-        comment: body.comment,
+        change: Change::Put { deployment },
+        comment,
         on_timeout: OnTimeout::Created,
     };
     revision(&state, caller, &headers, &params, call).await
@@ -324,7 +348,7 @@ pub async fn update_simple(
     Params(params): Params<RevisionParams>,
     Body(body): Body<SimpleBody>,
 ) -> Result<(StatusCode, Envelope<RevisionInfo>), AxebowError> {
-    let (deployment, comment) = body.into_deployment()?;
+    let (deployment, comment) = from_simple(&state, &caller, &tenant, body).await?;
     let call = RevisionCall {
         tenant,
         service,
@@ -336,9 +360,11 @@ pub async fn update_simple(
     revision(&state, caller, &headers, &params, call).await
 }
 
-/// A new revision: a JSON merge patch (RFC 7396) of the deployment of `previous`.
+/// A new revision: a JSON merge patch (RFC 7396) of the deployment of `previous`, or a partial
+/// Kumori bundle applied to the bundle it was built from.
 #[utoipa::path(patch, path = "/api/1.0-beta/tenant/{tenant}/service/{service}/revision/{revision}", tag = "services",
-    request_body(content = Object, description = "A merge patch of the previous revision's deployment"),
+    request_body(content((Object = "application/json"), (ServiceUpload = "multipart/form-data")),
+        description = "A merge patch of the previous revision's deployment, or a partial bundle (the modules it carries replace theirs, its manifest is merged over the previous one)"),
     params(("tenant" = String, Path, description = "Tenant name"), ("service" = String, Path, description = "Service name"),
         ("revision" = String, Path, description = "The current revision's number, which the new one names as its previous"), RevisionParams),
     responses((status = 200, description = "The new revision", body = Envelope<RevisionInfo>),
@@ -349,17 +375,56 @@ pub async fn patch(
     headers: HeaderMap,
     Path((tenant, service, previous)): Path<(String, String, String)>,
     Params(params): Params<RevisionParams>,
-    Body(patch): Body<Value>,
+    form: DeploymentForm<Value>,
 ) -> Result<(StatusCode, Envelope<RevisionInfo>), AxebowError> {
+    let (change, comment) = match form {
+        DeploymentForm::Json(patch) => (Change::Patch { patch }, String::new()),
+        DeploymentForm::Bundle(form) => {
+            let base = source_of_revision(&state, &caller, &tenant, &service, &previous).await?;
+            let deployment = from_bundle(&state, &caller, &tenant, form.bundle, base).await?;
+            (Change::BundlePatch { deployment }, form.comment)
+        }
+    };
     let call = RevisionCall {
         tenant,
         service,
         previous,
-        change: Change::Patch { patch },
-        comment: String::new(),
+        change,
+        comment,
         on_timeout: OnTimeout::Created,
     };
     revision(&state, caller, &headers, &params, call).await
+}
+
+/// The source revision `previous` of the service was built from (none when it was written as
+/// JSON). Whether `previous` is still the current one is checked when the new revision is
+/// committed.
+async fn source_of_revision(
+    state: &AxebowState,
+    caller: &Caller,
+    tenant: &str,
+    service: &str,
+    previous: &str,
+) -> Result<Option<drover_model::service::source::DeploymentSource>, AxebowError> {
+    let number = number("revision", previous)?;
+    store::read(state, &caller.0, PlatformRead::Tenant(tenant), |p, _| {
+        let found = p.service(tenant, service)?;
+        let revision = found.revisions.get(&number).ok_or_else(|| {
+            PlatformError::NotFound(format!("revision {number} of service {service:?} not found"))
+        })?;
+        Ok(revision.deployment.source.clone())
+    })
+    .await
+}
+
+/// The routes that take a bundle beside JSON, with a body limit a bundle fits in (JSON bodies
+/// keep the API's own, [`DeploymentForm`]).
+pub fn routes() -> utoipa_axum::router::OpenApiRouter<AxebowState> {
+    use utoipa_axum::routes;
+    utoipa_axum::router::OpenApiRouter::new()
+        .routes(routes!(create, get, delete))
+        .routes(routes!(update, patch, decide_revision))
+        .layer(axum::extract::DefaultBodyLimit::max(MAX_SERVICE_FORM))
 }
 
 /// A new revision with new instance counts (roles left out keep theirs).

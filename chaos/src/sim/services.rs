@@ -66,6 +66,7 @@ fn deployment(instances: u32, version: u64) -> Deployment {
                 exec: ExecSpec {
                     argv: vec!["sleep".into(), "86400".into(), format!("v{version}")],
                     probe: None,
+                    files: Default::default(),
                 },
                 env: BTreeMap::new(),
             },
@@ -74,6 +75,7 @@ fn deployment(instances: u32, version: u64) -> Deployment {
         resources: Vec::new(),
         channels: Default::default(),
         constraints: Default::default(),
+        source: None,
     }
 }
 

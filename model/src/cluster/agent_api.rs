@@ -232,10 +232,11 @@ fn default_probe_path() -> String {
     "/".to_string()
 }
 
-/// What to run: a program and its arguments. The `exec` executor runs it as a child process in
-/// its own process group, in a working directory under the agent's data directory; the `sim`
-/// executor only pretends.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+/// What to run: a program and its arguments, and the files it needs. The `exec` executor runs
+/// it as a child process in its own process group, in a working directory under the agent's
+/// data directory into which it writes `files` before every start; the `sim` executor only
+/// pretends.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ExecSpec {
     /// Program (looked up in `PATH` when it has no `/`) and arguments.
@@ -243,6 +244,10 @@ pub struct ExecSpec {
     /// Readiness probe, if any.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub probe: Option<Probe>,
+    /// Text files written into the instance's working directory before each start, by their
+    /// path relative to it (a component's files, from a bundle or a marketplace module).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub files: BTreeMap<String, String>,
 }
 
 /// One instance the control plane wants running.

@@ -278,6 +278,7 @@ fn set_spec(count: u32, program: &str) -> SetSpec {
         exec: ExecSpec {
             argv: vec![program.into(), "1000".into()],
             probe: None,
+            files: Default::default(),
         },
         resources: Resources {
             cpu_millis: 100,
@@ -329,6 +330,7 @@ fn a_set_keeps_its_revision_when_only_its_count_changes() {
             exec: ExecSpec {
                 argv: vec![],
                 probe: None,
+                files: Default::default(),
             },
             ..set_spec(1, "x")
         },

@@ -26,6 +26,15 @@ pub const RESERVED_ENV: &[&str] = &[INSTANCE_ID_ENV];
 /// Most bytes of arguments and environment (names and values) of one instance.
 pub const MAX_PROGRAM_BYTES: usize = 64 * 1024;
 
+/// Most files an instance's spec may carry.
+pub const MAX_FILES: usize = 256;
+
+/// Most bytes of the files (paths and contents) an instance's spec may carry.
+pub const MAX_FILES_BYTES: usize = 1024 * 1024;
+
+/// Longest path of such a file.
+pub const MAX_FILE_PATH_LEN: usize = 255;
+
 /// Longest HTTP probe path.
 pub const MAX_PROBE_PATH_LEN: usize = 1024;
 
@@ -118,11 +127,68 @@ pub fn check_program(exec: &ExecSpec, env: &BTreeMap<String, String>) -> Result<
         }
         Some(Probe::Tcp { .. }) | None => {}
     }
+    check_files(&exec.files)?;
     let bytes = program_bytes(exec, env);
     if bytes > MAX_PROGRAM_BYTES {
         return Err(SpecError::new(
             "exec",
             format!("argv and env hold {bytes} bytes; at most {MAX_PROGRAM_BYTES}"),
+        ));
+    }
+    Ok(())
+}
+
+/// Checks the files an instance carries: at most [`MAX_FILES`] of them and [`MAX_FILES_BYTES`]
+/// in all; each path relative and plain (no `.`, `..` or empty component, no backslash or NUL),
+/// so that it can only name a file inside the instance's working directory; no path also a
+/// directory of another; no NUL in a content.
+pub fn check_files(files: &BTreeMap<String, String>) -> Result<(), SpecError> {
+    if files.len() > MAX_FILES {
+        return Err(SpecError::new(
+            "exec.files",
+            format!("{} files; at most {MAX_FILES}", files.len()),
+        ));
+    }
+    let mut bytes = 0usize;
+    for (path, content) in files {
+        let plain = !path.is_empty()
+            && path.len() <= MAX_FILE_PATH_LEN
+            && !path.contains(['\\', '\0'])
+            && path
+                .split('/')
+                .all(|part| !part.is_empty() && part != "." && part != "..");
+        if !plain {
+            return Err(SpecError::new(
+                "exec.files",
+                format!(
+                    "{path:?} is not a plain relative path (1 to {MAX_FILE_PATH_LEN} characters, no '.', '..' or empty part, no backslash or NUL)"
+                ),
+            ));
+        }
+        if content.contains('\0') {
+            return Err(SpecError::new(
+                format!("exec.files.{path}"),
+                "must not hold a NUL byte (files are text)",
+            ));
+        }
+        // A file that is also another's directory could not be written.
+        let directory = format!("{path}/");
+        if files
+            .range(directory.clone()..)
+            .next()
+            .is_some_and(|(other, _)| other.starts_with(&directory))
+        {
+            return Err(SpecError::new(
+                "exec.files",
+                format!("{path:?} is both a file and a directory"),
+            ));
+        }
+        bytes = bytes.saturating_add(path.len()).saturating_add(content.len());
+    }
+    if bytes > MAX_FILES_BYTES {
+        return Err(SpecError::new(
+            "exec.files",
+            format!("{bytes} bytes of files; at most {MAX_FILES_BYTES}"),
         ));
     }
     Ok(())
@@ -201,6 +267,7 @@ mod tests {
         ExecSpec {
             argv: argv.iter().map(|a| a.to_string()).collect(),
             probe: None,
+            files: Default::default(),
         }
     }
 
@@ -384,5 +451,52 @@ mod tests {
         let refused = check_set_bytes("count", 1_000, big).unwrap_err();
         assert_eq!(refused.field, "count");
         assert!(refused.reason.contains("at most 16777216"), "{refused}");
+    }
+    #[test]
+    fn files_must_stay_inside_the_working_directory() {
+        let with = |files: &[(&str, &str)]| ExecSpec {
+            files: files
+                .iter()
+                .map(|(p, c)| (p.to_string(), c.to_string()))
+                .collect(),
+            ..exec(&["sh", "main.sh"])
+        };
+        assert_eq!(
+            refusal(&with(&[("main.sh", "echo hi"), ("lib/a.sh", "")]), &[]),
+            None
+        );
+        let big = "x".repeat(MAX_FILES_BYTES);
+        let long = "p".repeat(MAX_FILE_PATH_LEN + 1);
+        // (files, field, words in the reason)
+        type Row<'a> = (Vec<(&'a str, &'a str)>, &'a str, &'a str);
+        let table: Vec<Row<'_>> = vec![
+            (vec![("../x", "")], "exec.files", "plain relative path"),
+            (vec![("/etc/passwd", "")], "exec.files", "plain relative path"),
+            (vec![("a/./b", "")], "exec.files", "plain relative path"),
+            (vec![("a//b", "")], "exec.files", "plain relative path"),
+            (vec![("a\\b", "")], "exec.files", "plain relative path"),
+            (vec![("", "")], "exec.files", "plain relative path"),
+            (vec![(long.as_str(), "")], "exec.files", "plain relative path"),
+            (vec![("a", "x\0")], "exec.files.a", "NUL"),
+            (
+                vec![("a", ""), ("a/b", "")],
+                "exec.files",
+                "both a file and a directory",
+            ),
+            (vec![("a", big.as_str())], "exec.files", "bytes of files"),
+        ];
+        for (files, field, says) in table {
+            let (got, reason) = refusal(&with(&files), &[]).unwrap_or_default();
+            assert_eq!(got, field, "{files:?}: {reason}");
+            assert!(reason.contains(says), "{files:?}: {reason}");
+        }
+        let many: BTreeMap<String, String> = (0..=MAX_FILES)
+            .map(|i| (format!("f{i}"), String::new()))
+            .collect();
+        let spec = ExecSpec {
+            files: many,
+            ..exec(&["x"])
+        };
+        assert!(refusal(&spec, &[]).is_some_and(|(_, reason)| reason.contains("files; at most")));
     }
 }

@@ -270,6 +270,7 @@ pub fn deployment_of(
             custom_resources: app.constraints.custom_resources.clone(),
             migration: app.migration,
         },
+        source: None,
     };
     deployment.validate().map_err(|error| match error {
         crate::platform::error::PlatformError::Invalid { field, message } => {

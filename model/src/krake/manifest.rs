@@ -235,6 +235,7 @@ fn role(
             exec: ExecSpec {
                 argv,
                 probe: probe(container.get("readinessProbe"), &ports, path)?,
+                files: Default::default(),
             },
             env: env(container.get("env"), path)?,
         },

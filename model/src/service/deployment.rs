@@ -9,6 +9,7 @@ use serde_json::Value;
 use utoipa::ToSchema;
 
 use super::channels::Channels;
+use super::source::DeploymentSource;
 use crate::cluster::agent_api::{ExecSpec, Resources, MAX_SET_INSTANCES};
 use crate::cluster::validate::{check_program, check_set_bytes, instance_bytes, SpecError, MAX_SET_BYTES};
 use crate::platform::error::PlatformError;
@@ -68,6 +69,10 @@ pub struct Deployment {
     /// Which clusters it may run on (Krake's constraint languages).
     #[serde(default, skip_serializing_if = "Constraints::is_empty")]
     pub constraints: Constraints,
+    /// The bundle or marketplace reference it was built from, if any (what a partial update
+    /// bundle patches).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source: Option<DeploymentSource>,
 }
 
 /// Most constraints of each kind.
@@ -278,6 +283,9 @@ impl Deployment {
             return Err(PlatformError::invalid("parameters", "must be a JSON object"));
         }
         self.channels.validate()?;
+        if let Some(source) = &self.source {
+            source.validate()?;
+        }
         self.constraints.parsed().map(|_| ())
     }
 }

@@ -14,6 +14,7 @@ pub fn spec(id: &str, program: &str) -> InstanceSpec {
         exec: ExecSpec {
             argv: vec![program.into()],
             probe: None,
+            files: Default::default(),
         },
         resources: Resources::default(),
         env: BTreeMap::new(),

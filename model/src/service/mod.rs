@@ -22,6 +22,7 @@ pub mod reservations;
 mod revise;
 pub mod rollout;
 pub mod simple;
+pub mod source;
 #[cfg(test)]
 mod tests;
 mod version_ops;

@@ -28,6 +28,12 @@ pub enum Change {
         /// Instances by role.
         scale: BTreeMap<String, u32>,
     },
+    /// A deployment the API built by applying a partial update bundle to the previous
+    /// revision's source (a `PATCH` with a bundle).
+    BundlePatch {
+        /// The deployment built.
+        deployment: Deployment,
+    },
     /// A copy of an earlier revision's deployment.
     Rollback {
         /// The revision copied.
@@ -40,7 +46,7 @@ impl Change {
     pub fn kind(&self) -> RevisionType {
         match self {
             Change::Put { .. } => RevisionType::Put,
-            Change::Patch { .. } => RevisionType::Patch,
+            Change::Patch { .. } | Change::BundlePatch { .. } => RevisionType::Patch,
             Change::Scale { .. } => RevisionType::Scale,
             Change::Rollback { .. } => RevisionType::Rollback,
         }
@@ -55,7 +61,7 @@ pub fn revise<'a>(
     earlier: impl Fn(u64) -> Option<&'a Deployment>,
 ) -> Result<Deployment, PlatformError> {
     let next = match change {
-        Change::Put { deployment } => deployment.clone(),
+        Change::Put { deployment } | Change::BundlePatch { deployment } => deployment.clone(),
         Change::Patch { patch } => {
             if !patch.is_object() {
                 return Err(PlatformError::invalid(

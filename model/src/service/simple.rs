@@ -1,9 +1,8 @@
 //! The `…/simple` form of a deployment (Axebow's S12 and S16): `{deployment: {name, up, meta,
 //! config: {parameter, resource, resilience, scale}, artifact}, comment, meta}`, turned into
-//! a [`Deployment`]. Axebow's `artifact.ref` names a module in its marketplace; Drover does not
-//! resolve references yet (any `ref` is refused, never ignored), so the artifact is described
-//! inline: `artifact.roles` (what each role runs,
-//! its requests and environment) and `artifact.channels`. `config.scale` sets each role's
+//! a [`Deployment`]. The artifact is either a module of the tenant's marketplace (`artifact.ref`,
+//! resolved by the API through the tenant's registry) or described inline: `artifact.roles`
+//! (what each role runs, its requests and environment) and `artifact.channels`; never both. `config.scale` sets each role's
 //! instances (one when left out), `config.parameter` the parameters, `config.resource` the
 //! tenant resources used (`{alias: {kind: name}}`); `resilience` is accepted and has no effect
 //! (a role's instances restart on failure anyway).
@@ -16,6 +15,7 @@ use utoipa::ToSchema;
 
 use super::channels::Channels;
 use super::deployment::{ResourceUse, RoleSpec};
+use super::source::{ArtifactRef, DeploymentSource};
 use super::Deployment;
 use crate::cluster::agent_api::{ExecSpec, Resources};
 use crate::platform::error::PlatformError;
@@ -80,7 +80,8 @@ pub struct SimpleConfig {
 #[derive(Debug, Clone, Default, Deserialize, Serialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SimpleArtifact {
-    /// A marketplace reference (refused: Drover resolves no module references yet).
+    /// A marketplace module (Kumori's `#ArtifactRef`: `{domain, module, name?, kind?,
+    /// version?}`), instead of `roles`.
     #[serde(default, rename = "ref")]
     #[schema(value_type = Object)]
     pub reference: Option<Value>,
@@ -93,7 +94,7 @@ pub struct SimpleArtifact {
 }
 
 /// A role of an inline artifact.
-#[derive(Debug, Clone, Deserialize, Serialize, ToSchema)]
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SimpleRole {
     /// What each instance runs.
@@ -106,26 +107,40 @@ pub struct SimpleRole {
     pub env: BTreeMap<String, String>,
 }
 
-impl SimpleBody {
-    /// The deployment and comment it stands for; the error names the field to fix.
-    pub fn into_deployment(self) -> Result<(Deployment, String), PlatformError> {
-        let SimpleDeployment {
-            up, config, artifact, ..
-        } = self.deployment;
-        if !up.is_null() {
+impl SimpleDeployment {
+    /// The marketplace reference its artifact names, if it names one instead of describing its
+    /// roles inline; `up` must be `null`. The error names the field to fix.
+    pub fn reference(&self) -> Result<Option<ArtifactRef>, PlatformError> {
+        if !self.up.is_null() {
             return Err(PlatformError::invalid("deployment.up", "must be null"));
         }
-        // A reference is never ignored: with roles beside it, which one runs would be a guess.
-        if artifact.reference.is_some() {
-            return Err(PlatformError::invalid(
+        match (&self.artifact.reference, self.artifact.roles.is_empty()) {
+            // Never one ignored for the other: which one runs would be a guess.
+            (Some(_), false) => Err(PlatformError::invalid(
                 "deployment.artifact.ref",
-                "Drover does not resolve module references yet; describe the artifact inline in deployment.artifact.roles (without ref)",
-            ));
+                "give either a reference (ref) or the roles inline (roles), not both",
+            )),
+            (Some(reference), true) => ArtifactRef::parse(reference).map(Some),
+            (None, true) => Err(PlatformError::invalid(
+                "deployment.artifact",
+                "name a marketplace module in deployment.artifact.ref or describe at least one role in deployment.artifact.roles",
+            )),
+            (None, false) => Ok(None),
         }
+    }
+
+    /// The deployment it stands for, its roles and channels as `artifact` says (inline, or
+    /// resolved from a module), built from `source` when it came from one.
+    pub fn build(
+        self,
+        artifact: SimpleArtifact,
+        source: Option<DeploymentSource>,
+    ) -> Result<Deployment, PlatformError> {
+        let config = self.config;
         if artifact.roles.is_empty() {
             return Err(PlatformError::invalid(
                 "deployment.artifact",
-                "describe at least one role in deployment.artifact.roles",
+                "the artifact has no role to run",
             ));
         }
         if let Some(unknown) = config
@@ -135,7 +150,7 @@ impl SimpleBody {
         {
             return Err(PlatformError::invalid(
                 format!("deployment.config.scale.{unknown}"),
-                "no such role in deployment.artifact.roles",
+                "no such role in the artifact",
             ));
         }
         let mut resources = Vec::new();
@@ -170,13 +185,30 @@ impl SimpleBody {
                 (name, spec)
             })
             .collect();
-        let deployment = Deployment {
+        Ok(Deployment {
             roles,
             parameters,
             resources,
             channels: artifact.channels,
             constraints: Default::default(),
-        };
+            source,
+        })
+    }
+}
+
+impl SimpleBody {
+    /// The deployment and comment of a body whose artifact is described inline; one naming a
+    /// marketplace module is resolved by the API first ([`SimpleDeployment::reference`],
+    /// [`SimpleDeployment::build`]). The error names the field to fix.
+    pub fn into_deployment(self) -> Result<(Deployment, String), PlatformError> {
+        if self.deployment.reference()?.is_some() {
+            return Err(PlatformError::invalid(
+                "deployment.artifact.ref",
+                "a reference is resolved through the tenant's marketplace",
+            ));
+        }
+        let artifact = self.deployment.artifact.clone();
+        let deployment = self.deployment.build(artifact, None)?;
         Ok((deployment, self.comment))
     }
 }
@@ -228,8 +260,12 @@ mod tests {
                 "deployment.artifact.ref",
             ),
             (
-                json!({"deployment": {"artifact": {"ref": {"name": "x"}, "roles": {"a": {"exec": {"argv": ["x"]}}}}}}),
-                "module references",
+                json!({"deployment": {"artifact": {"ref": {"domain": "d", "module": "m"}, "roles": {"a": {"exec": {"argv": ["x"]}}}}}}),
+                "not both",
+            ),
+            (
+                json!({"deployment": {"artifact": {"ref": {"domain": "d", "module": "m"}}}}),
+                "resolved through the tenant's marketplace",
             ),
             (json!({"deployment": {"artifact": {}}}), "at least one role"),
             (

@@ -118,6 +118,7 @@ fn deployment(instances: u32, cpu: u64) -> Deployment {
                 exec: ExecSpec {
                     argv: vec!["sleep".into(), "1000".into()],
                     probe: None,
+                    files: Default::default(),
                 },
                 env: BTreeMap::from([("MODE".to_string(), "one".to_string())]),
             },
@@ -126,6 +127,7 @@ fn deployment(instances: u32, cpu: u64) -> Deployment {
         resources: Vec::new(),
         channels: Default::default(),
         constraints: Default::default(),
+        source: None,
     }
 }
 

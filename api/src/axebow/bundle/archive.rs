@@ -80,6 +80,9 @@ pub enum BundleError {
     /// Two entries of the same name.
     #[error("bundle: entry {0:?} appears twice")]
     Duplicate(String),
+    /// A package tarball that cannot be read.
+    #[error("the package's tarball is not readable: {0}")]
+    NotTarball(String),
 }
 
 impl BundleError {

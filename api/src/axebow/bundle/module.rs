@@ -3,11 +3,15 @@
 //! `kmodule.json` (or `.yaml`, `.yml`) — `{domain, module, version: [major, minor, patch],
 //! artifacts: {name: "component" | "service"}}`, as `kmodule.cue` holds them — and, for each
 //! artifact, an optional `<name>/artifact.json` (or `.yaml`, `.yml`) with `{schemas: [JSON
-//! Schema…], roles: [name…]}`. A `.cue` file anywhere in the module is refused, naming it: its
+//! Schema…], roles: [name…]}` — and what it runs: a component `{exec, resources, env}` (its
+//! files are those of its directory), a service `roles: {name: {component} | {exec, resources,
+//! env}}` and `channels`. A `.cue` file anywhere in the module is refused, naming it: its
 //! meaning would need the evaluator.
 
 use std::collections::BTreeMap;
 
+use drover_model::cluster::agent_api::{ExecSpec, Resources};
+use drover_model::service::links::Channels;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use utoipa::ToSchema;
@@ -42,14 +46,74 @@ struct Kmodule {
     _sums: Option<Value>,
 }
 
-/// `<artifact>/artifact.json`.
+/// `<artifact>/artifact.json`: its configuration's schemas; for a component what it runs
+/// (`exec`, `resources`, `env`); for a service its roles (names only, or what each runs) and
+/// channels.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct ArtifactFile {
     #[serde(default)]
     schemas: Vec<Value>,
     #[serde(default)]
-    roles: Vec<String>,
+    roles: Roles,
+    #[serde(default)]
+    channels: Channels,
+    #[serde(default)]
+    exec: Option<ExecSpec>,
+    #[serde(default)]
+    resources: Option<Resources>,
+    #[serde(default)]
+    env: BTreeMap<String, String>,
+}
+
+/// A service artifact's roles: their names, or what each runs.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(untagged)]
+enum Roles {
+    Names(Vec<String>),
+    Runs(BTreeMap<String, RoleRun>),
+}
+
+impl Default for Roles {
+    fn default() -> Self {
+        Roles::Names(Vec::new())
+    }
+}
+
+/// What one role of a service artifact runs: a component of the same module (`component`,
+/// with `env` added to the component's and `resources` replacing its), or a program given
+/// inline (`exec`, `resources`, `env`; no files).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RoleRun {
+    /// The component it runs.
+    #[serde(default)]
+    pub component: Option<String>,
+    /// Or the program it runs.
+    #[serde(default)]
+    pub exec: Option<ExecSpec>,
+    /// What each instance needs.
+    #[serde(default)]
+    pub resources: Option<Resources>,
+    /// Environment variables.
+    #[serde(default)]
+    pub env: BTreeMap<String, String>,
+}
+
+/// What an artifact runs, as its `artifact.json` says (never published in the package's
+/// metadata: a deployment reads it from the module's files).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ArtifactRun {
+    /// A component's program.
+    pub exec: Option<ExecSpec>,
+    /// A component's requests.
+    pub resources: Option<Resources>,
+    /// A component's environment.
+    pub env: BTreeMap<String, String>,
+    /// A service's roles.
+    pub roles: BTreeMap<String, RoleRun>,
+    /// A service's channels.
+    pub channels: Channels,
 }
 
 /// One artifact of a module, as `GET …/marketplace/module/schema` shows it.
@@ -62,6 +126,9 @@ pub struct Artifact {
     pub schemas: Vec<Value>,
     /// Its roles (a service's).
     pub roles: Vec<String>,
+    /// What it runs.
+    #[serde(skip)]
+    pub run: ArtifactRun,
 }
 
 /// A module read from a bundle directory.
@@ -172,12 +239,23 @@ pub fn read_module(dir: &str, files: &BTreeMap<&str, &[u8]>) -> Result<Module, M
             Some((file, bytes)) => data::<ArtifactFile>(&path(&file), bytes)?,
             None => ArtifactFile::default(),
         };
+        let (roles, runs) = match described.roles {
+            Roles::Names(names) => (names, BTreeMap::new()),
+            Roles::Runs(runs) => (runs.keys().cloned().collect(), runs),
+        };
         artifacts.insert(
             artifact.clone(),
             Artifact {
                 kind: *kind,
                 schemas: described.schemas,
-                roles: described.roles,
+                roles,
+                run: ArtifactRun {
+                    exec: described.exec,
+                    resources: described.resources,
+                    env: described.env,
+                    roles: runs,
+                    channels: described.channels,
+                },
             },
         );
     }

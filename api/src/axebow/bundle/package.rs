@@ -179,6 +179,7 @@ mod tests {
                     kind: ArtifactKind::Service,
                     schemas: vec![],
                     roles: vec!["frontend".into()],
+                    run: Default::default(),
                 },
             )]),
         };

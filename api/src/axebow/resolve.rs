@@ -1,0 +1,173 @@
+//! Resolving a marketplace reference (`artifact.ref`) through the tenant's registry: the
+//! package's document, the version asked for (else the one tagged `latest`), which the tenant
+//! must be allowed to use (its own domain's, or published public), its tarball fetched from the
+//! registry's own origin (the tenant's credentials go nowhere else) and checked against the
+//! document's SHA-1, read under the bundle bounds, and the module in it. A module the tenant
+//! may not use answers as one that does not exist.
+
+use std::collections::BTreeMap;
+
+use axum::http::StatusCode;
+use drover_model::service::source::ArtifactRef;
+use serde_json::Value;
+
+use super::bundle::archive::BundleLimits;
+use super::bundle::module::{read_module, Module};
+use super::bundle::package::package_name;
+use super::bundle::tarball::read_tarball;
+use super::context::{AxebowState, Caller};
+use super::marketplace::{document, refused, target, unprocessable, unreachable, usable};
+use super::reply::{codes, AxebowError};
+
+/// A module found in the marketplace.
+#[derive(Debug, Clone)]
+pub struct Resolved {
+    /// The module.
+    pub module: Module,
+    /// Its files, by path relative to the module (a component refuses any that is not text).
+    pub files: BTreeMap<String, Vec<u8>>,
+    /// The version resolved (`major.minor.patch`).
+    pub version: String,
+    /// The artifact its package names as its main one, if any.
+    pub main: Option<String>,
+}
+
+fn bad_gateway(message: String) -> AxebowError {
+    AxebowError::new(StatusCode::BAD_GATEWAY, codes::UNAVAILABLE, message)
+}
+
+/// `scheme://host[:port]` of `url`.
+fn origin(url: &str) -> String {
+    let (scheme, rest) = url.split_once("://").unwrap_or(("", url));
+    let host = rest.split(['/', '?', '#']).next().unwrap_or_default();
+    format!("{}://{}", scheme.to_ascii_lowercase(), host.to_ascii_lowercase())
+}
+
+/// Finds `reference` for `caller` acting in `tenant`.
+pub async fn resolve(
+    state: &AxebowState,
+    caller: &Caller,
+    tenant: &str,
+    reference: &ArtifactRef,
+) -> Result<Resolved, AxebowError> {
+    let target = target(state, caller, tenant, false).await?;
+    let name = package_name(&reference.domain, &reference.module);
+    let not_found = |what: String| {
+        AxebowError::not_found(format!(
+            "deployment.artifact.ref: {what} in tenant {tenant:?}'s marketplace"
+        ))
+    };
+    let document = document(&target, &name)
+        .await?
+        .ok_or_else(|| not_found(format!("no module {name}")))?;
+    let version = match reference.version()? {
+        Some(version) => version,
+        None => document["dist-tags"]["latest"]
+            .as_str()
+            .map(str::to_string)
+            .ok_or_else(|| not_found(format!("module {name} has no version tagged latest")))?,
+    };
+    let entry = &document["versions"][&version];
+    let kumori = &entry["kumori"];
+    if !entry.is_object() || !usable(kumori, &target.domain) {
+        return Err(not_found(format!("no version {version} of module {name}")));
+    }
+    let tarball = entry["dist"]["tarball"].as_str().ok_or_else(|| {
+        bad_gateway(format!(
+            "the registry {} names no tarball for {name}@{version}",
+            target.endpoint
+        ))
+    })?;
+    // The tenant's credentials go with the request: only to the registry's own origin.
+    if origin(tarball) != origin(&target.endpoint) {
+        return Err(bad_gateway(format!(
+            "the registry {} puts the tarball of {name}@{version} elsewhere ({}); Drover fetches tarballs from the registry's own address only",
+            target.endpoint,
+            origin(tarball)
+        )));
+    }
+    let answer = target
+        .calls
+        .get(tarball.to_string(), target.authorization.clone())
+        .await
+        .map_err(|e| unreachable(&target.endpoint, &e.0))?;
+    if answer.status != 200 {
+        return Err(refused(&target.endpoint, &answer));
+    }
+    let body = answer.body;
+    if let Some(expected) = entry["dist"]["shasum"].as_str() {
+        use sha1::Digest;
+        let got: String = sha1::Sha1::digest(&body)
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect();
+        if !got.eq_ignore_ascii_case(expected) {
+            return Err(bad_gateway(format!(
+                "the tarball of {name}@{version} from {} does not match its shasum",
+                target.endpoint
+            )));
+        }
+    }
+    let files = tokio::task::spawn_blocking(move || read_tarball(&body, BundleLimits::default()))
+        .await
+        .map_err(|e| AxebowError::internal(format!("reading a tarball: {e}")))?
+        .map_err(|e| bad_gateway(format!("the package {name}@{version}: {e}")))?;
+    let mut files = files;
+    // Drover's package.json describes the package, not the module.
+    files.remove("package.json");
+    let module = read_module(&reference.module, &borrowed(&files))
+        .map_err(|e| unprocessable(format!("{name}@{version}: {e}")))?;
+    if module.domain != reference.domain || module.module != reference.module {
+        return Err(bad_gateway(format!(
+            "the package {name}@{version} holds module {}/{}",
+            module.domain, module.module
+        )));
+    }
+    let main = kumori["targetDir"]
+        .as_str()
+        .and_then(|dir| dir.split_once('/'))
+        .map(|(_, artifact)| artifact.rsplit('/').next().unwrap_or(artifact).to_string())
+        .filter(|artifact| module.artifacts.contains_key(artifact));
+    Ok(Resolved {
+        module,
+        files,
+        version,
+        main,
+    })
+}
+
+/// `files` as [`read_module`] takes them.
+pub fn borrowed(files: &BTreeMap<String, Vec<u8>>) -> BTreeMap<&str, &[u8]> {
+    files
+        .iter()
+        .map(|(path, bytes)| (path.as_str(), bytes.as_slice()))
+        .collect()
+}
+
+/// The `version` of a manifest's `artifact.ref`, pinned to what it resolved to.
+pub fn pin(manifest: &mut Value, version: &str) {
+    if let Some(reference) = manifest
+        .get_mut("artifact")
+        .and_then(|a| a.get_mut("ref"))
+        .and_then(Value::as_object_mut)
+    {
+        reference.insert("version".into(), ArtifactRef::pinned(version));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn origins_and_pins() {
+        assert_eq!(origin("http://R:4873/@a%2fb/-/b-1.0.0.tgz"), "http://r:4873");
+        assert_eq!(origin("http://r:4873"), "http://r:4873");
+        assert_ne!(origin("http://r:4873.evil/x"), origin("http://r:4873"));
+        let mut manifest = json!({"artifact": {"ref": {"domain": "d", "module": "m"}}});
+        pin(&mut manifest, "1.2.3");
+        assert_eq!(manifest["artifact"]["ref"]["version"], json!([1, 2, 3]));
+    }
+}
