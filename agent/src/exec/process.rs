@@ -226,3 +226,48 @@ fn findable(program: &str, path: &std::ffi::OsStr, work: &std::path::Path) -> st
         Err(std::io::Error::from(rustix::io::Errno::NOENT))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use super::*;
+
+    #[test]
+    fn files_are_written_afresh_and_links_a_run_left_are_replaced_not_followed() {
+        let work = tempfile::tempdir().unwrap();
+        let outside = tempfile::tempdir().unwrap();
+        let files = BTreeMap::from([
+            ("main.sh".to_string(), "echo one".to_string()),
+            ("lib/util.sh".to_string(), "true".to_string()),
+        ]);
+        write_files(work.path(), &files).unwrap();
+        assert_eq!(
+            std::fs::read_to_string(work.path().join("main.sh")).unwrap(),
+            "echo one"
+        );
+        // A run edits a file, and swaps a directory and a file for links out of its directory.
+        std::fs::write(work.path().join("main.sh"), "tampered").unwrap();
+        std::fs::remove_dir_all(work.path().join("lib")).unwrap();
+        std::os::unix::fs::symlink(outside.path(), work.path().join("lib")).unwrap();
+        let victim = outside.path().join("victim");
+        std::fs::write(&victim, "mine").unwrap();
+        std::fs::remove_file(work.path().join("main.sh")).unwrap();
+        std::os::unix::fs::symlink(&victim, work.path().join("main.sh")).unwrap();
+        write_files(work.path(), &files).unwrap();
+        assert_eq!(
+            std::fs::read_to_string(work.path().join("main.sh")).unwrap(),
+            "echo one"
+        );
+        assert_eq!(
+            std::fs::read_to_string(work.path().join("lib/util.sh")).unwrap(),
+            "true"
+        );
+        assert_eq!(
+            std::fs::read_to_string(&victim).unwrap(),
+            "mine",
+            "a link was followed"
+        );
+        assert!(std::fs::read_dir(outside.path()).unwrap().count() == 1);
+    }
+}
