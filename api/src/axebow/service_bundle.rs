@@ -25,6 +25,8 @@ use super::context::{AxebowState, Caller};
 use super::marketplace::{bundle_refused, unprocessable, unreadable};
 use super::reply::{codes, AxebowError, Body};
 use super::resolve::{pin, resolve};
+use super::store;
+use drover_model::platform::PlatformRead;
 
 /// The largest service bundle form (the multipart body as a whole).
 pub const MAX_SERVICE_FORM: usize = 4 << 20;
@@ -174,6 +176,8 @@ pub async fn from_bundle(
     bundle: Bytes,
     previous: Option<DeploymentSource>,
 ) -> Result<Deployment, AxebowError> {
+    // Only a member's bundle is worth inflating: strangers learn nothing and cost nothing.
+    store::read(state, &caller.0, PlatformRead::Tenant(tenant), |_, _| Ok(())).await?;
     // Inflating is CPU work: off the request's thread.
     let read = tokio::task::spawn_blocking(move || {
         read_bundle(&bundle, service_bundle_limits())

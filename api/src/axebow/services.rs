@@ -197,7 +197,9 @@ async fn revision(
         description = "A deployment as JSON, or a Kumori bundle with its `deployment` module"),
     params(("tenant" = String, Path, description = "Tenant name"), ("service" = String, Path, description = "Service name"), RevisionParams),
     responses((status = 200, description = "Created (or, with dryrun, what would be)", body = Envelope<ServiceStatus>),
-        (status = 201, description = "Created; the wait ran out (requestId)", body = Envelope<ServiceStatus>)))]
+        (status = 201, description = "Created; the wait ran out (requestId)", body = Envelope<ServiceStatus>),
+        (status = 422, description = "A bundle or module that cannot be deployed (the message names the file)", body = super::reply::ErrorBody),
+        (status = 502, description = "The tenant's registry refused its credentials or answered what Drover cannot use", body = super::reply::ErrorBody)))]
 pub async fn create(
     State(state): State<AxebowState>,
     caller: Caller,
@@ -228,7 +230,9 @@ pub async fn create(
 #[utoipa::path(post, path = "/api/1.0-beta/tenant/{tenant}/service/{service}/simple", tag = "services", request_body = SimpleBody,
     params(("tenant" = String, Path, description = "Tenant name"), ("service" = String, Path, description = "Service name"), RevisionParams),
     responses((status = 200, description = "Created (or, with dryrun, what would be)", body = Envelope<ServiceStatus>),
-        (status = 201, description = "Created; the wait ran out (requestId)", body = Envelope<ServiceStatus>)))]
+        (status = 201, description = "Created; the wait ran out (requestId)", body = Envelope<ServiceStatus>),
+        (status = 422, description = "A bundle or module that cannot be deployed (the message names the file)", body = super::reply::ErrorBody),
+        (status = 502, description = "The tenant's registry refused its credentials or answered what Drover cannot use", body = super::reply::ErrorBody)))]
 pub async fn create_simple(
     State(state): State<AxebowState>,
     caller: Caller,
@@ -307,7 +311,9 @@ async fn create_service(
     params(("tenant" = String, Path, description = "Tenant name"), ("service" = String, Path, description = "Service name"),
         ("revision" = String, Path, description = "The current revision's number, which the new one names as its previous"), RevisionParams),
     responses((status = 200, description = "The new revision", body = Envelope<RevisionInfo>),
-        (status = 201, description = "Made; the wait ran out (requestId)", body = Envelope<RevisionInfo>)))]
+        (status = 201, description = "Made; the wait ran out (requestId)", body = Envelope<RevisionInfo>),
+        (status = 422, description = "A bundle or module that cannot be deployed (the message names the file)", body = super::reply::ErrorBody),
+        (status = 502, description = "The tenant's registry refused its credentials or answered what Drover cannot use", body = super::reply::ErrorBody)))]
 pub async fn update(
     State(state): State<AxebowState>,
     caller: Caller,
@@ -339,7 +345,9 @@ pub async fn update(
     params(("tenant" = String, Path, description = "Tenant name"), ("service" = String, Path, description = "Service name"),
         ("revision" = String, Path, description = "The current revision's number, which the new one names as its previous"), RevisionParams),
     responses((status = 200, description = "The new revision", body = Envelope<RevisionInfo>),
-        (status = 201, description = "Made; the wait ran out (requestId)", body = Envelope<RevisionInfo>)))]
+        (status = 201, description = "Made; the wait ran out (requestId)", body = Envelope<RevisionInfo>),
+        (status = 422, description = "A bundle or module that cannot be deployed (the message names the file)", body = super::reply::ErrorBody),
+        (status = 502, description = "The tenant's registry refused its credentials or answered what Drover cannot use", body = super::reply::ErrorBody)))]
 pub async fn update_simple(
     State(state): State<AxebowState>,
     caller: Caller,
@@ -368,7 +376,9 @@ pub async fn update_simple(
     params(("tenant" = String, Path, description = "Tenant name"), ("service" = String, Path, description = "Service name"),
         ("revision" = String, Path, description = "The current revision's number, which the new one names as its previous"), RevisionParams),
     responses((status = 200, description = "The new revision", body = Envelope<RevisionInfo>),
-        (status = 201, description = "Made; the wait ran out (requestId)", body = Envelope<RevisionInfo>)))]
+        (status = 201, description = "Made; the wait ran out (requestId)", body = Envelope<RevisionInfo>),
+        (status = 422, description = "A bundle or module that cannot be deployed (the message names the file)", body = super::reply::ErrorBody),
+        (status = 502, description = "The tenant's registry refused its credentials or answered what Drover cannot use", body = super::reply::ErrorBody)))]
 pub async fn patch(
     State(state): State<AxebowState>,
     caller: Caller,
