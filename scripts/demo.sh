@@ -339,6 +339,10 @@ the process list, and the CLI from DROVER_TOKEN:
   $bin get services --tenant demo -o wide
   $bin get services -A
 
+The web console, on every node: https://127.0.0.1:7401/ui/ (and :7402, :7403). Trust
+$state/ca.pem in the browser (or accept its warning for the demo), then sign in with a token:
+the demo's operator token (cat $state/token) sees everything; alice's (below) sees her tenants.
+
 The platform API (Axebow 1.0-beta), browsable at https://127.0.0.1:7401/docs/ :
   curl https://127.0.0.1:7401/api/1.0-beta/platform
   (umask 077; echo "Authorization: Bearer \$($bin token --issuer $issuer --key-file $state/jwt-secret --subject alice)" > alice-header)
@@ -386,6 +390,8 @@ if [ "${DROVER_DEMO_ONESHOT:-}" = "1" ]; then
     || { echo "demo: the demo tenant is not as created: $tenant" >&2; exit 1; }
   code=$(curl -s -o /dev/null -w '%{http_code}' https://127.0.0.1:7402/api/1.0-beta/tenant/demo)
   [ "$code" = 401 ] || { echo "demo: an anonymous tenant read answered $code" >&2; exit 1; }
+  curl -fsS -D - -o /dev/null https://127.0.0.1:7403/ui/ | grep -qi "^content-security-policy: default-src 'none'" \
+    || { echo "demo: the console at /ui/ is not served with its policy" >&2; exit 1; }
   # The agents run what was pinned and deployed: six real processes (set hello, service greeter,
   # Krake application krake-hello), fifty simulated instances.
   until [ "$(curl -fsS -H @"$state/admin-header" "$platform/tenant/operator/cluster/local-exec" 2>/dev/null \

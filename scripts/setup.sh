@@ -32,6 +32,9 @@ command -v openssl >/dev/null 2>&1 || missing_debs+=(openssl)
 # docker-compose validates deploy/compose (when the compose plugin is missing).
 docker compose version >/dev/null 2>&1 || command -v docker-compose >/dev/null 2>&1 || missing_debs+=(docker-compose)
 command -v systemd-analyze >/dev/null 2>&1 || missing_debs+=(systemd)
+# The web console's tests drive Debian's Chromium through its ChromeDriver.
+command -v chromium >/dev/null 2>&1 || missing_debs+=(chromium)
+command -v chromedriver >/dev/null 2>&1 || missing_debs+=(chromium-driver)
 if [ "${#missing_debs[@]}" -gt 0 ]; then
   echo "setup: installing ${missing_debs[*]}"
   as_root apt-get update -qq

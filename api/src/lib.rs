@@ -26,6 +26,7 @@ pub mod kube;
 pub mod ops;
 // The top floor: the rooms put together.
 pub mod state;
+pub mod ui;
 
 use axum::extract::DefaultBodyLimit;
 use axum::middleware::from_fn_with_state;
@@ -76,6 +77,7 @@ pub fn router(state: ApiState) -> Router {
     dialects
         .merge(platform)
         .merge(ops::snapshot::routes().with_state(ops))
+        .merge(ui::routes())
         .layer(from_fn_with_state(core, idempotency::scope))
         .layer(from_fn_with_state(http, http_metrics::record))
 }

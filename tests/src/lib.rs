@@ -4,6 +4,7 @@
 
 pub mod agent;
 pub mod boskos;
+pub mod browser;
 pub mod client;
 pub mod cluster;
 pub mod krake;
