@@ -5,6 +5,7 @@
 pub mod agent;
 pub mod boskos;
 pub mod browser;
+pub mod bundles;
 pub mod client;
 pub mod cluster;
 pub mod krake;

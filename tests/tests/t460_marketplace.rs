@@ -7,10 +7,10 @@
 //! each get their answer; another tenant sees none of a private module and cannot take its
 //! domain.
 
-use std::io::Write;
 use std::time::Duration;
 
 use anyhow::{ensure, Result};
+use drover_tests::bundles::{publish_module, zip_of};
 use drover_tests::platform::{process_platform_args, token, PlatformClient, OPERATOR_SUBJECT};
 use drover_tests::process::ProcessCluster;
 use drover_tests::verdaccio::{Verdaccio, PASSWORD, USER};
@@ -19,25 +19,6 @@ use serde_json::{json, Value};
 use tempfile::TempDir;
 
 const ELECTION: Duration = Duration::from_secs(20);
-
-/// A zip of `(name, contents)` files, deflated; a name ending in `@` is a symbolic link to its
-/// contents.
-fn zip_of(entries: &[(&str, Vec<u8>)]) -> Vec<u8> {
-    let mut writer = zip::ZipWriter::new(std::io::Cursor::new(Vec::new()));
-    let options =
-        zip::write::SimpleFileOptions::default().compression_method(zip::CompressionMethod::Deflated);
-    for (name, contents) in entries {
-        if let Some(link) = name.strip_suffix('@') {
-            writer
-                .add_symlink(link, String::from_utf8_lossy(contents), options)
-                .expect("symlink");
-        } else {
-            writer.start_file(*name, options).expect("file");
-            writer.write_all(contents).expect("write");
-        }
-    }
-    writer.finish().expect("zip").into_inner()
-}
 
 /// A bundle holding module `hello` of `acme.mods` at `version`: a service `web` with role
 /// `frontend`, and a component `worker`.
@@ -56,7 +37,7 @@ fn hello(version: [u32; 3]) -> Vec<u8> {
     ])
 }
 
-/// `PUT …/marketplace/module` of `tenant` with a multipart form.
+/// Publishes a service module of `tenant` as `subject`.
 async fn publish(
     addr: &str,
     subject: &str,
@@ -65,26 +46,7 @@ async fn publish(
     dir: &str,
     tags: &str,
 ) -> Result<(StatusCode, Value)> {
-    let form = reqwest::multipart::Form::new()
-        .part(
-            "bundle",
-            reqwest::multipart::Part::bytes(bundle).file_name("bundle.zip"),
-        )
-        .text("bundle-target-kind", "service")
-        .text("bundle-target-dir", dir.to_string())
-        .text("bundle-tags", tags.to_string());
-    let answer = reqwest::Client::new()
-        .put(format!(
-            "http://{addr}/api/1.0-beta/tenant/{tenant}/marketplace/module"
-        ))
-        .bearer_auth(token(subject))
-        .multipart(form)
-        .timeout(Duration::from_secs(60))
-        .send()
-        .await?;
-    let status = answer.status();
-    let text = answer.text().await?;
-    Ok((status, serde_json::from_str(&text).unwrap_or(Value::String(text))))
+    publish_module(addr, subject, tenant, bundle, ("service", dir, tags)).await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

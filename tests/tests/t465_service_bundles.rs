@@ -9,12 +9,12 @@
 //! tenant's private module, a tenant without a registry, a registry that is down, and hostile
 //! bundles each get their answer, and nothing is created.
 
-use std::io::Write;
 use std::time::Duration;
 
 use anyhow::{ensure, Result};
 use drover_model::cluster::agent_api::InstanceState;
 use drover_tests::agent::{proc_strings, AgentClient, AgentProcess};
+use drover_tests::bundles::{answer_of, publish_module, zip_of};
 use drover_tests::platform::{process_platform_args, token, PlatformClient, OPERATOR_SUBJECT};
 use drover_tests::process::ProcessCluster;
 use drover_tests::services::tenant_with_clusters;
@@ -26,17 +26,6 @@ use tempfile::TempDir;
 
 const ELECTION: Duration = Duration::from_secs(20);
 const WAIT: Duration = Duration::from_secs(60);
-
-fn zip_of(entries: &[(&str, Vec<u8>)]) -> Vec<u8> {
-    let mut writer = zip::ZipWriter::new(std::io::Cursor::new(Vec::new()));
-    let options =
-        zip::write::SimpleFileOptions::default().compression_method(zip::CompressionMethod::Deflated);
-    for (name, contents) in entries {
-        writer.start_file(*name, options).expect("file");
-        writer.write_all(contents).expect("write");
-    }
-    writer.finish().expect("zip").into_inner()
-}
 
 /// Module `app` of `acme.mods`: service `svc` whose role `frontend` runs component `web` and
 /// `backend` component `worker`; each component's script ends in `sleep <seconds>`.
@@ -104,9 +93,7 @@ async fn send_bundle(
         .timeout(Duration::from_secs(90))
         .send()
         .await?;
-    let status = answer.status();
-    let text = answer.text().await?;
-    Ok((status, serde_json::from_str(&text).unwrap_or(Value::String(text))))
+    answer_of(answer).await
 }
 
 /// The argv of the running instance `id` as `/proc` shows it, with its pid.
@@ -147,25 +134,7 @@ async fn publish(
     bundle: Vec<u8>,
     dir: &str,
 ) -> Result<(StatusCode, Value)> {
-    let form = reqwest::multipart::Form::new()
-        .part(
-            "bundle",
-            reqwest::multipart::Part::bytes(bundle).file_name("bundle.zip"),
-        )
-        .text("bundle-target-kind", "component")
-        .text("bundle-target-dir", dir.to_string());
-    let answer = reqwest::Client::new()
-        .put(format!(
-            "http://{addr}/api/1.0-beta/tenant/{tenant}/marketplace/module"
-        ))
-        .bearer_auth(token(subject))
-        .multipart(form)
-        .timeout(Duration::from_secs(60))
-        .send()
-        .await?;
-    let status = answer.status();
-    let text = answer.text().await?;
-    Ok((status, serde_json::from_str(&text).unwrap_or(Value::String(text))))
+    publish_module(addr, subject, tenant, bundle, ("component", dir, "[]")).await
 }
 
 /// Module `tool` of `domain` at `version`: component `run` whose script sleeps `seconds`.

@@ -208,13 +208,7 @@ pub async fn create(
     Params(params): Params<RevisionParams>,
     form: DeploymentForm<DeploymentBody>,
 ) -> Result<(StatusCode, Envelope<ServiceStatus>), AxebowError> {
-    let (deployment, comment) = match form {
-        DeploymentForm::Json(body) => (body.deployment, body.comment),
-        DeploymentForm::Bundle(form) => (
-            from_bundle(&state, &caller, &tenant, form.bundle, None).await?,
-            form.comment,
-        ),
-    };
+    let (deployment, comment) = whole_deployment(&state, &caller, &tenant, form).await?;
     create_service(
         state,
         caller,
@@ -250,6 +244,23 @@ pub async fn create_simple(
         (tenant, service, deployment, comment),
     )
     .await
+}
+
+/// The deployment and comment of a create or a full update: the JSON body's, or the one a whole
+/// bundle makes.
+async fn whole_deployment(
+    state: &AxebowState,
+    caller: &Caller,
+    tenant: &str,
+    form: DeploymentForm<DeploymentBody>,
+) -> Result<(Deployment, String), AxebowError> {
+    Ok(match form {
+        DeploymentForm::Json(body) => (body.deployment, body.comment),
+        DeploymentForm::Bundle(form) => (
+            from_bundle(state, caller, tenant, form.bundle, None).await?,
+            form.comment,
+        ),
+    })
 }
 
 /// Creates `(tenant, service)` deploying `deployment` with `comment`: the shared body of both
@@ -322,13 +333,7 @@ pub async fn update(
     Params(params): Params<RevisionParams>,
     form: DeploymentForm<DeploymentBody>,
 ) -> Result<(StatusCode, Envelope<RevisionInfo>), AxebowError> {
-    let (deployment, comment) = match form {
-        DeploymentForm::Json(body) => (body.deployment, body.comment),
-        DeploymentForm::Bundle(form) => (
-            from_bundle(&state, &caller, &tenant, form.bundle, None).await?,
-            form.comment,
-        ),
-    };
+    let (deployment, comment) = whole_deployment(&state, &caller, &tenant, form).await?;
     let call = RevisionCall {
         tenant,
         service,
