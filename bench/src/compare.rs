@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use anyhow::{bail, Result};
 
-use crate::compare_args::CompareArgs;
+use crate::compare_args::{CompareArgs, FirstNode};
 use crate::driver::{drive, http_client, Worker};
 use crate::drover::{self, BoskosPair, DroverCluster, LeaseHolder, LeaseReader, LeaseWriter};
 use crate::etcd::{self, EtcdCluster, KeepAlive, Putter, Ranger};
@@ -167,7 +167,11 @@ pub async fn run(args: CompareArgs) -> Result<()> {
     let warmup = Duration::from_secs(args.warmup);
     let duration = Duration::from_secs(args.duration);
     println!("starting a three-node Drover cluster and a three-member etcd cluster on 127.0.0.1");
-    let drover_cluster = DroverCluster::start(max_clients * 2, &args.drover_flags).await?;
+    let mut drover_cluster = DroverCluster::start(max_clients * 2, &args.drover_flags).await?;
+    if let Some(first) = args.first_node {
+        drover_cluster.put_first(first == FirstNode::Leader).await?;
+        println!("client 0 talks to {} ({first:?})", drover_cluster.node_for(0));
+    }
     let etcd_cluster = EtcdCluster::start().await?;
 
     let mut plan: Vec<(Workload, usize)> = Vec::new();

@@ -27,4 +27,17 @@ pub struct CompareArgs {
     /// Extra `drover serve` flag for every node (repeatable), to try other settings.
     #[arg(long = "drover-flag", allow_hyphen_values = true)]
     pub drover_flags: Vec<String>,
+    /// The Drover node client 0 talks to (the single client of the one-client rows), chosen
+    /// after the election: `leader` or `follower`. Without it, node 1, whatever its role.
+    #[arg(long, value_enum)]
+    pub first_node: Option<FirstNode>,
+}
+
+/// Which node comes first in the clients' round-robin.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum FirstNode {
+    /// The leader.
+    Leader,
+    /// A follower.
+    Follower,
 }

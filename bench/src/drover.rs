@@ -50,6 +50,19 @@ impl DroverCluster {
         })
     }
 
+    /// Rotates the nodes so that the first is the leader (`leader`) or a follower (otherwise).
+    pub async fn put_first(&mut self, leader: bool) -> Result<()> {
+        let id = self.processes.leader(Duration::from_secs(30)).await?;
+        let leader_addr = self.processes.api_addr(id);
+        let at = self
+            .nodes
+            .iter()
+            .position(|node| (*node == leader_addr) == leader)
+            .with_context(|| format!("no node of that role among {:?}", self.nodes))?;
+        self.nodes.rotate_left(at);
+        Ok(())
+    }
+
     /// The node client `i` talks to: clients are spread over every node.
     pub fn node_for(&self, i: usize) -> &str {
         &self.nodes[i % self.nodes.len()]

@@ -78,9 +78,14 @@ pub fn header(args: &CompareArgs, duration: Duration, warmup: Duration) -> Strin
     } else {
         ""
     };
+    let first = match args.first_node {
+        Some(crate::compare_args::FirstNode::Leader) => " --first-node leader",
+        Some(crate::compare_args::FirstNode::Follower) => " --first-node follower",
+        None => "",
+    };
     let _ = writeln!(
         text,
-        "Command: `drover-bench compare --concurrency {} --holders {} --duration {} --warmup {}{grpc}{flags}` \
+        "Command: `drover-bench compare --concurrency {} --holders {} --duration {} --warmup {}{grpc}{first}{flags}` \
          (`make bench`). Both clusters: three members on 127.0.0.1, default timings, every write \
          synced to disk before it is acknowledged; clients spread over all members, kept-alive \
          connections, one Rust HTTP/JSON client for both (etcd through its v3 JSON gateway); \

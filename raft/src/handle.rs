@@ -136,6 +136,10 @@ struct Core {
     raft: Raft,
     shared: Arc<SharedState>,
     committed: Arc<AtomicU64>,
+    /// The highest log index of a write this node answered before applying it itself
+    /// ([`RaftHandle::write_answered`]): its reads, stale ones included, wait until it is
+    /// applied here, so that whoever wrote through this node reads its write back from it.
+    answered: AtomicU64,
     peers: Arc<dyn Transport>,
     config: RaftConfig,
     leadership: watch::Receiver<Leadership>,
@@ -371,6 +375,7 @@ impl RaftHandle {
                 raft,
                 shared,
                 committed,
+                answered: AtomicU64::new(0),
                 peers,
                 config: options.config,
                 leadership,
@@ -413,10 +418,37 @@ impl RaftHandle {
             .since(after, limit)
     }
 
-    /// Proposes a command and waits until it is committed and applied, forwarding to the
-    /// leader when this node is not it.
+    /// Proposes a command and waits until it is committed and applied on the leader and on
+    /// this node, forwarding to the leader when this node is not it: the caller may read its
+    /// write from this node's replica at once ([`RaftHandle::local_read`]).
     pub async fn write(&self, proposal: Proposal) -> Result<Written, WriteError> {
         let deadline = Instant::now() + self.core.config.request_timeout;
+        let written = self.commit_through_leader(proposal, deadline).await?;
+        // Serve the caller's next read from this node consistently: wait until the write is
+        // applied here too.
+        let _ = self.wait_applied(written.index, deadline).await;
+        Ok(written)
+    }
+
+    /// Proposes a command and answers once it is committed and applied on the leader, with the
+    /// answer the leader's apply gave; through a follower, without waiting for the follower's
+    /// own apply (which waits for the leader's next AppendEntries). This node's reads that go
+    /// through [`RaftHandle::read`] — stale ones included — wait until the write is applied
+    /// here, so a client that writes and reads through one node reads its writes; its
+    /// [`RaftHandle::local_read`]s do not (use [`RaftHandle::write`] before those).
+    pub async fn write_answered(&self, proposal: Proposal) -> Result<Written, WriteError> {
+        let deadline = Instant::now() + self.core.config.request_timeout;
+        let written = self.commit_through_leader(proposal, deadline).await?;
+        self.core.answered.fetch_max(written.index, Ordering::AcqRel);
+        Ok(written)
+    }
+
+    /// Commits `proposal` through the leader (this node or another); its index and result.
+    async fn commit_through_leader(
+        &self,
+        proposal: Proposal,
+        deadline: Instant,
+    ) -> Result<Written, WriteError> {
         let routed = if self.core.leadership.borrow().is_self {
             self.route(LeaderRequest::Write(proposal), deadline).await
         } else {
@@ -432,12 +464,7 @@ impl RaftHandle {
             }
         };
         match routed {
-            Routed::Answer(LeaderResponse::Written { index, result }) => {
-                // Serve the caller's next read from this node consistently: wait until the
-                // write is applied here too.
-                let _ = self.wait_applied(index, deadline).await;
-                Ok(Written { index, result })
-            }
+            Routed::Answer(LeaderResponse::Written { index, result }) => Ok(Written { index, result }),
             Routed::Answer(LeaderResponse::Failed { message }) => Err(WriteError::MaybeCommitted(message)),
             Routed::Answer(LeaderResponse::Refused { message }) => Err(WriteError::Unavailable(message)),
             Routed::Answer(other) => Err(WriteError::Unavailable(format!("unexpected answer {other:?}"))),
@@ -484,8 +511,13 @@ impl RaftHandle {
         consistency: Consistency,
         f: impl FnOnce(&State) -> R,
     ) -> Result<(R, u64), ReadError> {
-        if consistency == Consistency::Linearizable {
-            let deadline = Instant::now() + self.core.config.request_timeout;
+        let deadline = Instant::now() + self.core.config.request_timeout;
+        if consistency == Consistency::Stale {
+            // A write this node answered is read back from it: a stale read waits for it (a
+            // linearizable one waits for a read index, which is at least as far).
+            let answered = self.core.answered.load(Ordering::Acquire);
+            self.wait_applied(answered, deadline).await?;
+        } else {
             let round = tokio::time::timeout_at(deadline, self.core.read_index_rounds.submit(())).await;
             let index = match round {
                 Ok(Some(Routed::Answer(LeaderResponse::ReadIndex { index }))) => index,

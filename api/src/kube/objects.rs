@@ -158,7 +158,7 @@ fn generated_name(prefix: &str) -> String {
 
 pub(crate) async fn commit(state: &Core, proposal: Proposal) -> Result<CommandResult, KubeError> {
     let proposal = proposal.with_principal(crate::audit::principal());
-    Ok(state.raft.write(proposal).await?.result)
+    Ok(state.raft.write_answered(proposal).await?.result)
 }
 
 pub(crate) fn stored(result: CommandResult) -> Result<StoredObject, KubeError> {
