@@ -275,7 +275,7 @@ async fn do_update(
     let readonly_same = super::wire::READONLY
         .iter()
         .zip(&incoming.readonly)
-        .all(|(name, sent)| sent.as_ref() == Some(&rendered["metadata"][*name]));
+        .all(|(name, sent)| same_readonly(sent.as_ref(), &rendered["metadata"][*name]));
     if readonly_same && incoming.input == meta.input && incoming.body == stored_body {
         return Err(Problem::titled(
             StatusCode::BAD_REQUEST,
@@ -292,6 +292,21 @@ async fn do_update(
     };
     let stored = propose(&state, &caller, key, change).await?;
     Ok(json_response(StatusCode::OK, &shown(&state, &stored)))
+}
+
+/// Whether a read-only metadata field sent back equals the one shown: times by the instant they
+/// name, not by their spelling (Python's `isoformat` leaves out a fraction of zero, so a time on
+/// a whole second comes back as `…:31+00:00` where Drover showed `…:31.000000+00:00`).
+fn same_readonly(sent: Option<&Value>, shown: &Value) -> bool {
+    match (sent, shown) {
+        (Some(Value::String(sent)), Value::String(shown)) => {
+            sent == shown
+                || drover_model::time::parse_rfc3339_us(sent)
+                    .is_some_and(|at| Some(at) == drover_model::time::parse_rfc3339_us(shown))
+        }
+        (Some(sent), shown) => sent == shown,
+        (None, _) => false,
+    }
 }
 
 async fn do_delete(
@@ -510,4 +525,24 @@ pub async fn subresource(
         _ => return Err(Problem::http(StatusCode::NOT_FOUND)),
     };
     Err(Problem::invalid(&sub, why))
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::same_readonly;
+
+    #[test]
+    fn read_only_times_are_compared_by_instant_not_spelling() {
+        let shown = json!("2026-11-27T10:16:31.000000+00:00");
+        assert!(same_readonly(Some(&json!("2026-11-27T10:16:31+00:00")), &shown));
+        assert!(same_readonly(Some(&json!("2026-11-27T10:16:31Z")), &shown));
+        assert!(same_readonly(Some(&shown), &shown));
+        assert!(!same_readonly(Some(&json!("2026-11-27T10:16:32+00:00")), &shown));
+        assert!(!same_readonly(None, &shown));
+        assert!(same_readonly(Some(&json!(null)), &json!(null)));
+        assert!(same_readonly(Some(&json!("a-uid")), &json!("a-uid")));
+        assert!(!same_readonly(Some(&json!("a-uid")), &json!("b-uid")));
+    }
 }
