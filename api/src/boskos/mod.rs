@@ -200,10 +200,12 @@ fn fencing_token(params: &Params) -> Result<Option<u64>, BoskosError> {
         .transpose()
 }
 
-/// Commits a pool command and returns its result, or the refusal as a Boskos error.
+/// Commits a pool command and returns its result, or the refusal as a Boskos error. Answered
+/// once the leader has applied it (a follower does not wait for its own apply): every pool read
+/// goes through `RaftHandle::read`, which waits for what this node answered.
 pub async fn run(state: &Core, command: PoolCommand) -> Result<PoolResult, BoskosError> {
     let proposal = Proposal::new(Command::Pool(command)).with_principal(crate::audit::principal());
-    let written = state.raft.write(proposal).await?;
+    let written = state.raft.write_answered(proposal).await?;
     match written.result {
         CommandResult::Pool(result) => Ok(result),
         CommandResult::Refused(error) => Err(error.into()),
