@@ -8,7 +8,7 @@
 use std::collections::BTreeMap;
 
 use axum::http::StatusCode;
-use drover_model::service::source::ArtifactRef;
+use drover_model::service::source::{plain_version, ArtifactRef};
 use serde_json::Value;
 
 use super::bundle::archive::BundleLimits;
@@ -67,6 +67,13 @@ pub async fn resolve(
             .map(str::to_string)
             .ok_or_else(|| not_found(format!("module {name} has no version tagged latest")))?,
     };
+    // A version a reference cannot name (a pre-release published by other tools) could not be
+    // pinned, so a later update or rollback would not find it again.
+    if plain_version(&version).is_none() {
+        return Err(unprocessable(format!(
+            "deployment.artifact.ref: {name}@{version} is not a plain major.minor.patch version; name one that is"
+        )));
+    }
     let entry = &document["versions"][&version];
     let kumori = &entry["kumori"];
     if !entry.is_object() || !usable(kumori, &target.domain) {
@@ -144,14 +151,15 @@ pub fn borrowed(files: &BTreeMap<String, Vec<u8>>) -> BTreeMap<&str, &[u8]> {
         .collect()
 }
 
-/// The `version` of a manifest's `artifact.ref`, pinned to what it resolved to.
+/// The `version` of a manifest's `artifact.ref`, pinned to what it resolved to (a plain
+/// `major.minor.patch`: [`resolve`] takes no other).
 pub fn pin(manifest: &mut Value, version: &str) {
-    if let Some(reference) = manifest
+    let reference = manifest
         .get_mut("artifact")
         .and_then(|a| a.get_mut("ref"))
-        .and_then(Value::as_object_mut)
-    {
-        reference.insert("version".into(), ArtifactRef::pinned(version));
+        .and_then(Value::as_object_mut);
+    if let (Some(reference), Some(pinned)) = (reference, ArtifactRef::pinned(version)) {
+        reference.insert("version".into(), pinned);
     }
 }
 

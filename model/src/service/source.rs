@@ -94,29 +94,30 @@ impl ArtifactRef {
                     _ => Err(bad()),
                 }
             }
-            Some(Value::String(text)) => {
-                let plain = text.split('.').count() == 3
-                    && text
-                        .split('.')
-                        .all(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()));
-                if plain {
-                    Ok(Some(text.clone()))
-                } else {
-                    Err(bad())
-                }
-            }
+            Some(Value::String(text)) => plain_version(text)
+                .map(|[major, minor, patch]| Some(format!("{major}.{minor}.{patch}")))
+                .ok_or_else(bad),
             Some(_) => Err(bad()),
         }
     }
 
-    /// `version` as Kumori writes it (`[major, minor, patch]`), from `major.minor.patch`.
-    pub fn pinned(version: &str) -> Value {
-        Value::Array(
-            version
-                .split('.')
-                .map(|part| part.parse::<u64>().map_or(Value::Null, Value::from))
-                .collect(),
-        )
+    /// `version` (`major.minor.patch`) as Kumori writes it: `[major, minor, patch]`; `None`
+    /// for any other form (a pre-release, a number past `u64`), which no reference can name.
+    pub fn pinned(version: &str) -> Option<Value> {
+        plain_version(version).map(|parts| Value::from(parts.to_vec()))
+    }
+}
+
+/// `major.minor.patch` as three numbers, if `text` is exactly that.
+pub fn plain_version(text: &str) -> Option<[u64; 3]> {
+    let mut parts = text.split('.').map(|part| {
+        (!part.is_empty() && part.bytes().all(|b| b.is_ascii_digit()))
+            .then(|| part.parse::<u64>().ok())
+            .flatten()
+    });
+    match (parts.next(), parts.next(), parts.next(), parts.next()) {
+        (Some(Some(major)), Some(Some(minor)), Some(Some(patch)), None) => Some([major, minor, patch]),
+        _ => None,
     }
 }
 
@@ -171,6 +172,7 @@ mod tests {
             json!({"domain": "acme", "module": "m", "version": [1, 2]}),
             json!({"domain": "acme", "module": "m", "version": "1.2"}),
             json!({"domain": "acme", "module": "m", "version": "1.2.x"}),
+            json!({"domain": "acme", "module": "m", "version": "99999999999999999999.0.0"}),
             json!({"domain": "acme", "module": "m", "version": 3}),
             json!({"domain": "", "module": "m"}),
             json!({"domain": "acme"}),
@@ -178,7 +180,10 @@ mod tests {
         ] {
             assert!(read(bad.clone()).is_err(), "{bad}");
         }
-        assert_eq!(ArtifactRef::pinned("1.2.3"), json!([1, 2, 3]));
+        assert_eq!(ArtifactRef::pinned("1.2.3"), Some(json!([1, 2, 3])));
+        for unnamable in ["1.0.0-beta", "99999999999999999999.0.0", "1.2", "1..2", "v1.2.3"] {
+            assert_eq!(ArtifactRef::pinned(unnamable), None, "{unnamable}");
+        }
     }
 
     #[test]
