@@ -124,7 +124,9 @@ chaos-sim-planted:
 	scripts/chaos-sim-planted.sh 10 12
 
 ## chaos-planted: prove the harness finds each planted bug in most seeds: a leader's stale read,
-## then service actors acting on a stale read of their service (about 10 minutes)
+## a read lease longer than the election timeout allows, then service actors acting on a stale
+## read of their service (about 15 minutes)
 chaos-planted: setup
 	scripts/chaos-planted.sh 8 25 stale-read
+	scripts/chaos-planted.sh 8 25 long-lease
 	scripts/chaos-planted.sh 8 25 stale-service

@@ -4,10 +4,13 @@
 # violation. Exits non-zero unless most seeds found it.
 #   stale-read     (feature `planted-stale-read`): a leader answers linearizable reads from its
 #                  own state without a quorum round; leader partitions and pauses.
+#   long-lease     (feature `planted-long-lease`): a leader trusts a quorum round for ten
+#                  times the followers' leader lease; the lease-skew fault (followers' clocks
+#                  twice as fast, the leader cut off) and leader partitions.
 #   stale-service  (feature `planted-stale-service`): service actors act on their service as
 #                  they first read it; the services workload on its two agents, leader kills and
 #                  pauses; the agents' inventories are the ground truth.
-# Usage: scripts/chaos-planted.sh [seeds] [seconds] [stale-read|stale-service]
+# Usage: scripts/chaos-planted.sh [seeds] [seconds] [stale-read|long-lease|stale-service]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 seeds="${1:-6}"
@@ -17,8 +20,9 @@ target="${CARGO_TARGET_DIR:-target}"
 
 case "$bug" in
   stale-read) faults="partition-leader,pause-leader"; workload=(--clients 8 --service-clients 0) ;;
+  long-lease) faults="lease-skew,partition-leader"; workload=(--clients 12 --service-clients 0) ;;
   stale-service) faults="kill-leader,pause-leader"; workload=(--clients 2 --service-clients 2) ;;
-  *) echo "unknown planted bug $bug (stale-read or stale-service)" >&2; exit 2 ;;
+  *) echo "unknown planted bug $bug (stale-read, long-lease or stale-service)" >&2; exit 2 ;;
 esac
 
 cargo build -q -p drover-node --features "planted-$bug"

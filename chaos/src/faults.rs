@@ -30,6 +30,11 @@ pub enum FaultKind {
     /// Restart a random node with its clocks (wall and monotonic) offset and running at
     /// another rate through libfaketime, then restart it with the true clock.
     ClockSkew,
+    /// Restart every follower with its clocks running twice as fast through libfaketime — the
+    /// leader's clock then runs at half their rate, inside the bound its read lease is built
+    /// for (`drover_raft::lease`) — and cut the leader off from them while it serves reads from
+    /// its lease; heal, then restart the followers with the true clock.
+    LeaseSkew,
     /// Remove a random follower from the membership, then add it back.
     MemberChange,
     /// SIGKILL one agent of the services workload, restart it after a while (its instances
@@ -44,7 +49,7 @@ pub enum FaultKind {
 
 impl FaultKind {
     /// Every kind.
-    pub const ALL: [FaultKind; 9] = [
+    pub const ALL: [FaultKind; 10] = [
         Self::KillLeader,
         Self::KillRandom,
         Self::PauseLeader,
@@ -53,6 +58,7 @@ impl FaultKind {
         Self::PartitionRandom,
         Self::PartitionBridge,
         Self::ClockSkew,
+        Self::LeaseSkew,
         Self::MemberChange,
     ];
 
@@ -70,7 +76,7 @@ impl FaultKind {
     pub fn partitions(self) -> bool {
         matches!(
             self,
-            Self::PartitionLeader | Self::PartitionRandom | Self::PartitionBridge
+            Self::PartitionLeader | Self::PartitionRandom | Self::PartitionBridge | Self::LeaseSkew
         )
     }
 }
@@ -86,6 +92,7 @@ impl fmt::Display for FaultKind {
             Self::PartitionRandom => "partition-random",
             Self::PartitionBridge => "partition-bridge",
             Self::ClockSkew => "clock-skew",
+            Self::LeaseSkew => "lease-skew",
             Self::MemberChange => "member-change",
             Self::KillAgent => "kill-agent",
             Self::PauseAgent => "pause-agent",

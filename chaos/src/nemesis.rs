@@ -20,6 +20,9 @@ pub const HOSTS: Hosts = Hosts::Separate;
 /// How long a healing membership change may take (a catch-up may need a snapshot).
 const REJOIN: Duration = Duration::from_secs(30);
 
+/// The followers' clocks in a [`FaultKind::LeaseSkew`]: twice as fast as the leader's, no offset.
+const LEASE_SKEW_CLOCK: &str = "+0 x2";
+
 /// Finds libfaketime's multi-threaded library.
 pub fn libfaketime() -> Result<PathBuf> {
     let candidates = std::fs::read_dir("/usr/lib")?
@@ -39,7 +42,7 @@ pub fn prepare(kinds: &[FaultKind]) -> Result<()> {
     if kinds.iter().any(|kind| kind.partitions()) {
         netns::prepare()?;
     }
-    if kinds.contains(&FaultKind::ClockSkew) {
+    if kinds.contains(&FaultKind::ClockSkew) || kinds.contains(&FaultKind::LeaseSkew) {
         libfaketime()?;
     }
     Ok(())
@@ -117,6 +120,26 @@ pub async fn apply(cluster: &mut ProcessCluster, rng: &mut Rng, kind: FaultKind)
             )?;
             Ok(vec![target])
         }
+        FaultKind::LeaseSkew => {
+            let library = libfaketime()?.display().to_string();
+            let first = leader().await?;
+            let followers: Vec<u64> = running.iter().copied().filter(|id| *id != first).collect();
+            for id in &followers {
+                cluster.kill(*id)?;
+                cluster.restart_with_env(*id, &[("LD_PRELOAD", &library), ("FAKETIME", LEASE_SKEW_CLOCK)])?;
+                // Back in the cluster (it names the leader) before the next one goes down.
+                cluster.leader(Duration::from_secs(15)).await?;
+            }
+            // Usually still the first leader; whoever leads now is the one cut off.
+            let target = cluster.leader(Duration::from_secs(15)).await?;
+            println!(
+                "  nodes {followers:?} run with their clocks at {LEASE_SKEW_CLOCK}; node {target} (leading, \
+                 first {first}) is cut off from the others"
+            );
+            let rest: Vec<u64> = running.iter().copied().filter(|id| *id != target).collect();
+            cut_between(&[target], &rest)?;
+            Ok(followers)
+        }
         FaultKind::KillAgent | FaultKind::PauseAgent | FaultKind::FlapCluster => {
             bail!("{kind} is the agent's, injected beside the control plane's faults")
         }
@@ -163,6 +186,15 @@ pub async fn heal(cluster: &mut ProcessCluster, kind: FaultKind, nodes: &[u64]) 
             cluster.kill(*id)?;
             cluster.restart(*id)
         }),
+        FaultKind::LeaseSkew => {
+            netns::heal()?;
+            for id in nodes {
+                cluster.kill(*id)?;
+                cluster.restart(*id)?;
+                cluster.leader(Duration::from_secs(15)).await?;
+            }
+            Ok(())
+        }
         FaultKind::KillAgent | FaultKind::PauseAgent | FaultKind::FlapCluster => Ok(()),
         FaultKind::MemberChange => {
             for id in nodes {

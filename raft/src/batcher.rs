@@ -43,6 +43,14 @@ pub(crate) struct Batcher<T, A> {
     queue: mpsc::Sender<Pending<T, A>>,
 }
 
+impl<T, A> Clone for Batcher<T, A> {
+    fn clone(&self) -> Self {
+        Self {
+            queue: self.queue.clone(),
+        }
+    }
+}
+
 impl<T: Send + 'static, A: Send + 'static> Batcher<T, A> {
     /// Starts the task that drains the queue: at most `in_flight` batches of at most `max_batch`
     /// items at once (afresh after each change of `leadership`, when given), each sent with
@@ -67,12 +75,14 @@ impl<T: Send + 'static, A: Send + 'static> Batcher<T, A> {
     }
 }
 
-/// Rounds of `round`, one at a time, each shared by every caller queued when it starts.
+/// Rounds of `round`, at most `in_flight` at a time, each shared by every caller queued when it
+/// starts (never by one that came after it started).
 pub(crate) fn shared_rounds<A: Clone + Send + 'static>(
+    in_flight: usize,
     leadership: Option<watch::Receiver<Leadership>>,
     round: impl Fn() -> Round<A> + Send + 'static,
 ) -> Batcher<(), A> {
-    Batcher::start(1, usize::MAX, leadership, move |sharing: Vec<()>| {
+    Batcher::start(in_flight, usize::MAX, leadership, move |sharing: Vec<()>| {
         let round = round();
         Box::pin(async move { vec![round.await; sharing.len()] })
     })

@@ -10,6 +10,7 @@ use std::time::Duration;
 use drover_model::{Change, CommandResult, Proposal, State};
 use openraft::error::CheckIsLeaderError;
 use openraft::{ChangeMembers, ServerState};
+use prometheus::IntCounterVec;
 use tokio::sync::{broadcast, watch};
 use tokio::time::Instant;
 
@@ -18,6 +19,7 @@ use crate::commit::group_commit;
 use crate::elector::Elector;
 use crate::error::{HistoryGone, MembershipError, ReadError, StoreError, WriteError};
 pub use crate::leadership::Leadership;
+use crate::lease::{read_lease, ReadLease};
 use crate::metrics::RaftMetricsExporter;
 use crate::network::client::{PeerClient, PeerError};
 use crate::network::protocol::{LeaderRequest, LeaderResponse, NodeStatus, PreVoteRequest, PreVoteResponse};
@@ -31,6 +33,9 @@ use crate::RaftConfig;
 const LEADER_POLL: Duration = Duration::from_millis(25);
 /// Batches of writes a follower has on their way to the leader at once.
 const FORWARDS_IN_FLIGHT: usize = 4;
+/// Requests for a read index a follower has on their way to the leader at once: while the
+/// leader answers from its lease, a read that arrives during one need not wait for it.
+const READ_INDEX_REQUESTS_IN_FLIGHT: usize = 4;
 /// Most writes a follower sends to the leader in one request.
 const MAX_FORWARD_BATCH: usize = 64;
 /// Quorum rounds a leader tries for a read index before it refuses the reads waiting on it.
@@ -151,6 +156,10 @@ struct Core {
     quorum_rounds: Batcher<(), LeaderResponse>,
     /// Shared requests to the leader for this node's own linearizable reads.
     read_index_rounds: Batcher<(), Routed>,
+    /// How long the last confirmed quorum round lets this leader answer read indexes alone.
+    lease: Arc<ReadLease>,
+    /// Read indexes answered as leader, by how (`lease`, `round`).
+    read_indexes: IntCounterVec,
     /// When to campaign, after a pre-vote round.
     elector: Arc<Elector>,
     /// The Raft gauges and counters on the node's registry.
@@ -323,10 +332,14 @@ impl RaftHandle {
         ));
         tokio::spawn(elector.clone().run());
         let group_commit_writes = crate::metrics::group_commit_histogram(registry)?;
+        let read_indexes = crate::metrics::read_index_counter(registry)?;
         let core = Arc::new_cyclic(|weak: &Weak<Core>| {
             let for_reads = weak.clone();
             let for_writes = weak.clone();
             let raft_for_rounds = raft.clone();
+            let lease = Arc::new(ReadLease::new(read_lease(&options.config)));
+            let lease_for_rounds = lease.clone();
+            let leadership_for_rounds = leadership.clone();
             Core {
                 id: options.id,
                 node: options.node,
@@ -355,23 +368,34 @@ impl RaftHandle {
                         })
                     },
                 ),
-                quorum_rounds: shared_rounds(None, move || {
-                    Box::pin(quorum_round(raft_for_rounds.clone(), restart_floor))
+                quorum_rounds: shared_rounds(1, None, move || {
+                    Box::pin(quorum_round(
+                        raft_for_rounds.clone(),
+                        restart_floor,
+                        lease_for_rounds.clone(),
+                        leadership_for_rounds.borrow().term,
+                    ))
                 }),
-                read_index_rounds: shared_rounds(Some(leadership.clone()), move || {
-                    let core = for_reads.upgrade();
-                    Box::pin(async move {
-                        match core {
-                            Some(core) => {
-                                let deadline = Instant::now() + core.config.request_timeout;
-                                RaftHandle { core }
-                                    .route(LeaderRequest::ReadIndex, deadline)
-                                    .await
+                read_index_rounds: shared_rounds(
+                    READ_INDEX_REQUESTS_IN_FLIGHT,
+                    Some(leadership.clone()),
+                    move || {
+                        let core = for_reads.upgrade();
+                        Box::pin(async move {
+                            match core {
+                                Some(core) => {
+                                    let deadline = Instant::now() + core.config.request_timeout;
+                                    RaftHandle { core }
+                                        .route(LeaderRequest::ReadIndex, deadline)
+                                        .await
+                                }
+                                None => Routed::NoLeader("this node is shutting down".into()),
                             }
-                            None => Routed::NoLeader("this node is shutting down".into()),
-                        }
-                    })
-                }),
+                        })
+                    },
+                ),
+                lease,
+                read_indexes,
                 raft,
                 shared,
                 committed,
@@ -520,6 +544,10 @@ impl RaftHandle {
             if answered > 0 {
                 self.wait_applied(answered, deadline).await?;
             }
+        } else if let Some(index) = self.leased_read_index() {
+            // This node leads and its lease holds: no queue, no round.
+            self.core.read_indexes.with_label_values(&["lease"]).inc();
+            self.wait_applied(index, deadline).await?;
         } else {
             let round = tokio::time::timeout_at(deadline, self.core.read_index_rounds.submit(())).await;
             let index = match round {
@@ -684,13 +712,22 @@ impl RaftHandle {
                 if let Some(index) = self.planted_stale_read_index() {
                     return LeaderResponse::ReadIndex { index };
                 }
-                self.core
-                    .quorum_rounds
-                    .submit(())
-                    .await
-                    .unwrap_or_else(|| LeaderResponse::Refused {
-                        message: "this node is shutting down".to_string(),
-                    })
+                if let Some(index) = self.leased_read_index() {
+                    self.core.read_indexes.with_label_values(&["lease"]).inc();
+                    return LeaderResponse::ReadIndex { index };
+                }
+                let answer =
+                    self.core
+                        .quorum_rounds
+                        .submit(())
+                        .await
+                        .unwrap_or_else(|| LeaderResponse::Refused {
+                            message: "this node is shutting down".to_string(),
+                        });
+                if matches!(answer, LeaderResponse::ReadIndex { .. }) {
+                    self.core.read_indexes.with_label_values(&["round"]).inc();
+                }
+                answer
             }
             LeaderRequest::AddMember { id, node } => {
                 let added = match raft.add_learner(id, node, true).await {
@@ -769,6 +806,26 @@ impl RaftHandle {
             .unwrap_or_else(|| LeaderResponse::Refused {
                 message: "this node is shutting down".to_string(),
             })
+    }
+
+    /// The read index this leader may answer without a quorum round while its lease holds
+    /// (see [`crate::lease`]); starts a renewal in the background in the lease's second half.
+    fn leased_read_index(&self) -> Option<u64> {
+        let leadership = *self.core.leadership.borrow();
+        if !leadership.is_self {
+            return None;
+        }
+        let committed = self.core.committed.load(Ordering::Acquire);
+        let (index, renew) = self.core.lease.index(leadership.term, committed)?;
+        if renew {
+            let rounds = self.core.quorum_rounds.clone();
+            let lease = self.core.lease.clone();
+            tokio::spawn(async move {
+                rounds.submit(()).await;
+                lease.renewal_done();
+            });
+        }
+        Some(index)
     }
 
     /// THE PLANTED BUG (feature `planted-stale-read`, for the chaos harness only): a node that
@@ -912,10 +969,15 @@ impl RaftHandle {
     }
 }
 
-/// One quorum round on the leader: the index every read sharing it must wait for.
-async fn quorum_round(raft: Raft, floor: RestartFloor) -> LeaderResponse {
+/// One quorum round on the leader: the index every read sharing it must wait for. A confirmed
+/// round extends the read lease of `term` (the term this node led as it started) from its start.
+async fn quorum_round(raft: Raft, floor: RestartFloor, lease: Arc<ReadLease>, term: u64) -> LeaderResponse {
+    let started = Instant::now();
     match confirmed_read_index(&raft, floor).await {
-        Ok(index) => LeaderResponse::ReadIndex { index },
+        Ok(index) => {
+            lease.confirmed(term, started, index);
+            LeaderResponse::ReadIndex { index }
+        }
         Err(error) => match error.forward_to_leader() {
             Some(forward) => LeaderResponse::NotLeader {
                 leader: forward.leader_id,

@@ -21,6 +21,7 @@ mod elector;
 pub mod error;
 mod handle;
 mod leadership;
+mod lease;
 mod metrics;
 pub mod network;
 pub mod runtime;

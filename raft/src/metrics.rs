@@ -59,6 +59,23 @@ pub(crate) fn pre_vote_counter(registry: &Registry) -> Result<IntCounterVec, Sto
     Ok(counter)
 }
 
+/// Read indexes this node answered as leader, by how: `lease` (within the read lease, without a
+/// quorum round) or `round` (after one).
+pub(crate) fn read_index_counter(registry: &Registry) -> Result<IntCounterVec, StoreError> {
+    let counter = IntCounterVec::new(
+        Opts::new(
+            "drover_raft_read_indexes_total",
+            "Read indexes this node answered as leader, by how (lease: within its read lease; round: after a quorum round)",
+        ),
+        &["how"],
+    )
+    .map_err(metric_error)?;
+    registry
+        .register(Box::new(counter.clone()))
+        .map_err(metric_error)?;
+    Ok(counter)
+}
+
 fn histogram(
     registry: &Registry,
     name: &str,

@@ -1,8 +1,11 @@
 //! Three real `RaftHandle`s in one process over the in-process switchboard: the transport seam
 //! carries elections, replication, forwarding and read batching, a cut-off leader is replaced,
-//! and a member restarted from its disk catches up.
+//! a cut-off leader's read lease runs out before another leader commits, and a member restarted
+//! from its disk catches up.
 
 use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
@@ -24,6 +27,7 @@ struct Cluster {
     board: Switchboard,
     dirs: BTreeMap<NodeId, TempDir>,
     nodes: BTreeMap<NodeId, RaftHandle>,
+    registries: BTreeMap<NodeId, prometheus::Registry>,
 }
 
 impl Cluster {
@@ -32,6 +36,7 @@ impl Cluster {
             board: Switchboard::new(),
             dirs: BTreeMap::new(),
             nodes: BTreeMap::new(),
+            registries: BTreeMap::new(),
         };
         for id in IDS {
             cluster.dirs.insert(id, tempfile::tempdir()?);
@@ -60,7 +65,9 @@ impl Cluster {
             self.board.transport(&addr(id)),
             RocksDisk::open(&options.data_dir)?,
         );
-        let handle = RaftHandle::start_with(options, seams, &prometheus::Registry::new()).await?;
+        let registry = prometheus::Registry::new();
+        let handle = RaftHandle::start_with(options, seams, &registry).await?;
+        self.registries.insert(id, registry);
         self.board.attach(&addr(id), &handle);
         self.nodes.insert(id, handle);
         Ok(())
@@ -72,6 +79,25 @@ impl Cluster {
         let handle = self.nodes.remove(&id).context("member not running")?;
         handle.shutdown().await;
         Ok(())
+    }
+
+    /// Read indexes `id` answered as leader from its lease, without a quorum round.
+    fn lease_reads(&self, id: NodeId) -> u64 {
+        self.registries.get(&id).map_or(0, |registry| {
+            registry
+                .gather()
+                .iter()
+                .filter(|family| family.name() == "drover_raft_read_indexes_total")
+                .flat_map(|family| family.get_metric())
+                .filter(|metric| {
+                    metric
+                        .get_label()
+                        .iter()
+                        .any(|label| label.name() == "how" && label.value() == "lease")
+                })
+                .map(|metric| metric.get_counter().get_value() as u64)
+                .sum()
+        })
     }
 
     fn node(&self, id: NodeId) -> Result<&RaftHandle> {
@@ -203,6 +229,107 @@ async fn a_cut_off_leader_is_replaced_and_catches_up_after_healing() -> Result<(
             "member {id} applied the write its leader never committed"
         );
     }
+    cluster.shutdown().await;
+    Ok(())
+}
+
+/// One linearizable read of the object `name` on `node`: when it started, and whether it saw it
+/// (`None` when the read failed or did not finish within a second).
+async fn timed_read(node: &RaftHandle, name: &str) -> (Instant, Option<bool>) {
+    let started = Instant::now();
+    let read = node.read(Consistency::Linearizable, |state| state.get(&key(name)).is_some());
+    match tokio::time::timeout(Duration::from_secs(1), read).await {
+        Ok(Ok((seen, _))) => (started, Some(seen)),
+        _ => (started, None),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cut_off_leader_stops_answering_reads_before_another_leader_commits() -> Result<()> {
+    let cluster = Cluster::start().await?;
+    let (old, old_term) = cluster.agreed_leader(&IDS, 0).await?;
+    // Reads on the leader under a steady load are answered from its lease.
+    for _ in 0..200 {
+        let (_, seen) = timed_read(cluster.node(old)?, "after-the-cut").await;
+        assert_eq!(seen, Some(false), "a linearizable read on the leader failed");
+    }
+    assert!(
+        cluster.lease_reads(old) > 0,
+        "no read was answered from the leader's lease"
+    );
+
+    let rest: Vec<NodeId> = IDS.into_iter().filter(|id| *id != old).collect();
+    let others: Vec<String> = rest.iter().map(|id| addr(*id)).collect();
+    let others: Vec<&str> = others.iter().map(String::as_str).collect();
+    // Readers keep asking the cut-off leader while the others elect a leader and write, until
+    // each has finished two reads started after the write was acknowledged.
+    let stop = Arc::new(AtomicBool::new(false));
+    let acknowledged = Arc::new(OnceLock::<Instant>::new());
+    let finished_after = Arc::new(AtomicUsize::new(0));
+    let readers: Vec<_> = (0..4)
+        .map(|_| {
+            let node = cluster.node(old).cloned();
+            let (stop, acknowledged, finished_after) =
+                (stop.clone(), acknowledged.clone(), finished_after.clone());
+            tokio::spawn(async move {
+                let mut reads = Vec::new();
+                let Ok(node) = node else { return reads };
+                while !stop.load(Ordering::Relaxed) {
+                    let read = timed_read(&node, "after-the-cut").await;
+                    if acknowledged.get().is_some_and(|at| read.0 >= *at) {
+                        finished_after.fetch_add(1, Ordering::Relaxed);
+                    }
+                    reads.push(read);
+                    // Paced: the members share this runtime, and reads answered at once from
+                    // the lease would otherwise starve the election the test waits for.
+                    tokio::time::sleep(Duration::from_millis(1)).await;
+                }
+                reads
+            })
+        })
+        .collect();
+    cluster.board.isolate(&addr(old), &others);
+    let cut = Instant::now();
+
+    let (new, _) = cluster.agreed_leader(&rest, old_term).await?;
+    assert_ne!(new, old);
+    cluster.node(new)?.write(create("after-the-cut")).await?;
+    let acked = Instant::now();
+    acknowledged.set(acked).ok();
+    let deadline = acked + Duration::from_secs(10);
+    while finished_after.load(Ordering::Relaxed) < 8 && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    stop.store(true, Ordering::Relaxed);
+    let mut answered_after_cut = 0;
+    let mut last_answer_after_cut = Duration::ZERO;
+    for reader in readers {
+        for (started, seen) in reader.await? {
+            if started >= acked {
+                assert_ne!(
+                    seen,
+                    Some(false),
+                    "the cut-off leader answered a read started {:?} after another leader acknowledged a write, without it",
+                    started - acked
+                );
+            }
+            if started >= cut && seen.is_some() {
+                answered_after_cut += 1;
+                last_answer_after_cut = last_answer_after_cut.max(started - cut);
+            }
+        }
+    }
+    assert!(
+        finished_after.load(Ordering::Relaxed) >= 8,
+        "the readers did not get to read after the write"
+    );
+    let acknowledged = acked;
+    println!(
+        "the cut-off leader answered {answered_after_cut} reads after the cut, the last one started \
+         {last_answer_after_cut:?} after it; the new leader's write was acknowledged {:?} after it",
+        acknowledged - cut
+    );
+    cluster.board.heal();
     cluster.shutdown().await;
     Ok(())
 }
