@@ -8,9 +8,10 @@ use std::time::Duration;
 use anyhow::{bail, Result};
 
 use crate::compare_args::{CompareArgs, FirstNode};
-use crate::driver::{drive, http_client, Worker};
+use crate::driver::{drive, drive_measuring_cpu, http_client, Worker};
 use crate::drover::{self, BoskosPair, DroverCluster, LeaseHolder, LeaseReader, LeaseWriter};
 use crate::etcd::{self, EtcdCluster, KeepAlive, Putter, Ranger};
+use crate::goals::{self, Measured};
 use crate::grpc;
 use crate::report::{self, Row};
 
@@ -158,6 +159,44 @@ async fn etcd_workers(
     })
 }
 
+/// A single client's write p50 through the leader and through a follower, and etcd's gRPC
+/// client's single-client put p50 (from the rows when they have it, else measured now).
+async fn single_client_p50s(
+    drover_cluster: &mut DroverCluster,
+    etcd_cluster: &EtcdCluster,
+    rows: &[Row],
+    args: &CompareArgs,
+) -> Result<(f64, f64, Option<f64>)> {
+    let warmup = Duration::from_secs(args.warmup);
+    let duration = Duration::from_secs(args.duration);
+    let mut p50 = Vec::new();
+    for leader in [true, false] {
+        drover_cluster.put_first(leader).await?;
+        let cell = drive(
+            drover_workers(drover_cluster, Workload::Write, 1).await?,
+            warmup,
+            duration,
+        )
+        .await;
+        p50.push(cell.samples.quantile_ms(0.5));
+    }
+    let from_rows = rows
+        .iter()
+        .find(|row| row.workload == Workload::Write.title() && row.clients == 1)
+        .and_then(|row| row.etcd_grpc.as_ref())
+        .map(|cell| cell.p50_ms);
+    let etcd = match (from_rows, &args.etcd_grpc_load) {
+        (Some(p50), _) => Some(p50),
+        (None, Some(load)) => Some(
+            grpc::measure(load, &etcd_cluster.nodes, "put", 1, warmup, duration)
+                .await?
+                .p50_ms,
+        ),
+        (None, None) => None,
+    };
+    Ok((p50[0], p50[1], etcd))
+}
+
 /// Runs every row, alternating Drover and etcd, prints the table and, if asked, writes it.
 pub async fn run(args: CompareArgs) -> Result<()> {
     if args.concurrency.contains(&0) || args.holders.contains(&0) {
@@ -187,18 +226,29 @@ pub async fn run(args: CompareArgs) -> Result<()> {
 
     let terms_before = drover_cluster.highest_term().await?;
     let mut rows = Vec::new();
+    let mut measured = Measured::default();
     for (workload, clients) in plan {
-        let drover = drive(
+        let (drover, drover_cpu) = drive_measuring_cpu(
             drover_workers(&drover_cluster, workload, clients).await?,
             warmup,
             duration,
+            &drover_cluster.pids(),
         )
         .await;
         let etcd_workers = etcd_workers(&etcd_cluster, workload, clients).await?;
         let etcd = if etcd_workers.is_empty() {
             None
         } else {
-            Some(drive(etcd_workers, warmup, duration).await)
+            let (cell, etcd_cpu) =
+                drive_measuring_cpu(etcd_workers, warmup, duration, &etcd_cluster.pids()).await;
+            if workload == Workload::Write && clients == 64 {
+                let per_write = |cpu: f64, writes: usize| cpu * 1e6 / writes.max(1) as f64;
+                measured.cpu_per_write_64 = Some((
+                    per_write(drover_cpu, drover.samples.len()),
+                    per_write(etcd_cpu, cell.samples.len()),
+                ));
+            }
+            Some(cell)
         };
         let etcd_grpc = match (&args.etcd_grpc_load, workload.grpc_op()) {
             (Some(load), Some(op)) => {
@@ -214,8 +264,19 @@ pub async fn run(args: CompareArgs) -> Result<()> {
             etcd_grpc,
         };
         println!("{}", report::row_line(&row));
+        if row.clients == 64 {
+            let grpc = row.etcd_grpc.as_ref().map(|cell| cell.throughput);
+            match (workload, &row.etcd) {
+                (Workload::Write, Some(etcd)) => {
+                    measured.writes_64 = Some((row.drover.rate(), etcd.rate(), grpc));
+                }
+                (Workload::LinearizableRead, _) => measured.reads_64 = Some((row.drover.rate(), grpc)),
+                _ => {}
+            }
+        }
         rows.push(row);
     }
+    measured.single_p50 = Some(single_client_p50s(&mut drover_cluster, &etcd_cluster, &rows, &args).await?);
     let elections = drover_cluster.highest_term().await?.saturating_sub(terms_before);
     let memory = format!(
         "Elections in Drover during the run: {elections}. \
@@ -239,6 +300,12 @@ pub async fn run(args: CompareArgs) -> Result<()> {
         let _ = writeln!(table, "{}", report::row_line(row));
     }
     let _ = writeln!(table, "\n{memory}");
+    let _ = writeln!(
+        table,
+        "\nGoals of the write path (docs/BENCHMARKS.md), from this run; single-client writes \
+         measured again through the leader and through a follower after the rows above:\n\n{}",
+        goals::render(&measured)
+    );
     println!("\n{table}");
     if let Some(path) = &args.write {
         report::write_section(path, &table)?;

@@ -64,6 +64,16 @@ pub fn parsed_url(url: &str) -> anyhow::Result<reqwest::Url> {
 
 /// Runs `workers` concurrently: `warmup` unmeasured, then `duration` measured.
 pub async fn drive(workers: Vec<Box<dyn Worker>>, warmup: Duration, duration: Duration) -> Cell {
+    drive_measuring_cpu(workers, warmup, duration, &[]).await.0
+}
+
+/// [`drive`], and the CPU seconds the processes `pids` used in the measured window.
+pub async fn drive_measuring_cpu(
+    workers: Vec<Box<dyn Worker>>,
+    warmup: Duration,
+    duration: Duration,
+    pids: &[u32],
+) -> (Cell, f64) {
     let measuring = Arc::new(AtomicBool::new(false));
     let stop = Arc::new(AtomicBool::new(false));
     let tasks: Vec<_> = workers
@@ -90,10 +100,12 @@ pub async fn drive(workers: Vec<Box<dyn Worker>>, warmup: Duration, duration: Du
         .collect();
     tokio::time::sleep(warmup).await;
     measuring.store(true, Ordering::Relaxed);
+    let cpu_before = crate::proc::total_cpu_seconds(pids);
     let started = Instant::now();
     tokio::time::sleep(duration).await;
     measuring.store(false, Ordering::Relaxed);
     let elapsed = started.elapsed();
+    let cpu = crate::proc::total_cpu_seconds(pids) - cpu_before;
     stop.store(true, Ordering::Relaxed);
     let mut cell = Cell {
         samples: Samples::default(),
@@ -106,7 +118,7 @@ pub async fn drive(workers: Vec<Box<dyn Worker>>, warmup: Duration, duration: Du
             cell.errors += errors;
         }
     }
-    cell
+    (cell, cpu)
 }
 
 /// A shared HTTP client sized for `clients` kept-alive connections. It neither follows

@@ -74,6 +74,11 @@ impl DroverCluster {
         highest_scraped(&self.nodes, "drover_raft_term").await
     }
 
+    /// The nodes' process ids.
+    pub fn pids(&self) -> Vec<u32> {
+        self.processes.running_pids()
+    }
+
     /// Resident memory of each node, in KiB (from `/proc`).
     pub fn rss_kib(&self) -> Vec<u64> {
         self.processes

@@ -178,6 +178,11 @@ impl EtcdCluster {
         &self.nodes[i % self.nodes.len()]
     }
 
+    /// The members' process ids.
+    pub fn pids(&self) -> Vec<u32> {
+        self.children.iter().flatten().map(|c| c.id()).collect()
+    }
+
     /// Resident memory of each member, in KiB.
     pub fn rss_kib(&self) -> Vec<u64> {
         self.children

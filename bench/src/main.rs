@@ -16,6 +16,7 @@ mod driver;
 mod drover;
 mod etcd;
 mod failover;
+mod goals;
 mod grpc;
 mod histogram;
 mod leasing;
