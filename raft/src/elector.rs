@@ -44,7 +44,10 @@ pub(crate) fn refusal(
         return Some("this node leads".into());
     }
     if let Some(since) = since_leader_contact.filter(|since| *since <= lease) {
-        return Some(format!("heard from the leader {} ms ago", since.as_millis()));
+        return Some(format!(
+            "heard from the leader (or started) {} ms ago",
+            since.as_millis()
+        ));
     }
     if candidate_last_log < own_last_log {
         return Some(format!(
@@ -93,7 +96,10 @@ pub(crate) struct Elector {
     peers: Arc<dyn Transport>,
     config: RaftConfig,
     openraft_config: Arc<openraft::Config>,
-    /// When this node last heard from a leader it accepted (or granted a vote).
+    /// When this node last heard from a leader it accepted (or granted a vote); its start at
+    /// first: a node that stopped may have answered a leader's quorum round just before, and
+    /// that leader's read lease (`crate::lease`) counts on this node refusing votes for the
+    /// lease after it answered, restart or not.
     leader_contact: Mutex<Option<Instant>>,
     /// Pre-vote rounds by outcome.
     rounds: IntCounterVec,
@@ -116,7 +122,7 @@ impl Elector {
             peers,
             config,
             openraft_config,
-            leader_contact: Mutex::new(None),
+            leader_contact: Mutex::new(Some(Instant::now())),
             rounds,
         }
     }
