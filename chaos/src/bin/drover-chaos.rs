@@ -41,7 +41,7 @@ struct Cli {
     service_clients: usize,
     /// Fault kinds, comma separated (default: all): kill-leader, kill-random, pause-leader,
     /// pause-random, partition-leader, partition-random, partition-bridge, clock-skew,
-    /// member-change; `none` for a fault-free run.
+    /// lease-skew, member-change; `none` for a fault-free run.
     #[arg(long, default_value_t = FaultKind::names())]
     faults: String,
     /// Cluster size: 3 or 5 nodes.
