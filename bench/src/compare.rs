@@ -178,6 +178,13 @@ async fn single_client_p50s(
             duration,
         )
         .await;
+        if cell.samples.len() == 0 {
+            let through = if leader { "the leader" } else { "a follower" };
+            bail!(
+                "no single-client write through {through} succeeded ({} errors)",
+                cell.errors
+            );
+        }
         p50.push(cell.samples.quantile_ms(0.5));
     }
     let from_rows = rows
