@@ -10,7 +10,7 @@ use std::time::Duration;
 use drover_model::{Change, CommandResult, Proposal, State};
 use openraft::error::CheckIsLeaderError;
 use openraft::{ChangeMembers, ServerState};
-use prometheus::IntCounterVec;
+use prometheus::IntCounter;
 use tokio::sync::{broadcast, watch};
 use tokio::time::Instant;
 
@@ -158,8 +158,10 @@ struct Core {
     read_index_rounds: Batcher<(), Routed>,
     /// How long the last confirmed quorum round lets this leader answer read indexes alone.
     lease: Arc<ReadLease>,
-    /// Read indexes answered as leader, by how (`lease`, `round`).
-    read_indexes: IntCounterVec,
+    /// Read indexes answered as leader from the lease and after a round (resolved once: they
+    /// count every linearizable read).
+    lease_reads: IntCounter,
+    round_reads: IntCounter,
     /// When to campaign, after a pre-vote round.
     elector: Arc<Elector>,
     /// The Raft gauges and counters on the node's registry.
@@ -395,7 +397,8 @@ impl RaftHandle {
                     },
                 ),
                 lease,
-                read_indexes,
+                lease_reads: read_indexes.with_label_values(&["lease"]),
+                round_reads: read_indexes.with_label_values(&["round"]),
                 raft,
                 shared,
                 committed,
@@ -546,7 +549,6 @@ impl RaftHandle {
             }
         } else if let Some(index) = self.leased_read_index() {
             // This node leads and its lease holds: no queue, no round.
-            self.core.read_indexes.with_label_values(&["lease"]).inc();
             self.wait_applied(index, deadline).await?;
         } else {
             let round = tokio::time::timeout_at(deadline, self.core.read_index_rounds.submit(())).await;
@@ -713,7 +715,6 @@ impl RaftHandle {
                     return LeaderResponse::ReadIndex { index };
                 }
                 if let Some(index) = self.leased_read_index() {
-                    self.core.read_indexes.with_label_values(&["lease"]).inc();
                     return LeaderResponse::ReadIndex { index };
                 }
                 let answer =
@@ -725,7 +726,7 @@ impl RaftHandle {
                             message: "this node is shutting down".to_string(),
                         });
                 if matches!(answer, LeaderResponse::ReadIndex { .. }) {
-                    self.core.read_indexes.with_label_values(&["round"]).inc();
+                    self.core.round_reads.inc();
                 }
                 answer
             }
@@ -817,6 +818,7 @@ impl RaftHandle {
         }
         let committed = self.core.committed.load(Ordering::Acquire);
         let (index, renew) = self.core.lease.index(leadership.term, committed)?;
+        self.core.lease_reads.inc();
         if renew {
             let rounds = self.core.quorum_rounds.clone();
             let lease = self.core.lease.clone();
