@@ -97,9 +97,10 @@ pub(crate) struct Elector {
     config: RaftConfig,
     openraft_config: Arc<openraft::Config>,
     /// When this node last heard from a leader it accepted (or granted a vote); its start at
-    /// first: a node that stopped may have answered a leader's quorum round just before, and
-    /// that leader's read lease (`crate::lease`) counts on this node refusing votes for the
-    /// lease after it answered, restart or not.
+    /// first if it ever voted: a node that stopped may have answered a leader's quorum round
+    /// just before, and that leader's read lease (`crate::lease`) counts on this node refusing
+    /// votes for the lease after it answered, restart or not. A node that never voted (term 0)
+    /// has answered no leader, so a new cluster's members grant pre-votes from the start.
     leader_contact: Mutex<Option<Instant>>,
     /// Pre-vote rounds by outcome.
     rounds: IntCounterVec,
@@ -125,6 +126,14 @@ impl Elector {
             leader_contact: Mutex::new(Some(Instant::now())),
             rounds,
         }
+    }
+
+    /// For a node that has never voted (its stored term is 0): it has answered no leader, so it
+    /// need not count its start as leader contact, and a new cluster's members grant pre-votes
+    /// from the start.
+    pub(crate) fn never_voted(self) -> Self {
+        *self.leader_contact.lock().unwrap_or_else(|p| p.into_inner()) = None;
+        self
     }
 
     /// openraft's leader lease: voters refuse real votes for this long after leader contact.

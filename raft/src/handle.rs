@@ -286,30 +286,28 @@ impl RaftHandle {
         .await
         .map_err(|e| StoreError::Raft(e.to_string()))?;
 
-        if options.initial_members.contains_key(&options.id) {
-            let initialized = raft
-                .is_initialized()
-                .await
-                .map_err(|e| StoreError::Raft(e.to_string()))?;
-            if !initialized {
-                // Every bootstrap member proposes the same membership at log index 0, so they
-                // agree whichever initialises first.
-                let members: BTreeMap<NodeId, PeerNode> = options
-                    .initial_members
-                    .iter()
-                    .map(|(id, addr)| {
-                        (
-                            *id,
-                            PeerNode {
-                                peer_addr: addr.clone(),
-                                api_addr: String::new(),
-                            },
-                        )
-                    })
-                    .collect();
-                if let Err(e) = raft.initialize(members).await {
-                    tracing::info!(error = %e, "cluster already initialised");
-                }
+        let members: BTreeMap<NodeId, PeerNode> = options
+            .initial_members
+            .iter()
+            .map(|(id, addr)| {
+                (
+                    *id,
+                    PeerNode {
+                        peer_addr: addr.clone(),
+                        api_addr: String::new(),
+                    },
+                )
+            })
+            .collect();
+        if let Some(wait) = crate::bootstrap::turn(&members, options.id, options.config.election_timeout_max)
+        {
+            // Every bootstrap member proposes the same membership at log index 0, so they agree
+            // whichever initialises first; they take turns so as not to unseat the first leader.
+            let initialize = crate::bootstrap::initialize_in_turn(raft.clone(), members, wait);
+            if wait.is_zero() {
+                initialize.await;
+            } else {
+                tokio::spawn(initialize);
             }
         }
 
@@ -323,7 +321,7 @@ impl RaftHandle {
             shared.clone(),
             committed.clone(),
         ));
-        let elector = Arc::new(Elector::new(
+        let elector = Elector::new(
             options.id,
             raft.clone(),
             log_for_elector,
@@ -331,7 +329,12 @@ impl RaftHandle {
             options.config.clone(),
             openraft_config,
             crate::metrics::pre_vote_counter(registry)?,
-        ));
+        );
+        let elector = Arc::new(if restart_floor.term == 0 {
+            elector.never_voted()
+        } else {
+            elector
+        });
         tokio::spawn(elector.clone().run());
         let group_commit_writes = crate::metrics::group_commit_histogram(registry)?;
         let read_indexes = crate::metrics::read_index_counter(registry)?;

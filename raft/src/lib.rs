@@ -15,6 +15,7 @@
 //! in-process [`network::loopback::Switchboard`], a [`MemDisk`] and simulated time into.
 
 mod batcher;
+mod bootstrap;
 mod commit;
 pub mod config;
 mod elector;

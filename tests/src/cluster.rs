@@ -1,7 +1,7 @@
 //! In-process clusters: every node runs in the test's own runtime, on its own ports and data
 //! directory.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -63,6 +63,8 @@ pub struct ClusterOptions {
     pub reschedule_after: Option<std::time::Duration>,
     /// How the Krake dialect treats callers without a credential.
     pub krake: drover_api::krake::KrakeOptions,
+    /// Bootstrap members left stopped at the start (start them with [`TestCluster::restart`]).
+    pub absent: BTreeSet<u64>,
 }
 
 impl ClusterOptions {
@@ -182,6 +184,7 @@ impl TestCluster {
             .collect::<Result<_>>()?;
         let mut nodes = BTreeMap::new();
         for (id, (api, peer)) in listeners {
+            let absent = options.absent.contains(&id);
             let config = config_for(
                 id,
                 dir.path().join(format!("node-{id}")),
@@ -191,14 +194,12 @@ impl TestCluster {
                 raft.clone(),
                 &options,
             );
-            let running = start(config.clone(), Listeners { api, peer }, Vec::new()).await?;
-            nodes.insert(
-                id,
-                TestNode {
-                    config,
-                    running: Some(running),
-                },
-            );
+            let running = if absent {
+                None
+            } else {
+                Some(start(config.clone(), Listeners { api, peer }, Vec::new()).await?)
+            };
+            nodes.insert(id, TestNode { config, running });
         }
         Ok(Self {
             nodes,

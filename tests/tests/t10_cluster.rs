@@ -4,7 +4,7 @@
 use std::time::{Duration, Instant};
 
 use anyhow::{ensure, Result};
-use drover_tests::cluster::TestCluster;
+use drover_tests::cluster::{ClusterOptions, TestCluster};
 use drover_tests::wait::eventually;
 use reqwest::StatusCode;
 
@@ -355,6 +355,17 @@ async fn only_the_leader_runs_the_actor_tree_and_it_moves_with_leadership() -> R
         || async { (runners(&cluster) == vec![leader]).then_some(()) },
     )
     .await?;
+    // A new cluster's first leader keeps its place: no member that started after it unseated
+    // it, so the tree started once, there.
+    let starts: Vec<(u64, u64)> = cluster
+        .running_ids()
+        .into_iter()
+        .map(|id| Ok((id, cluster.node(id)?.gate.borrow().starts)))
+        .collect::<Result<_>>()?;
+    ensure!(
+        starts.iter().all(|(id, n)| *n == u64::from(*id == leader)),
+        "tree starts per node after bootstrap (leader {leader}): {starts:?}"
+    );
     cluster.stop(leader).await?;
     let next = cluster.leader(ELECTION).await?;
     ensure!(next != leader, "a new leader was elected");
@@ -366,5 +377,42 @@ async fn only_the_leader_runs_the_actor_tree_and_it_moves_with_leadership() -> R
     .await?;
     let gate = cluster.node(next)?.gate.borrow().to_owned();
     ensure!(gate.starts == 1 && gate.term > 0, "{gate:?}");
+    cluster.shutdown().await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_new_cluster_forms_without_its_first_member_which_joins_later_without_unseating_anyone(
+) -> Result<()> {
+    let mut cluster = TestCluster::start_with_options(
+        3,
+        ClusterOptions {
+            absent: [1].into(),
+            ..ClusterOptions::default()
+        },
+    )
+    .await?;
+    let leader = cluster.leader(ELECTION).await?;
+    ensure!(leader != 1, "node 1 is not running, yet leads");
+    let created = cluster.client(leader).create("default", "formed", "n2").await?;
+    ensure!(created.status == StatusCode::CREATED, "create: {created:?}");
+    let term = cluster.node(leader)?.gate.borrow().term;
+
+    // Node 1 starts with an empty directory and proposes the same membership at once; the
+    // leader's heartbeats outrank its candidacy, so it follows and catches up.
+    cluster.restart(1).await?;
+    eventually(Duration::from_secs(10), "node 1 to read the lease", || async {
+        let read = cluster.client(1).get("default", "formed", "").await.ok()?;
+        (read.status == StatusCode::OK).then_some(())
+    })
+    .await?;
+    ensure!(
+        cluster.leader(ELECTION).await? == leader,
+        "the leader changed when node 1 joined"
+    );
+    let gate = cluster.node(leader)?.gate.borrow().to_owned();
+    ensure!(
+        gate.term == term && gate.starts == 1,
+        "the leader's tree restarted: {gate:?}"
+    );
     cluster.shutdown().await
 }
