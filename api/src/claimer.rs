@@ -151,13 +151,14 @@ async fn lease(State(state): State<ClaimerState>, headers: HeaderMap, body: Body
         Some(Ok(pattern)) => Some(pattern),
         Some(Err(e)) => return text(StatusCode::BAD_REQUEST, format!("invalid cluster_regex: {e}")),
     };
-    // Filters are resolved on a snapshot of the pool; the grant itself is still atomic. Only
+    // Filters are resolved on a linearizable snapshot of the pool (so credentials registered
+    // through any node before this request count); the grant itself is still atomic. Only
     // clusters with a kubeconfig can be leased: a claim without one would be useless.
     let candidates = {
         let rtype = options.rtype.clone();
         let listed = state
             .raft
-            .read(Consistency::Stale, |s| {
+            .read(Consistency::Linearizable, |s| {
                 s.pools()
                     .of_type(&rtype)
                     .filter(|r| {
