@@ -75,6 +75,12 @@ pub struct ServiceHistory {
     pub unknown: usize,
     /// Every revision acknowledged, per service, since it was last created.
     pub revisions: BTreeMap<String, Vec<u64>>,
+    /// Per service, what its last unresolved change (an unknown outcome, or a revision not yet
+    /// accepted) would make of it. Reading the service back cannot rule it out: the change may
+    /// still be in flight, or be accepted later, after the client read the state before it. A
+    /// later acknowledged change settles it (the unresolved one was conditional on a revision
+    /// that is gone), except a delete, which is not conditional.
+    pub unresolved: BTreeMap<String, Known>,
     /// The fences each agent (by its cluster's name) reported, in the order sampled.
     pub fences: BTreeMap<String, Vec<Fence>>,
     /// The agents each instance id was seen on during the run: more than one means it moved.
@@ -391,10 +397,18 @@ pub async fn client(
                 // A revision the answer did not accept (it waits on usage marks) is not one.
                 let accepted = answer["data"]["status"]["accepted"].as_bool().unwrap_or(true);
                 if !accepted {
+                    record(&|h| {
+                        h.unresolved.insert(name.clone(), next.clone());
+                    });
                     known.insert(name, Known::Uncertain);
                     continue;
                 }
                 recorder.write_succeeded(invoked);
+                record(&|h| {
+                    if h.unresolved.get(&name) != Some(&Known::Absent) {
+                        h.unresolved.remove(&name);
+                    }
+                });
                 remember(&mut revisions, &name, &next);
                 match &next {
                     Known::Present { revision, .. } => {
@@ -418,7 +432,10 @@ pub async fn client(
                 known.insert(name, Known::Uncertain);
             }
             Sent::Unknown => {
-                record(&|h| h.unknown += 1);
+                record(&|h| {
+                    h.unknown += 1;
+                    h.unresolved.insert(name.clone(), next.clone());
+                });
                 known.insert(name, Known::Uncertain);
             }
         }
@@ -614,6 +631,8 @@ pub async fn check(
         match (told, now) {
             (Known::Uncertain, _) => {}
             (told, now) if told == now => {}
+            // The client read the state before a change of its own that took effect later.
+            (_, now) if history.unresolved.get(name) == Some(now) => {}
             (told, now) => violations.push(format!(
                 "{name}: acknowledged as {told:?}, but the control plane holds {now:?}"
             )),
