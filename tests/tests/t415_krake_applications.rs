@@ -285,14 +285,20 @@ async fn hooks_end_applications_and_rbac_limits_a_viewer() -> Result<()> {
     ensure!(status == StatusCode::NOT_FOUND, "{status}");
 
     // An application with the shutdown hook is asked to shut down on DELETE and ends once it
-    // called back, well within its grace.
+    // called back, well within its grace — also when it listens only seconds after it started.
     let port = free_port()?;
     let shutdown = json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "shutdown"},
                           "spec": {"ports": [{"port": 80, "targetPort": port}]}});
     let graceful = application(
         "graceful",
         1,
-        vec!["python3".into(), script, "shutdown".into(), port.to_string()],
+        vec![
+            "python3".into(),
+            script,
+            "shutdown".into(),
+            port.to_string(),
+            "3".into(),
+        ],
         vec![shutdown],
         &["shutdown"],
     );

@@ -1,6 +1,8 @@
 //! Asks applications to shut down: every [`TICK`], the calls the committed state says are due
-//! and this actor has not made yet are sent (`PUT`, bounded by [`CALL_TIMEOUT`]); a call that
-//! fails is not repeated within the same grace — the application goes `DEGRADED` when the grace
+//! and this actor has not made yet are sent (`PUT`, bounded by [`CALL_TIMEOUT`]). A call that
+//! could not connect (the application is not listening yet, say it is still starting) never
+//! reached it and is made again at the next tick, within the grace. A call that reached it and
+//! failed is not repeated within the same grace — the application goes `DEGRADED` when the grace
 //! ends, and `PUT …/retry` starts a new grace, which is called again.
 
 use std::collections::BTreeSet;
@@ -22,6 +24,8 @@ pub const CALL_TIMEOUT: Duration = Duration::from_secs(5);
 pub enum CallerMsg {
     /// Read what is due and call it.
     Tick,
+    /// A call could not connect: it is owed again.
+    Unreached(ShutdownCall),
 }
 
 /// Arguments of the caller.
@@ -64,7 +68,7 @@ impl Actor for ShutdownCaller {
 
     async fn handle(
         &self,
-        _myself: ActorRef<CallerMsg>,
+        myself: ActorRef<CallerMsg>,
         message: CallerMsg,
         state: &mut CallerState,
     ) -> Result<(), ActorProcessingErr> {
@@ -87,12 +91,21 @@ impl Actor for ShutdownCaller {
                             continue;
                         }
                         let http = state.http.clone();
+                        let myself = myself.clone();
                         tokio::spawn(async move {
                             match http.put(&call.url).timeout(CALL_TIMEOUT).send().await {
                                 Ok(answer) => tracing::info!(
                                     tenant = %call.tenant, application = %call.name,
                                     status = answer.status().as_u16(), "asked a Krake application to shut down"
                                 ),
+                                Err(error) if error.is_connect() => {
+                                    tracing::debug!(
+                                        tenant = %call.tenant, application = %call.name, %error,
+                                        "a Krake application's shutdown hook is not listening yet; asked again"
+                                    );
+                                    // The actor may have stopped with the term: nothing is owed then.
+                                    let _ = myself.cast(CallerMsg::Unreached(call));
+                                }
                                 Err(error) => tracing::warn!(
                                     tenant = %call.tenant, application = %call.name, %error,
                                     "a Krake application's shutdown hook did not answer"
@@ -101,6 +114,9 @@ impl Actor for ShutdownCaller {
                         });
                     }
                 }
+            }
+            CallerMsg::Unreached(call) => {
+                state.made.remove(&call);
             }
         }
         Ok(())

@@ -2,7 +2,9 @@
 what Drover put in its environment, as Krake's own hook users do.
 
 Usage: hook_app.py complete        calls its complete hook after a second, then idles
-       hook_app.py shutdown PORT   serves PUT /shutdown on 127.0.0.1:PORT; when asked, answers
+       hook_app.py shutdown PORT [DELAY]
+                                   after DELAY seconds (default 0; more plays an app slow to start)
+                                   serves PUT /shutdown on 127.0.0.1:PORT; when asked, answers
                                    and calls its shutdown hook (it has cleaned up), then idles
 Only the standard library: it runs under the machine's python3, as an `exec` instance.
 """
@@ -50,4 +52,5 @@ if sys.argv[1] == "complete":
     call("COMPLETE")
     time.sleep(600)
 else:
+    time.sleep(float(sys.argv[3]) if len(sys.argv) > 3 else 0)
     HTTPServer(("127.0.0.1", int(sys.argv[2])), Shutdown).serve_forever()
