@@ -24,8 +24,8 @@ pub const CALL_TIMEOUT: Duration = Duration::from_secs(5);
 pub enum CallerMsg {
     /// Read what is due and call it.
     Tick,
-    /// A call could not connect: it is owed again.
-    Unreached(ShutdownCall),
+    /// A call could not connect (why): it is owed again.
+    Unreached(ShutdownCall, String),
 }
 
 /// Arguments of the caller.
@@ -41,6 +41,9 @@ pub struct CallerState {
     egress: std::sync::Arc<drover_model::egress::EgressPolicy>,
     /// Calls made in this term (each grace once), forgotten once no longer due.
     made: BTreeSet<ShutdownCall>,
+    /// Calls that could not connect and were told about in the log, forgotten once no longer
+    /// due: one warning per grace, not one per tick.
+    unreached: BTreeSet<ShutdownCall>,
 }
 
 /// The shutdown caller.
@@ -63,6 +66,7 @@ impl Actor for ShutdownCaller {
             http,
             egress: args.egress,
             made: BTreeSet::new(),
+            unreached: BTreeSet::new(),
         })
     }
 
@@ -83,6 +87,7 @@ impl Actor for ShutdownCaller {
                     .into_iter()
                     .collect();
                 state.made.retain(|call| due.contains(call));
+                state.unreached.retain(|call| due.contains(call));
                 for call in due {
                     if state.made.insert(call.clone()) {
                         if let Some(why) = crate::egress::literal_refused(&state.egress, &call.url) {
@@ -99,12 +104,9 @@ impl Actor for ShutdownCaller {
                                     status = answer.status().as_u16(), "asked a Krake application to shut down"
                                 ),
                                 Err(error) if error.is_connect() => {
-                                    tracing::debug!(
-                                        tenant = %call.tenant, application = %call.name, %error,
-                                        "a Krake application's shutdown hook is not listening yet; asked again"
-                                    );
                                     // The actor may have stopped with the term: nothing is owed then.
-                                    let _ = myself.cast(CallerMsg::Unreached(call));
+                                    let why = error.to_string();
+                                    let _ = myself.cast(CallerMsg::Unreached(call, why));
                                 }
                                 Err(error) => tracing::warn!(
                                     tenant = %call.tenant, application = %call.name, %error,
@@ -115,7 +117,13 @@ impl Actor for ShutdownCaller {
                     }
                 }
             }
-            CallerMsg::Unreached(call) => {
+            CallerMsg::Unreached(call, why) => {
+                if state.unreached.insert(call.clone()) {
+                    tracing::warn!(
+                        tenant = %call.tenant, application = %call.name, %why, every = ?TICK,
+                        "a Krake application's shutdown hook could not be reached; asked again within its grace"
+                    );
+                }
                 state.made.remove(&call);
             }
         }
