@@ -315,7 +315,7 @@ async function serviceDetail(main, name) {
     events.replaceChildren(h('h2', { text: 'Events' }), table(['last', 'type', 'reason', 'count', 'message'],
       [...(full.events || [])].reverse().map((e) => h('tr', {}, h('td', { text: text(e.lastTimestamp) }), h('td', {}, badge(e.type)),
         h('td', { text: text(e.reason) }), h('td', { class: 'num', text: text(e.counter) }), h('td', { text: text(e.message) })))));
-    await refreshRoles(current);
+    await refreshRoles();
     try {
       const revisions = await data(`${base}/history`);
       const list = Array.isArray(revisions) ? revisions : (revisions && revisions.history) || [];
@@ -330,21 +330,43 @@ async function serviceDetail(main, name) {
           }, 'Roll back') : '')))));
     } catch (error) { failure(history, error); }
   };
-  const refreshRoles = async (current) => {
+  // Each role's scale form lives as long as the view: the instances under it are redrawn every
+  // few seconds, but what the user is typing (and the focus) is kept, and the count shown
+  // follows the service only while the user has not edited it.
+  const rolesHeading = h('h2', { text: 'Roles and instances' });
+  const roleParts = new Map();
+  const rolePart = (role) => {
+    if (roleParts.has(role)) return roleParts.get(role);
+    const input = h('input', {
+      type: 'number', min: 0, max: 1000, 'data-scale': role, 'aria-label': `instances of ${role}`,
+      oninput: () => { input.dataset.edited = 'true'; }, onchange: () => { input.dataset.edited = 'true'; },
+    });
+    const form = h('form', {
+      class: 'inline', onsubmit: (event) => {
+        event.preventDefault();
+        const count = Number(input.value);
+        const current = full && full.revision;
+        confirmThen(`Scale ${role} of ${name} to ${count}?`, async () => {
+          delete input.dataset.edited;
+          await call('PATCH', `${base}/revision/${current}/scale?accept=true`, { scale: { [role]: count } });
+          await refresh();
+        });
+      },
+    }, input, h('button', { type: 'submit', class: 'scale', 'data-role': role }, 'Scale'));
+    const instances = h('div', { 'data-instances': role });
+    const part = { section: h('div', {}, h('h3', {}, `${role} `, form), instances), input, instances };
+    roleParts.set(role, part);
+    return part;
+  };
+  const refreshRoles = async () => {
     const deployment = (full && full.deployment) || {};
-    const parts = [h('h2', { text: 'Roles and instances' })];
-    for (const [role, spec] of Object.entries(deployment.roles || {})) {
-      const input = h('input', { type: 'number', min: 0, max: 1000, value: spec.instances, 'data-scale': role, 'aria-label': `instances of ${role}` });
-      parts.push(h('h3', {}, `${role} `, h('form', {
-        class: 'inline', onsubmit: (event) => {
-          event.preventDefault();
-          const count = Number(input.value);
-          confirmThen(`Scale ${role} of ${name} to ${count}?`, async () => {
-            await call('PATCH', `${base}/revision/${current}/scale?accept=true`, { scale: { [role]: count } });
-            await refresh();
-          });
-        },
-      }, input, h('button', { type: 'submit', class: 'scale', 'data-role': role }, 'Scale'))));
+    const names = Object.keys(deployment.roles || {});
+    for (const role of names) {
+      const part = rolePart(role);
+      if (document.activeElement !== part.input && !part.input.dataset.edited) {
+        part.input.value = deployment.roles[role].instances;
+      }
+      const parts = [];
       let instances = {};
       try { instances = ((await data(`${base}/role/${encodeURIComponent(role)}`)) || {}).instances || {}; } catch (error) {
         parts.push(h('p', { class: 'error', text: error.message }));
@@ -360,8 +382,12 @@ async function serviceDetail(main, name) {
               await call('DELETE', `${base}/role/${encodeURIComponent(role)}/instance/${encodeURIComponent(i.id)}`); await refresh();
             }),
           }, 'Restart'))))));
+      part.instances.replaceChildren(...parts);
     }
-    roles.replaceChildren(...parts);
+    for (const role of [...roleParts.keys()]) if (!names.includes(role)) roleParts.delete(role);
+    const wanted = [rolesHeading, ...names.map((role) => roleParts.get(role).section)];
+    const shown = [...roles.children];
+    if (wanted.length !== shown.length || wanted.some((el, i) => el !== shown[i])) roles.replaceChildren(...wanted);
   };
   let stopTail = null;
   const tail = (role, id) => {
@@ -392,7 +418,7 @@ async function serviceDetail(main, name) {
   await refresh();
   watch(`${tenantPath()}/service`, (event) => { if (event.object && event.object.name === name) soon(); }, (said) => { status.textContent = said; });
   // Instances' readiness and usage come from the agent, not the replicated state.
-  every(3000, async () => { if (full) await refreshRoles(full.revision); });
+  every(3000, async () => { if (full) await refreshRoles(); });
 }
 
 function clusterRow(c) {

@@ -115,6 +115,20 @@ impl Browser {
             .with_context(|| format!("no {css} within 30 s"))
     }
 
+    /// Clicks the element `css` once it is there. A live view may redraw it between finding and
+    /// clicking (the instances' table, every few seconds): it is found again and clicked, as a
+    /// user clicks again (within 30 s).
+    pub async fn click(&self, css: &str) -> Result<()> {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            match self.wait_for(css).await?.click().await {
+                Ok(_) => return Ok(()),
+                Err(error) if error.is_stale_element_reference() && Instant::now() < deadline => {}
+                Err(error) => return Err(error).with_context(|| format!("clicking {css}")),
+            }
+        }
+    }
+
     /// Waits (up to 60 s) until `script` (a function body) returns a truthy value; that value.
     pub async fn wait_until(&self, what: &str, script: &str) -> Result<Value> {
         let deadline = Instant::now() + Duration::from_secs(60);

@@ -1,8 +1,9 @@
 //! The web console (#35) in a real headless browser (Debian's Chromium through ChromeDriver,
 //! driven with fantoccini) against three `drover serve` processes and an `exec` agent. Alice
-//! signs in on a follower; the services view shows her service live; the UI's scale action
-//! (confirmed in its dialog) shows the rollout's progress until `RUNNING` — and the agent runs
-//! the new instances; an instance's log tail shows its new lines; a value holding `<script>` and
+//! signs in on a follower; the services view shows her service live; what she types into the
+//! scale field outlives the instances' redraw; the UI's scale action (confirmed in its dialog)
+//! shows the rollout's progress until `RUNNING` — and the agent runs the new instances; an
+//! instance's log tail shows its new lines; a value holding `<script>` and
 //! `"><img onerror>` shows as text under a strict Content-Security-Policy; an operator sees the
 //! cluster's badge turn `OFFLINE` with its reason when the agent is SIGSTOPped past the offline
 //! threshold, without a reload; a user of another tenant sees none of alice's; and the views
@@ -144,6 +145,28 @@ async fn the_console_shows_the_platform_live_and_acts_through_the_api() -> Resul
     let input = browser.wait_for(r#"input[data-scale="main"]"#).await?;
     input.clear().await?;
     input.send_keys("3").await?;
+    // The instances are redrawn every few seconds; what the user typed stays, in focus.
+    browser
+        .client
+        .execute(
+            "window.drawn = document.querySelector('#roles table'); return true;",
+            vec![],
+        )
+        .await?;
+    browser
+        .wait_until(
+            "the instances redrawn",
+            "return document.querySelector('#roles table') !== window.drawn;",
+        )
+        .await?;
+    let kept = browser
+        .client
+        .execute(
+            "const i = document.querySelector('input[data-scale=\"main\"]'); return i.value === '3' && document.activeElement === i;",
+            vec![],
+        )
+        .await?;
+    ensure!(kept == Value::Bool(true), "the redraw threw away what was typed");
     browser
         .client
         .find(Locator::Css(r#"button.scale[data-role="main"]"#))
@@ -168,11 +191,7 @@ async fn the_console_shows_the_platform_live_and_acts_through_the_api() -> Resul
     })
     .await?;
     // An instance's log tail shows its new lines.
-    browser
-        .wait_for("#roles tr[data-instance] a")
-        .await?
-        .click()
-        .await?;
+    browser.click("#roles tr[data-instance] a").await?;
     let lines = |n: u32| {
         format!("const l = document.getElementById('log'); return !!l && (l.textContent.match(/line-/g) || []).length >= {n};")
     };
