@@ -1,12 +1,13 @@
 //! Asks applications to shut down: every [`TICK`], the calls the committed state says are due
 //! and this actor has not made yet are sent (`PUT`, bounded by [`CALL_TIMEOUT`]). A call that
 //! could not connect (the application is not listening yet, say it is still starting) never
-//! reached it and is made again at the next tick, within the grace. A call that reached it and
+//! reached it and is made again within the grace, after [`retry_after`] (half a second, then
+//! doubling up to [`MAX_RETRY`]). A call that reached it and
 //! failed is not repeated within the same grace — the application goes `DEGRADED` when the grace
 //! ends, and `PUT …/retry` starts a new grace, which is called again.
 
-use std::collections::BTreeSet;
-use std::time::Duration;
+use std::collections::{BTreeMap, BTreeSet};
+use std::time::{Duration, Instant};
 
 use drover_model::krake::hooks_due::{shutdown_calls, ShutdownCall};
 use ractor::{Actor, ActorProcessingErr, ActorRef};
@@ -18,6 +19,25 @@ pub const TICK: Duration = Duration::from_millis(500);
 
 /// Longest one call may take.
 pub const CALL_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// Longest wait before a call that could not connect is made again.
+pub const MAX_RETRY: Duration = Duration::from_secs(10);
+
+/// How long after its `attempts`-th failure to connect (from 1) a call is made again: [`TICK`],
+/// doubling, at most [`MAX_RETRY`] — quick while an application starts, and a few thousand
+/// calls at most in the longest grace (a day) if it never listens.
+pub fn retry_after(attempts: u32) -> Duration {
+    let doublings = attempts.saturating_sub(1).min(16);
+    TICK.saturating_mul(1 << doublings).min(MAX_RETRY)
+}
+
+/// A call that could not connect, and when it is made again.
+struct Retry {
+    /// Failures to connect so far in this grace.
+    attempts: u32,
+    /// When it is made again; `None` while that call is in flight.
+    retry_at: Option<Instant>,
+}
 
 /// Messages of the caller.
 #[derive(Debug)]
@@ -41,9 +61,8 @@ pub struct CallerState {
     egress: std::sync::Arc<drover_model::egress::EgressPolicy>,
     /// Calls made in this term (each grace once), forgotten once no longer due.
     made: BTreeSet<ShutdownCall>,
-    /// Calls that could not connect and were told about in the log, forgotten once no longer
-    /// due: one warning per grace, not one per tick.
-    unreached: BTreeSet<ShutdownCall>,
+    /// Calls that could not connect, forgotten once no longer due (one warning per grace).
+    unreached: BTreeMap<ShutdownCall, Retry>,
 }
 
 /// The shutdown caller.
@@ -66,7 +85,7 @@ impl Actor for ShutdownCaller {
             http,
             egress: args.egress,
             made: BTreeSet::new(),
-            unreached: BTreeSet::new(),
+            unreached: BTreeMap::new(),
         })
     }
 
@@ -87,7 +106,14 @@ impl Actor for ShutdownCaller {
                     .into_iter()
                     .collect();
                 state.made.retain(|call| due.contains(call));
-                state.unreached.retain(|call| due.contains(call));
+                state.unreached.retain(|call, _| due.contains(call));
+                let now = Instant::now();
+                for (call, retry) in &mut state.unreached {
+                    if retry.retry_at.is_some_and(|at| at <= now) {
+                        retry.retry_at = None;
+                        state.made.remove(call);
+                    }
+                }
                 for call in due {
                     if state.made.insert(call.clone()) {
                         if let Some(why) = crate::egress::literal_refused(&state.egress, &call.url) {
@@ -118,15 +144,44 @@ impl Actor for ShutdownCaller {
                 }
             }
             CallerMsg::Unreached(call, why) => {
-                if state.unreached.insert(call.clone()) {
+                let retry = state.unreached.entry(call.clone()).or_insert(Retry {
+                    attempts: 0,
+                    retry_at: None,
+                });
+                if retry.attempts == 0 {
                     tracing::warn!(
-                        tenant = %call.tenant, application = %call.name, %why, every = ?TICK,
+                        tenant = %call.tenant, application = %call.name, %why,
                         "a Krake application's shutdown hook could not be reached; asked again within its grace"
                     );
                 }
-                state.made.remove(&call);
+                retry.attempts = retry.attempts.saturating_add(1);
+                retry.retry_at = Some(Instant::now() + retry_after(retry.attempts));
             }
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_call_that_could_not_connect_is_made_again_sooner_first_and_never_rarer_than_the_cap() {
+        let ms = |attempts| retry_after(attempts).as_millis();
+        let table = [
+            (0, 500),
+            (1, 500),
+            (2, 1_000),
+            (3, 2_000),
+            (4, 4_000),
+            (5, 8_000),
+            (6, 10_000),
+            (40, 10_000),
+            (u32::MAX, 10_000),
+        ];
+        for (attempts, wanted) in table {
+            assert_eq!(ms(attempts), wanted, "after {attempts} failures");
+        }
     }
 }
