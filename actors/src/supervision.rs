@@ -69,12 +69,19 @@ impl RestartPolicy {
         if recent > self.config.max_restarts {
             return Decision::GiveUp;
         }
-        let exponent = u32::try_from(recent.saturating_sub(1))
-            .unwrap_or(u32::MAX)
-            .min(20);
-        let backoff = self.config.initial_backoff.saturating_mul(1u32 << exponent);
-        Decision::RestartAfter(backoff.min(self.config.max_backoff))
+        Decision::RestartAfter(exponential_backoff(
+            self.config.initial_backoff,
+            self.config.max_backoff,
+            u32::try_from(recent).unwrap_or(u32::MAX),
+        ))
     }
+}
+
+/// The wait after the `failures`-th failure in a row (from 1): `initial`, doubling with each
+/// failure after the first, at most `max`.
+pub fn exponential_backoff(initial: Duration, max: Duration, failures: u32) -> Duration {
+    let exponent = failures.saturating_sub(1).min(20);
+    initial.saturating_mul(1u32 << exponent).min(max)
 }
 
 #[cfg(test)]

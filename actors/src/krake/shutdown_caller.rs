@@ -2,9 +2,9 @@
 //! and this actor has not made yet are sent (`PUT`, bounded by [`CALL_TIMEOUT`]). A call that
 //! could not connect (the application is not listening yet, say it is still starting) never
 //! reached it and is made again within the grace, after [`retry_after`] (half a second, then
-//! doubling up to [`MAX_RETRY`]). A call that reached it and
-//! failed is not repeated within the same grace — the application goes `DEGRADED` when the grace
-//! ends, and `PUT …/retry` starts a new grace, which is called again.
+//! doubling up to [`MAX_RETRY`]). A call that reached it and failed is not repeated within the
+//! same grace — the application goes `DEGRADED` when the grace ends, and `PUT …/retry` starts a
+//! new grace, which is called again.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::{Duration, Instant};
@@ -27,8 +27,7 @@ pub const MAX_RETRY: Duration = Duration::from_secs(10);
 /// doubling, at most [`MAX_RETRY`] — quick while an application starts, and a few thousand
 /// calls at most in the longest grace (a day) if it never listens.
 pub fn retry_after(attempts: u32) -> Duration {
-    let doublings = attempts.saturating_sub(1).min(16);
-    TICK.saturating_mul(1 << doublings).min(MAX_RETRY)
+    crate::supervision::exponential_backoff(TICK, MAX_RETRY, attempts)
 }
 
 /// A call that could not connect, and when it is made again.
