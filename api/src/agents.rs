@@ -102,20 +102,27 @@ pub fn agent_transport_refused(
     None
 }
 
-/// Why the egress policy refuses the target of `url` (a metrics provider's Prometheus), if it
-/// does: the address it names, or any address its name resolves to now (a name that does not
-/// resolve yet is accepted; every call checks again).
+/// Why the egress policy refuses the target of `url` (a metrics provider's Prometheus, a
+/// module registry), if it does: not a URL that can be called, the address it names however it
+/// is spelled (read by the URL standard's rules, as the call will read it), or any address its
+/// name resolves to now (a name that does not resolve yet is accepted; every call's connection
+/// is checked again).
 pub async fn egress_refused(policy: &drover_model::egress::EgressPolicy, url: &str) -> Option<String> {
-    let (host, port) = drover_model::egress::host_and_port(url)?;
-    if let Ok(ip) = host.parse::<std::net::IpAddr>() {
-        return policy.refuses(ip);
-    }
+    use drover_model::egress::{CallHost, CallUrl};
+    let target = match CallUrl::parse(url) {
+        Ok(target) => target,
+        Err(why) => return Some(why),
+    };
+    let host = match target.host() {
+        CallHost::Address(ip) => return policy.refuses(*ip),
+        CallHost::Name(host) => host.clone(),
+    };
     if policy.allows_host(&host) {
         return None;
     }
     let resolved = tokio::time::timeout(
         std::time::Duration::from_secs(2),
-        tokio::net::lookup_host((host.as_str(), port)),
+        tokio::net::lookup_host((host.as_str(), target.port())),
     )
     .await;
     match resolved {

@@ -140,28 +140,69 @@ impl EgressPolicy {
     }
 }
 
-/// The host and port a URL names (`http://host:port/…`, the scheme's port when left out; IPv6
-/// hosts in brackets).
-pub fn host_and_port(url: &str) -> Option<(String, u16)> {
-    let (scheme, rest) = url.split_once("://")?;
-    let default = match scheme.to_ascii_lowercase().as_str() {
-        "http" => 80,
-        "https" => 443,
-        _ => return None,
-    };
-    let authority = rest.split(['/', '?', '#']).next()?;
-    let authority = authority.rsplit_once('@').map_or(authority, |(_, host)| host);
-    if let Some(v6) = authority.strip_prefix('[') {
-        let (host, after) = v6.split_once(']')?;
-        let port = match after.strip_prefix(':') {
-            Some(port) => port.parse().ok()?,
-            None => default,
+/// The host a call goes to, as the URL standard reads it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CallHost {
+    /// An address, however the URL spelled it (`0x7f.1`, `127.0.0.1.`, fullwidth digits …).
+    Address(IpAddr),
+    /// A name (lower case, IDNA-mapped), checked on every address it resolves to.
+    Name(String),
+}
+
+/// A URL called on a tenant's behalf, parsed once by the URL standard's rules: the parser the
+/// HTTP client itself uses, so that the host checked is the host called, however it is spelled
+/// (trailing dots, hexadecimal or octal parts, percent-escapes, fullwidth digits, an empty port,
+/// a backslash for a slash).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CallUrl {
+    url: url::Url,
+    host: CallHost,
+    port: u16,
+}
+
+impl CallUrl {
+    /// `text` parsed, or why it cannot be called (not an `http`/`https` URL with a host).
+    pub fn parse(text: &str) -> Result<Self, String> {
+        let url = url::Url::parse(text).map_err(|e| format!("{text:?} is not a URL: {e}"))?;
+        if !matches!(url.scheme(), "http" | "https") {
+            return Err(format!("{text:?}: only http:// and https:// URLs are called"));
+        }
+        let host = match url.host() {
+            Some(url::Host::Ipv4(v4)) => CallHost::Address(IpAddr::V4(v4)),
+            Some(url::Host::Ipv6(v6)) => CallHost::Address(IpAddr::V6(v6)),
+            Some(url::Host::Domain(name)) => CallHost::Name(name.to_ascii_lowercase()),
+            None => return Err(format!("{text:?} names no host")),
         };
-        return Some((host.to_string(), port));
+        let port = url
+            .port_or_known_default()
+            .ok_or_else(|| format!("{text:?} names no port"))?;
+        Ok(Self { url, host, port })
     }
-    match authority.rsplit_once(':') {
-        Some((host, port)) => Some((host.to_string(), port.parse().ok()?)),
-        None => Some((authority.to_string(), default)),
+
+    /// The URL as parsed (what the HTTP client is given).
+    pub fn url(&self) -> &url::Url {
+        &self.url
+    }
+
+    /// The host called.
+    pub fn host(&self) -> &CallHost {
+        &self.host
+    }
+
+    /// The port called (the scheme's when the URL gives none, or an empty one).
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+}
+
+impl EgressPolicy {
+    /// Why a call to `target` is refused by the address it names, if it names one (a name is
+    /// judged on what it resolves to, when it is called).
+    pub fn refuses_literal(&self, target: &CallUrl) -> Option<String> {
+        match target.host() {
+            CallHost::Address(ip) => self.refuses(*ip),
+            CallHost::Name(_) => None,
+        }
     }
 }
 
@@ -216,19 +257,87 @@ mod tests {
         }
     }
 
+    /// Every spelling of loopback found from outside (#50), and the URL standard's other host
+    /// forms: each is read as the address the HTTP client connects to, and refused.
     #[test]
-    fn a_urls_host_and_port() {
-        for (url, expected) in [
-            ("http://127.0.0.1:9090/api", Some(("127.0.0.1", 9090))),
-            ("https://prom.example", Some(("prom.example", 443))),
-            ("http://user@host:1/x?y", Some(("host", 1))),
-            ("http://[::1]:9090/", Some(("::1", 9090))),
-            ("http://[fe80::1]/", Some(("fe80::1", 80))),
-            ("ftp://x", None),
-            ("http://x:port", None),
+    fn every_spelling_of_an_address_is_read_as_the_client_reads_it() {
+        let policy = EgressPolicy::new(&[], Vec::new()).expect("policy");
+        for (url, address, port) in [
+            ("http://127.0.0.1.:8080/", "127.0.0.1", 8080),
+            ("http://0x7f.1.:8080/", "127.0.0.1", 8080),
+            ("http://127.0.0.1:/", "127.0.0.1", 80),
+            ("http://[::1]:/", "::1", 80),
+            ("http://127.0.0.%31:8080/", "127.0.0.1", 8080),
+            (
+                "http://\u{ff11}\u{ff12}\u{ff17}.\u{ff10}.\u{ff10}.\u{ff11}:8080/",
+                "127.0.0.1",
+                8080,
+            ),
+            ("http://127\u{3002}0\u{3002}0\u{3002}1:8080/", "127.0.0.1", 8080),
+            ("http://127.0.0.1:8080\\@example.com/", "127.0.0.1", 8080),
+            ("http://127.0.0.1:8080\\", "127.0.0.1", 8080),
+            ("http://127.1/", "127.0.0.1", 80),
+            ("http://2130706433/", "127.0.0.1", 80),
+            ("http://0x7f000001/", "127.0.0.1", 80),
+            ("http://0177.0.0.1/", "127.0.0.1", 80),
+            ("http://0177.1:9/", "127.0.0.1", 9),
+            ("http://127.0.0.1%2e/", "127.0.0.1", 80),
+            ("http://12\t7.0.0.\n1/", "127.0.0.1", 80),
+            ("  http://127.0.0.1/ ", "127.0.0.1", 80),
+            ("HTTP://127.0.0.1/", "127.0.0.1", 80),
+            ("http:127.0.0.1/", "127.0.0.1", 80),
+            ("http:/\\127.0.0.1/", "127.0.0.1", 80),
+            ("http://user:pw@127.0.0.1:9/", "127.0.0.1", 9),
+            ("http://example.com@127.0.0.1/", "127.0.0.1", 80),
+            ("http://127.0.0.1#@example.com/", "127.0.0.1", 80),
+            ("http://127.0.0.1?@example.com/", "127.0.0.1", 80),
+            ("https://127.0.0.1/", "127.0.0.1", 443),
+            ("http://0/", "0.0.0.0", 80),
+            ("http://[::]/", "::", 80),
+            ("http://[0:0:0:0:0:0:0:1]/", "::1", 80),
+            ("http://[::ffff:127.0.0.1]/", "::ffff:127.0.0.1", 80),
+            ("http://[::ffff:7f00:1]/", "::ffff:127.0.0.1", 80),
+            ("http://169.254.169.254./latest", "169.254.169.254", 80),
+            ("http://0xa9fea9fe/", "169.254.169.254", 80),
+            ("http://10.0.0.1:65535/", "10.0.0.1", 65535),
         ] {
-            let got = host_and_port(url);
-            assert_eq!(got.as_ref().map(|(h, p)| (h.as_str(), *p)), expected, "{url}");
+            let target = CallUrl::parse(url).unwrap_or_else(|e| panic!("{url:?}: {e}"));
+            assert_eq!(target.host(), &CallHost::Address(ip(address)), "{url:?}");
+            assert_eq!(target.port(), port, "{url:?}");
+            assert!(policy.refuses_literal(&target).is_some(), "{url:?} allowed");
+        }
+    }
+
+    #[test]
+    fn names_are_left_to_resolution_and_what_cannot_be_called_is_refused() {
+        let policy = EgressPolicy::new(&[], Vec::new()).expect("policy");
+        for (url, name, port) in [
+            ("http://LOCALHOST:9/", "localhost", 9),
+            ("https://prom.example", "prom.example", 443),
+            ("http://prom.example./x", "prom.example.", 80),
+            ("http://xn--bcher-kva.example/", "xn--bcher-kva.example", 80),
+            ("http://b\u{fc}cher.example/", "xn--bcher-kva.example", 80),
+            // The URL standard skips any number of slashes after a special scheme.
+            ("http:///x", "x", 80),
+        ] {
+            let target = CallUrl::parse(url).unwrap_or_else(|e| panic!("{url:?}: {e}"));
+            assert_eq!(target.host(), &CallHost::Name(name.to_string()), "{url:?}");
+            assert_eq!(target.port(), port, "{url:?}");
+            assert!(policy.refuses_literal(&target).is_none(), "{url:?}");
+        }
+        for url in [
+            "ftp://127.0.0.1/",
+            "file:///etc/passwd",
+            "http://x:port",
+            "http://127.0.0.1:65536/",
+            "http://[::1/",
+            "http://1.2.3.4.5.6/",
+            "http://0x100000000/",
+            "//127.0.0.1/",
+            "127.0.0.1:80",
+            "",
+        ] {
+            assert!(CallUrl::parse(url).is_err(), "{url:?} parsed");
         }
     }
 }

@@ -1,11 +1,13 @@
 //! The transport to tenants' module registries: reqwest through the operator's egress policy
-//! (the same client the cluster actors read metrics providers with), bounded in time and in
-//! what it reads back.
+//! (the client the cluster actors read metrics providers with, which judges every connection by
+//! its peer address), following no redirect out of the registry's own origin, bounded in time
+//! and in what it reads back.
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use drover_api::registry::{RegistryAnswer, RegistryCalls, RegistryFuture, RegistryUnreachable};
+use drover_actors::egress::{EgressClient, Redirects};
 use drover_model::egress::EgressPolicy;
 
 /// How long one registry call may take (a publish carries the whole tarball).
@@ -16,17 +18,20 @@ const MAX_ANSWER: usize = 16 << 20;
 
 /// Registry calls within `policy`.
 pub struct EgressRegistry {
-    http: reqwest::Client,
+    http: EgressClient,
 }
 
 /// The transport, or why none could be built.
 pub fn registry_calls(policy: Arc<EgressPolicy>) -> Result<Arc<dyn RegistryCalls>, String> {
-    let http =
-        drover_actors::egress::client(policy).map_err(|e| format!("no HTTP client for registries: {e}"))?;
+    let http = EgressClient::new(policy, Redirects::SameOrigin)
+        .map_err(|e| format!("no HTTP client for registries: {e}"))?;
     Ok(Arc::new(EgressRegistry { http }))
 }
 
-async fn answer(request: reqwest::RequestBuilder) -> Result<RegistryAnswer, RegistryUnreachable> {
+async fn answer(
+    request: Result<reqwest::RequestBuilder, drover_actors::egress::EgressError>,
+) -> Result<RegistryAnswer, RegistryUnreachable> {
+    let request = request.map_err(|e| RegistryUnreachable(e.to_string()))?;
     let mut response = request
         .timeout(CALL_TIMEOUT)
         .send()
@@ -63,22 +68,24 @@ fn error_chain(error: &dyn std::error::Error) -> String {
 
 impl RegistryCalls for EgressRegistry {
     fn get(&self, url: String, authorization: Option<String>) -> RegistryFuture {
-        let mut request = self.http.get(url).header("accept", "application/json");
-        if let Some(value) = authorization {
-            request = request.header("authorization", value);
-        }
+        let request = self.http.request(reqwest::Method::GET, &url).map(|request| {
+            let request = request.header("accept", "application/json");
+            match authorization {
+                Some(value) => request.header("authorization", value),
+                None => request,
+            }
+        });
         Box::pin(answer(request))
     }
 
     fn put_json(&self, url: String, authorization: Option<String>, body: Vec<u8>) -> RegistryFuture {
-        let mut request = self
-            .http
-            .put(url)
-            .header("content-type", "application/json")
-            .body(body);
-        if let Some(value) = authorization {
-            request = request.header("authorization", value);
-        }
+        let request = self.http.request(reqwest::Method::PUT, &url).map(|request| {
+            let request = request.header("content-type", "application/json").body(body);
+            match authorization {
+                Some(value) => request.header("authorization", value),
+                None => request,
+            }
+        });
         Box::pin(answer(request))
     }
 }

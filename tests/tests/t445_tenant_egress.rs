@@ -4,7 +4,8 @@
 //! is refused when it is written; one on `127.0.0.2` is read (a cluster scored on it shows the
 //! value); a provider there that redirects to `127.0.0.1` is not followed (the cluster's metric
 //! fails, saying why). A tenant's module registry on `127.0.0.1` is refused the same way; one
-//! allowed keeps its credentials unseen.
+//! allowed keeps its credentials unseen. Every spelling of loopback found from outside (#50,
+//! point 1) is refused when written, in both dialects, and nothing reaches a listener there.
 
 use std::time::Duration;
 
@@ -131,6 +132,50 @@ async fn tenant_calls_go_only_where_the_egress_policy_allows() -> Result<()> {
         bad.status == StatusCode::BAD_REQUEST && bad.body.to_string().contains("registry.domain"),
         "{bad:?}"
     );
+
+    // However the address is spelled (#50, point 1): the URL is read as the client reads it.
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+    let port = listener.local_addr()?.port();
+    let spellings = [
+        format!("http://127.0.0.1.:{port}/"),
+        format!("http://0x7f.1.:{port}/"),
+        "http://127.0.0.1:/".to_string(),
+        "http://[::1]:/".to_string(),
+        format!("http://127.0.0.%31:{port}/"),
+        format!("http://\u{ff11}\u{ff12}\u{ff17}.\u{ff10}.\u{ff10}.\u{ff11}:{port}/"),
+        format!("http://127.0.0.1:{port}\\@example.com/"),
+        format!("http://2130706433:{port}/"),
+        format!("http://[::ffff:127.0.0.1]:{port}/"),
+        "http://0/".to_string(),
+    ];
+    for url in &spellings {
+        let provider = json!({"type": "prometheus", "prometheus": {"url": url}});
+        let refused = root.put("/tenant/acme/metricsprovider/probe", &provider).await?;
+        ensure!(
+            refused.status == StatusCode::BAD_REQUEST && refused.body.to_string().contains("prometheus.url"),
+            "provider {url}: {refused:?}"
+        );
+        let registry = json!({"registry": {"endpoint": url, "domain": "acme", "credentials": "ci:s3cret"}});
+        let refused = root.patch("/tenant/acme", &registry).await?;
+        ensure!(
+            refused.status == StatusCode::BAD_REQUEST && refused.body.to_string().contains("registry.endpoint"),
+            "registry {url}: {refused:?}"
+        );
+        let krake = json!({"api": "core", "kind": "MetricsProvider", "metadata": {"name": "spelled"},
+                           "spec": {"type": "prometheus", "prometheus": {"url": url}}});
+        let (status, answer) = drover_tests::krake_calls::call(
+            &nodes.api_addr(3),
+            OPERATOR_SUBJECT,
+            reqwest::Method::POST,
+            "/core/namespaces/acme/metricsproviders",
+            Some(&krake),
+        )
+        .await?;
+        ensure!(status == StatusCode::UNPROCESSABLE_ENTITY, "Krake provider {url}: {status}: {answer}");
+    }
+    // Nothing was called there while they were written.
+    let called = tokio::time::timeout(Duration::from_millis(200), listener.accept()).await;
+    ensure!(called.is_err(), "a refused spelling was called: {called:?}");
 
     // Through Krake's dialect too.
     let krake = json!({"api": "core", "kind": "MetricsProvider", "metadata": {"name": "probe"},

@@ -79,7 +79,7 @@ pub struct ClusterActorState {
     /// Whether every pinned set was sent in this term.
     sent_all: bool,
     /// Reads metrics from their providers.
-    http: reqwest::Client,
+    http: crate::egress::EgressClient,
     /// The metrics being read, off the probe's path (a slow provider never delays a probe).
     metrics_task: Option<tokio::task::JoinHandle<MetricReadings>>,
     /// When the metrics are read next.
@@ -537,8 +537,7 @@ impl ClusterActor {
             if sources.is_empty() {
                 fresh.get_or_insert_with(MetricReadings::default);
             } else {
-                let egress = state.args.config.egress.clone();
-                state.metrics_task = Some(tokio::spawn(read_metrics(state.http.clone(), egress, sources)));
+                state.metrics_task = Some(tokio::spawn(read_metrics(state.http.clone(), sources)));
             }
         }
         fresh
@@ -722,8 +721,11 @@ impl Actor for ClusterActor {
         myself.send_message(ClusterMsg::Tick)?;
         // Providers are called within the operator's egress policy, with no proxy from the
         // environment.
-        let http = crate::egress::client(args.config.egress.clone())
-            .map_err(|e| format!("no HTTP client for metrics: {e}"))?;
+        let http = crate::egress::EgressClient::new(
+            args.config.egress.clone(),
+            crate::egress::Redirects::WithinPolicy,
+        )
+        .map_err(|e| format!("no HTTP client for metrics: {e}"))?;
         Ok(ClusterActorState {
             args,
             driver: None,

@@ -25,14 +25,15 @@ fn unreachable(message: impl AsRef<str>) -> MetricFailure {
 
 /// One Prometheus query's value.
 async fn query_prometheus(
-    http: &reqwest::Client,
+    http: &crate::egress::EgressClient,
     url: &str,
     query: &str,
     timeout: Duration,
 ) -> Result<f64, MetricFailure> {
     let endpoint = format!("{}/api/v1/query", url.trim_end_matches('/'));
     let mut response = http
-        .get(&endpoint)
+        .request(reqwest::Method::GET, &endpoint)
+        .map_err(|e| unreachable(format!("{endpoint}: {e}")))?
         .query(&[("query", query)])
         .timeout(timeout)
         .send()
@@ -68,12 +69,8 @@ async fn query_prometheus(
 }
 
 /// Reads every metric of one cluster, one after another; a Prometheus provider only where the
-/// egress policy allows (`http` resolves names and follows redirects within it too).
-pub async fn read_metrics(
-    http: reqwest::Client,
-    egress: std::sync::Arc<drover_model::egress::EgressPolicy>,
-    metrics: Vec<ResolvedMetric>,
-) -> MetricReadings {
+/// egress policy allows (`http` judges every connection it makes by it).
+pub async fn read_metrics(http: crate::egress::EgressClient, metrics: Vec<ResolvedMetric>) -> MetricReadings {
     let mut readings = MetricReadings::default();
     for metric in metrics {
         let value = match &metric.source {
@@ -82,18 +79,15 @@ pub async fn read_metrics(
                 url,
                 query,
                 timeout_seconds,
-            }) => match crate::egress::literal_refused(&egress, url) {
-                Some(why) => Err(unreachable(format!("{url}: {why}"))),
-                None => {
-                    query_prometheus(
-                        &http,
-                        url,
-                        query,
-                        Duration::from_secs(u64::from(*timeout_seconds)),
-                    )
-                    .await
-                }
-            },
+            }) => {
+                query_prometheus(
+                    &http,
+                    url,
+                    query,
+                    Duration::from_secs(u64::from(*timeout_seconds)),
+                )
+                .await
+            }
             Err(failure) => Err(failure.clone()),
         };
         match metric.reading(value) {

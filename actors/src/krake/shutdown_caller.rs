@@ -56,8 +56,7 @@ pub struct CallerArgs {
 /// State of the caller.
 pub struct CallerState {
     context: LeaderContext,
-    http: reqwest::Client,
-    egress: std::sync::Arc<drover_model::egress::EgressPolicy>,
+    http: crate::egress::EgressClient,
     /// Calls made in this term (each grace once), forgotten once no longer due.
     made: BTreeSet<ShutdownCall>,
     /// Calls that could not connect, forgotten once no longer due (one warning per grace).
@@ -78,11 +77,10 @@ impl Actor for ShutdownCaller {
         args: CallerArgs,
     ) -> Result<CallerState, ActorProcessingErr> {
         myself.send_interval(TICK, || CallerMsg::Tick);
-        let http = crate::egress::client(args.egress.clone())?;
+        let http = crate::egress::EgressClient::new(args.egress, crate::egress::Redirects::WithinPolicy)?;
         Ok(CallerState {
             context: args.context,
             http,
-            egress: args.egress,
             made: BTreeSet::new(),
             unreached: BTreeMap::new(),
         })
@@ -115,15 +113,17 @@ impl Actor for ShutdownCaller {
                 }
                 for call in due {
                     if state.made.insert(call.clone()) {
-                        if let Some(why) = crate::egress::literal_refused(&state.egress, &call.url) {
-                            tracing::warn!(tenant = %call.tenant, application = %call.name, %why,
-                                "a Krake application's shutdown hook is not called");
-                            continue;
-                        }
-                        let http = state.http.clone();
+                        let request = match state.http.request(reqwest::Method::PUT, &call.url) {
+                            Ok(request) => request,
+                            Err(why) => {
+                                tracing::warn!(tenant = %call.tenant, application = %call.name, %why,
+                                    "a Krake application's shutdown hook is not called");
+                                continue;
+                            }
+                        };
                         let myself = myself.clone();
                         tokio::spawn(async move {
-                            match http.put(&call.url).timeout(CALL_TIMEOUT).send().await {
+                            match request.timeout(CALL_TIMEOUT).send().await {
                                 Ok(answer) => tracing::info!(
                                     tenant = %call.tenant, application = %call.name,
                                     status = answer.status().as_u16(), "asked a Krake application to shut down"
