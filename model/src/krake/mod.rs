@@ -1,4 +1,4 @@
-//! Krake's own objects (`../shared/docs/krake.md` §2–3, §7): the metadata every Krake object
+//! Krake's own objects (Krake 1.0.1's `krake/data/`, https://gitlab.com/rak-n-rok/krake): the metadata every Krake object
 //! carries, the kinds Drover serves in Krake's dialect, its Role and RoleBinding with the RBAC
 //! decision they make, and the commands that change them.
 //!

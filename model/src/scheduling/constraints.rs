@@ -1,5 +1,5 @@
-//! Krake's constraint languages (`../shared/docs/krake.md` §5.4), parsed into values a pure
-//! scheduler evaluates.
+//! Krake's constraint languages (Krake 1.0.1's `krake/controller/scheduler/constraints.py`,
+//! https://gitlab.com/rak-n-rok/krake), parsed into values a pure scheduler evaluates.
 //!
 //! **Label constraints**: `k is v`, `k = v`, `k == v` (equal); `k is not v`, `k != v` (not
 //! equal); `k in (v1, v2)`; `k not in (v1, v2)`. Keys and values are runs of characters other

@@ -1,5 +1,5 @@
-//! Metrics and metrics providers (Krake's `Metric` and `MetricsProvider`, `../shared/docs/krake.md`
-//! §3 and §5.5), replicated per tenant: a tenant's own, and the operator tenant's, which every
+//! Metrics and metrics providers (Krake's `Metric` and `MetricsProvider`, read by Krake 1.0.1's
+//! `krake/controller/scheduler/metrics.py`), replicated per tenant: a tenant's own, and the operator tenant's, which every
 //! cluster may refer to (Krake's global ones).
 //!
 //! A provider says where values come from: `static` values in its spec, or a Prometheus

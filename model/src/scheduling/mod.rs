@@ -1,4 +1,4 @@
-//! Scheduling services onto clusters, Krake's way (`../shared/docs/krake.md` §5): the
+//! Scheduling services onto clusters, Krake's way (Krake 1.0.1's scheduler controller): the
 //! constraint languages ([`constraints`]), metrics and their providers ([`metrics`]) and the
 //! scoring function ([`score::schedule`]), all pure, so every decision is table-tested and a replay decides alike.
 

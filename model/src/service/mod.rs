@@ -1,4 +1,4 @@
-//! Services and their revisions (Axebow's service endpoints, `../shared/seeds/004_…`): what a
+//! Services and their revisions (Axebow's service endpoints, API `1.0-beta`): what a
 //! service deploys ([`Deployment`]: roles with instance counts, resource requests and what each
 //! instance runs), the revisions that change it (`PUT`, `PATCH`, `SCALE`, `ROLLBACK`), their
 //! cost against the environment's marks, acceptance, and the one-pending-revision and
