@@ -169,10 +169,6 @@ impl TenantRules {
     }
 }
 
-fn default_true() -> bool {
-    true
-}
-
 /// The tenant's module registry.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
@@ -184,8 +180,10 @@ pub struct Registry {
     pub credentials: Option<String>,
     /// Module domain published there.
     pub domain: String,
-    /// Whether the registry is public.
-    #[serde(default = "default_true")]
+    /// Whether the registry is public: whether the modules published from it are listed to,
+    /// and usable by, other tenants of the same registry. Private (`false`) when left out.
+    #[serde(default)]
+    #[schema(default = false)]
     pub public: bool,
     /// Whether credentials are stored (set by Drover when it shows the registry; ignored when
     /// written).

@@ -47,19 +47,20 @@ fn check_endpoint(endpoint: &str) -> Result<(), String> {
 }
 
 /// A domain is the npm scope modules are published under: lowercase letters, digits, `.`, `-`
-/// and `_`, starting with a letter or digit.
+/// and `_`, starting with a letter or digit, and not a name npm excludes.
 fn check_domain(domain: &str) -> Result<(), String> {
     let ok = !domain.is_empty()
         && domain.len() <= MAX_DOMAIN
         && domain.starts_with(|c: char| c.is_ascii_lowercase() || c.is_ascii_digit())
         && domain
             .bytes()
-            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || matches!(b, b'.' | b'-' | b'_'));
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || matches!(b, b'.' | b'-' | b'_'))
+        && !["node_modules", "favicon.ico"].contains(&domain);
     if ok {
         Ok(())
     } else {
         Err(format!(
-            "{domain:?} must be 1 to {MAX_DOMAIN} lowercase letters, digits, '.', '-' or '_', starting with a letter or digit (it is the npm scope modules are published under)"
+            "{domain:?} must be 1 to {MAX_DOMAIN} lowercase letters, digits, '.', '-' or '_', starting with a letter or digit, and not node_modules or favicon.ico (it is the npm scope modules are published under)"
         ))
     }
 }
@@ -103,6 +104,8 @@ mod tests {
             ("https://host", "Acme", None, Some("registry.domain")),
             ("https://host", "", None, Some("registry.domain")),
             ("https://host", ".acme", None, Some("registry.domain")),
+            ("https://host", "node_modules", None, Some("registry.domain")),
+            ("https://host", "favicon.ico", None, Some("registry.domain")),
             ("https://host", "acme", Some(""), Some("registry.credentials")),
             ("https://host", "acme", Some("a\nb"), Some("registry.credentials")),
         ];
@@ -116,6 +119,17 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn a_registry_written_without_public_is_private() {
+        let written: Registry =
+            serde_json::from_str(r#"{"endpoint": "https://host", "domain": "acme"}"#).unwrap();
+        assert!(!written.public);
+        let public: Registry =
+            serde_json::from_str(r#"{"endpoint": "https://host", "domain": "acme", "public": true}"#)
+                .unwrap();
+        assert!(public.public);
     }
 
     #[test]
