@@ -4,7 +4,8 @@
 // The token lives in this tab's sessionStorage only (gone with the tab, never in a URL).
 // Services and their events are live through the API's watches (one stream each, resumed from
 // the last version after a break); the other views re-read their one list every few seconds
-// while they are shown.
+// while they are shown. A refusal is shown in the words the API gave; a node that stops answering
+// is said so, with the other members to go to, and what was shown before is marked stale.
 'use strict';
 
 const API = '/api/1.0-beta';
@@ -17,7 +18,22 @@ const app = {
   // What the current view started (timers, streams); stopped when the view changes.
   stops: [],
   view: 0,
+  // The caller's role by tenant (`GET /tenant`); `operator` among them makes an operator.
+  roles: {},
+  // Names to show for user ids: the caller's own, and every user's for operators (`GET /user`).
+  names: new Map(),
+  me: null,
+  // The API's words when the token's identity has not registered, else null.
+  unregistered: null,
+  // The members `/cluster` last listed, offered when this node stops answering.
+  members: [],
+  self: null,
+  // Since when this node has not answered (ms since the epoch), or null.
+  down: null,
 };
+
+const has = (object, key) => Object.prototype.hasOwnProperty.call(object || {}, key);
+const isOperator = () => has(app.roles, 'operator');
 
 // ---- DOM, by construction ------------------------------------------------------------------
 
@@ -35,7 +51,8 @@ function h(tag, attrs, ...children) {
 }
 
 function append(el, children) {
-  for (const child of children.flat()) {
+  // Children may be nested arrays (a list of [badge, text] pairs): flattened to any depth.
+  for (const child of children.flat(Infinity)) {
     if (child === undefined || child === null || child === false) continue;
     el.append(child instanceof Node ? child : document.createTextNode(String(child)));
   }
@@ -49,7 +66,7 @@ function s(tag, attrs, ...children) {
     if (key === 'text') el.textContent = String(value);
     else el.setAttribute(key, String(value));
   }
-  for (const child of children.flat()) if (child) el.append(child);
+  for (const child of children.flat(Infinity)) if (child) el.append(child);
   return el;
 }
 
@@ -81,25 +98,70 @@ function text(value) {
   return typeof value === 'object' ? JSON.stringify(value) : String(value);
 }
 
+// A cluster as every view names it: `tenant/name` (`operator/edge` for a platform-wide one).
+function clusterName(ref) {
+  if (!ref) return '-';
+  if (typeof ref === 'string') return ref;
+  return ref.tenant ? `${ref.tenant}/${ref.name}` : text(ref.name);
+}
+
+// A user id with the user's name when the console knows it.
+function userName(uid) {
+  const name = app.names.get(uid);
+  const you = app.me && app.me.uid === uid ? ', you' : '';
+  return name ? `${name} (${uid}${you})` : `${uid}${you ? ' (you)' : ''}`;
+}
+
 // ---- Calling the API -----------------------------------------------------------------------
 
+// `status` 0: the node did not answer at all.
 class ApiError extends Error {
   constructor(status, message) { super(message); this.status = status; }
+}
+
+// The words of a refusal, wherever its dialect puts them: the platform API in
+// `content.message`, Krake in `detail`, Kubernetes-style statuses in `message`, others in
+// `error` or `data.message`; a body that is not JSON is the words itself.
+function refusalWords(parsed, raw, statusText) {
+  if (parsed && typeof parsed === 'object') {
+    const said = [parsed.content && parsed.content.message, parsed.detail, parsed.message, parsed.error,
+      parsed.data && parsed.data.message, parsed.title].find((w) => w !== undefined && w !== null && w !== '');
+    if (said !== undefined) return typeof said === 'string' ? said : JSON.stringify(said);
+  }
+  return (typeof raw === 'string' && raw.trim()) || statusText || 'refused';
+}
+
+async function refusal(answer) {
+  const raw = await answer.text();
+  let parsed = null;
+  try { parsed = raw ? JSON.parse(raw) : null; } catch (_) { parsed = null; }
+  if (answer.status === 401) signOut('Your token was refused: sign in again.');
+  return new ApiError(answer.status, `${refusalWords(parsed, raw, answer.statusText)} (${answer.status})`);
+}
+
+// fetch, noting whether this node answers.
+async function reach(path, options) {
+  let answer;
+  try {
+    answer = await fetch(path, { cache: 'no-store', ...options });
+  } catch (error) {
+    if (error.name === 'AbortError') throw error;
+    nodeDown();
+    throw new ApiError(0, 'this node does not answer');
+  }
+  nodeUp();
+  return answer;
 }
 
 async function call(method, path, body) {
   const headers = { Accept: 'application/json' };
   if (app.token) headers.Authorization = `Bearer ${app.token}`;
   if (body !== undefined) headers['Content-Type'] = 'application/json';
-  const answer = await fetch(path, { method, headers, body: body === undefined ? undefined : JSON.stringify(body), cache: 'no-store' });
+  const answer = await reach(path, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
+  if (!answer.ok) throw await refusal(answer);
   const raw = await answer.text();
   let parsed = null;
   try { parsed = raw ? JSON.parse(raw) : null; } catch (_) { parsed = raw; }
-  if (!answer.ok) {
-    const said = (parsed && (parsed.message || parsed.error || (parsed.data && parsed.data.message))) || raw || answer.statusText;
-    if (answer.status === 401) signOut('Your token was refused: sign in again.');
-    throw new ApiError(answer.status, `${answer.status}: ${typeof said === 'string' ? said : JSON.stringify(said)}`);
-  }
   return { body: parsed, headers: answer.headers };
 }
 
@@ -111,7 +173,8 @@ const data = async (path) => {
 
 // A `?watch=true` stream of JSON lines, resumed from the last version seen after a break (a
 // follower keeps serving while the leader changes; a node that goes away is retried).
-function watch(path, onEvent, onStatus) {
+// `onRefused(error)` is called when the API refuses the stream (401, 403, 404): it is not retried.
+function watch(path, onEvent, onStatus, onRefused) {
   const controller = new AbortController();
   let version = null;
   let stopped = false;
@@ -121,8 +184,8 @@ function watch(path, onEvent, onStatus) {
       try {
         const sep = path.includes('?') ? '&' : '?';
         const url = `${path}${sep}watch=true${version ? `&resourceVersion=${encodeURIComponent(version)}` : ''}`;
-        const answer = await fetch(url, { headers: { Authorization: `Bearer ${app.token}` }, signal: controller.signal, cache: 'no-store' });
-        if (!answer.ok) throw new ApiError(answer.status, `${answer.status}`);
+        const answer = await reach(url, { headers: { Authorization: `Bearer ${app.token}` }, signal: controller.signal });
+        if (!answer.ok) throw await refusal(answer);
         onStatus && onStatus('live');
         delay = 500;
         const reader = answer.body.getReader();
@@ -146,10 +209,14 @@ function watch(path, onEvent, onStatus) {
         }
       } catch (error) {
         if (stopped) return;
-        if (error.status === 401 || error.status === 403 || error.status === 404) { onStatus && onStatus(`stopped: ${error.message}`); return; }
+        if (error.status === 401 || error.status === 403 || error.status === 404) {
+          onStatus && onStatus(`stopped: ${error.message}`);
+          if (onRefused) onRefused(error);
+          return;
+        }
       }
       if (stopped) return;
-      onStatus && onStatus('reconnecting');
+      onStatus && onStatus(app.down ? 'this node does not answer: reconnecting' : 'reconnecting');
       await new Promise((resolve) => setTimeout(resolve, delay));
       delay = Math.min(delay * 2, 8000);
     }
@@ -172,8 +239,87 @@ function every(ms, fn) {
   app.stops.push(() => { stopped = true; clearTimeout(timer); });
 }
 
+// Shows a failed read in `where`. When the node did not answer, what is shown stays (marked
+// stale by nodeDown); a refusal of a tenant's path may mean the caller left it: checked.
 function failure(where, error) {
+  if (error.status === 0) return;
   where.replaceChildren(h('p', { class: 'error', text: error.message || String(error) }));
+  if ((error.status === 403 || error.status === 404) && app.tenant) checkMembership();
+}
+
+// ---- Notices: above every view, until what they say is over --------------------------------
+
+function notice(id, ...content) {
+  const area = document.getElementById('notices');
+  let box = document.getElementById(id);
+  if (!content.length) { if (box) box.remove(); return; }
+  if (!box) { box = h('section', { class: 'notice', id, role: 'alert' }); area.append(box); }
+  box.replaceChildren(...content.flat(Infinity).filter((c) => c !== null && c !== undefined));
+}
+
+// This node stopped answering: say so, since when, offer the other members `/cluster` listed
+// (their own console: the token is kept per node, so one signs in there again), and grey what
+// is shown. `/cluster` is asked every 2 s until the node answers again.
+function nodeDown() {
+  if (app.down) return;
+  app.down = Date.now();
+  document.getElementById('main').classList.add('stale');
+  const others = app.members.filter((m) => m.id !== app.self && m.apiAddr);
+  const since = when(app.down);
+  const elapsed = h('span', { id: 'down-for', text: '(just now)' });
+  notice('node-down',
+    h('h2', { text: `This node (${location.host}) does not answer` }),
+    h('p', {}, `No answer since ${since} UTC `, elapsed, `. What is shown below is stale since ${since} (greyed).`),
+    others.length
+      ? [h('p', { text: 'Other members of the cluster, each with its console (sign in there again):' }),
+        h('ul', { id: 'other-members' }, others.map((m) => {
+          const url = `${location.protocol}//${m.apiAddr}/ui/`;
+          return h('li', {}, h('a', { href: url, 'data-member': m.id, text: url }), ` (member ${m.id})`);
+        }))]
+      : h('p', { class: 'muted', text: 'No other member was known to this page.' }));
+  const mine = app.down;
+  const probe = async () => {
+    if (app.down !== mine) return;
+    elapsed.textContent = `(${Math.round((Date.now() - app.down) / 1000)} s ago)`;
+    try { await fetch('/cluster', { cache: 'no-store' }); nodeUp(); return; } catch (_) { /* still down */ }
+    setTimeout(probe, 2000);
+  };
+  setTimeout(probe, 2000);
+}
+
+function nodeUp() {
+  if (!app.down) return;
+  app.down = null;
+  document.getElementById('main').classList.remove('stale');
+  notice('node-down');
+  route();
+}
+
+// Re-reads the caller's tenants after a refusal of the chosen tenant's path: a member removed
+// from it is told so, and what was shown of it is cleared.
+let checking = null;
+function checkMembership() {
+  if (!checking) {
+    checking = (async () => {
+      try {
+        const roles = (await data(`${API}/tenant`)) || {};
+        app.roles = roles;
+        if (app.tenant && !has(roles, app.tenant)) lostTenant(app.tenant);
+      } catch (_) { /* the refusal is shown where it happened */ }
+      checking = null;
+    })();
+  }
+  return checking;
+}
+
+function lostTenant(tenant) {
+  notice('lost-tenant',
+    h('h2', { text: `You are no longer a member of tenant ${tenant}` }),
+    h('p', { text: `The API no longer lets you read ${tenant} (an admin removed you, or the tenant was deleted). What was shown of it is cleared. To see it again, ask one of its admins to invite you.` }));
+  app.tenant = null;
+  sessionStorage.removeItem(TENANT);
+  pickTenant();
+  route();
 }
 
 // ---- Confirmation --------------------------------------------------------------------------
@@ -201,12 +347,20 @@ function tenantPath() {
   return `${API}/tenant/${encodeURIComponent(app.tenant || '')}`;
 }
 
+// The members to offer should this node stop answering.
+function remember(cluster) {
+  if (!cluster || !Array.isArray(cluster.members)) return;
+  app.self = cluster.self;
+  app.members = cluster.members.filter((m) => m.apiAddr).map((m) => ({ id: m.id, apiAddr: m.apiAddr }));
+}
+
 async function controlPlane(main) {
   const body = h('div', {});
   main.append(h('h1', { text: 'Control plane' }), body);
   every(2000, async () => {
     try {
       const cluster = await get('/cluster');
+      remember(cluster);
       const rows = (cluster.members || []).map((m) => h('tr', { 'data-member': m.id },
         h('td', { text: m.id }), h('td', {}, badge(m.reachable === false ? 'unreachable' : (m.role || '-'))),
         h('td', { class: 'num', text: text(m.term) }), h('td', { class: 'num', text: text(m.appliedIndex) }),
@@ -226,6 +380,7 @@ async function controlPlane(main) {
 async function tenants(main) {
   const body = h('div', {});
   main.append(h('h1', { text: 'Tenants' }), body);
+  if (app.unregistered) { body.append(noTenant()); return; }
   try {
     // `GET /tenant` answers the caller's role by tenant.
     const roles = (await data(`${API}/tenant`)) || {};
@@ -235,11 +390,14 @@ async function tenants(main) {
       try {
         const detail = await data(`${API}/tenant/${encodeURIComponent(name)}`);
         members = Object.entries((detail && detail.users) || {})
-          .map(([user, member]) => `${user} (${text(member.role)}${member.confirmed === false ? ', invited' : ''})`).join(', ') || '-';
+          .map(([user, member]) => `${userName(user)}: ${text(member.role)}${member.confirmed === false ? ', invited' : ''}`).join('; ') || '-';
       } catch (error) { members = error.message; }
       rows.push(h('tr', { 'data-tenant': name }, h('td', { text: name }), h('td', { text: text(role) }), h('td', { text: members })));
     }
-    body.replaceChildren(table(['tenant', 'your role', 'members'], rows));
+    body.replaceChildren(table(['tenant', 'your role', 'members'], rows),
+      h('p', { class: 'muted', text: isOperator()
+        ? 'Members are shown by name and user id.'
+        : 'Members are shown by user id (the API names users to operators only); yours is marked.' }));
   } catch (error) { failure(body, error); }
 }
 
@@ -256,7 +414,16 @@ function progressBar(progress) {
     h('span', { class: 'muted', text: ` ${text(p.ready)}/${text(p.desired)} ready, ${text(p.updated)} updated, ${text(p.old)} old` }));
 }
 
+// What a view of the chosen tenant shows when there is none to show; null when there is one.
+function noTenant() {
+  if (app.unregistered) return h('p', { class: 'muted', id: 'no-tenant', text: 'Register first (above): tenants, services, clusters and environments are shown to registered users.' });
+  if (app.tenant) return null;
+  return h('p', { class: 'muted', id: 'no-tenant', text: 'You are a member of no tenant: create one (POST /api/1.0-beta/tenant/NAME) or ask a tenant\'s admin to invite you.' });
+}
+
 async function services(main) {
+  const none = noTenant();
+  if (none) { main.append(h('h1', { text: 'Services' }), none); return; }
   const status = h('span', { class: 'live', id: 'live', text: 'connecting' });
   const body = h('div', {});
   main.append(h('h1', {}, 'Services ', status), body);
@@ -266,7 +433,7 @@ async function services(main) {
       const r = svc.reconcile || {};
       return h('tr', { 'data-service': svc.name },
         h('td', {}, h('a', { href: `#/service/${encodeURIComponent(svc.name)}`, text: svc.name })),
-        h('td', {}, badge(r.phase)), h('td', { text: text(svc.cluster && (svc.cluster.name || svc.cluster)) }),
+        h('td', {}, badge(r.phase)), h('td', { text: clusterName(svc.cluster) }),
         h('td', { class: 'num', text: text(svc.current) }), h('td', { class: 'num', text: text(svc.pending) }),
         h('td', {}, progressBar(r.progress)), h('td', { class: 'reason', text: text(r.reason) }));
     });
@@ -276,10 +443,12 @@ async function services(main) {
   watch(`${tenantPath()}/service`, (event) => {
     if (event.type === 'DELETED') known.delete(event.object.name); else known.set(event.object.name, event.object);
     render();
-  }, (said) => { status.textContent = said; });
+  }, (said) => { status.textContent = said; }, () => { known.clear(); render(); checkMembership(); });
 }
 
 async function serviceDetail(main, name) {
+  const none = noTenant();
+  if (none) { main.append(h('h1', { text: `Service ${name}` }), none); return; }
   const base = `${tenantPath()}/service/${encodeURIComponent(name)}`;
   const status = h('span', { class: 'live', id: 'live', text: 'connecting' });
   const summary = h('section', { class: 'card', id: 'summary' });
@@ -305,13 +474,13 @@ async function serviceDetail(main, name) {
             await call('PUT', `${base}/revision/${full.pending}?accept=true`); await refresh();
           }),
         }, 'Accept')] : '-'),
-        h('dt', { text: 'cluster' }), h('dd', { text: text(full.cluster && full.cluster.name) }),
+        h('dt', { text: 'cluster' }), h('dd', { id: 'service-cluster', text: clusterName(full.cluster) }),
         h('dt', { text: 'environment' }), h('dd', { text: text(full.environment) }),
         h('dt', { text: 'running' }), h('dd', { text: full.status ? `${full.status.running}/${full.status.desired}${full.status.converged ? ' (converged)' : ''}` : '-' })));
     const decision = full.scheduling || {};
     placement.replaceChildren(h('h2', { text: 'Placement' }),
-      h('p', { text: decision.chosen ? `chosen: ${text(decision.chosen.cluster && (decision.chosen.cluster.name || decision.chosen.cluster))} (score ${text(decision.chosen.score)})` : 'no decision yet' }),
-      table(['excluded cluster', 'reason'], (decision.excluded || []).map((x) => h('tr', {}, h('td', { text: text(x.cluster && (x.cluster.name || x.cluster)) }), h('td', { text: text(x.reason) })))));
+      h('p', { text: decision.chosen ? `chosen: ${clusterName(decision.chosen.cluster)} (score ${text(decision.chosen.score)})` : 'no decision yet' }),
+      table(['excluded cluster', 'reason'], (decision.excluded || []).map((x) => h('tr', {}, h('td', { text: clusterName(x.cluster) }), h('td', { text: text(x.reason) })))));
     events.replaceChildren(h('h2', { text: 'Events' }), table(['last', 'type', 'reason', 'count', 'message'],
       [...(full.events || [])].reverse().map((e) => h('tr', {}, h('td', { text: text(e.lastTimestamp) }), h('td', {}, badge(e.type)),
         h('td', { text: text(e.reason) }), h('td', { class: 'num', text: text(e.counter) }), h('td', { text: text(e.message) })))));
@@ -416,7 +585,7 @@ async function serviceDetail(main, name) {
   let pending = null;
   const soon = () => { if (!pending) pending = setTimeout(async () => { pending = null; await refresh(); }, 150); };
   await refresh();
-  watch(`${tenantPath()}/service`, (event) => { if (event.object && event.object.name === name) soon(); }, (said) => { status.textContent = said; });
+  watch(`${tenantPath()}/service`, (event) => { if (event.object && event.object.name === name) soon(); }, (said) => { status.textContent = said; }, () => checkMembership());
   // Instances' readiness and usage come from the agent, not the replicated state.
   every(3000, async () => { if (full) await refreshRoles(); });
 }
@@ -461,13 +630,16 @@ function capacityBars(facts) {
   return h('div', {}, row('CPU', 'cpu_millis', 'm'), row('memory', 'memory_mib', 'MiB'));
 }
 
+// The timeline's colours by state, as its legend lists them (the last: every other state).
+const TIMELINE = [['ONLINE', '#1f8a4c'], ['OFFLINE, UNHEALTHY, NOTREADY', '#c53030'], ['FAILING_METRICS', '#b7791f'], ['any other', '#5f6b7a']];
+
 // A cluster's state changes on a line, oldest left.
 function timeline(events) {
   const changes = events.filter((e) => e.to).slice(-12);
   if (!changes.length) return h('span', { class: 'muted', text: '-' });
   const width = 180;
   const step = width / Math.max(changes.length, 1);
-  const colour = (state) => ({ ONLINE: '#1f8a4c', OFFLINE: '#c53030', UNHEALTHY: '#c53030', NOTREADY: '#c53030', FAILING_METRICS: '#b7791f' }[state] || '#5f6b7a');
+  const colour = (state) => (TIMELINE.find(([states]) => states.split(', ').includes(state)) || TIMELINE[TIMELINE.length - 1])[1];
   return s('svg', { class: 'bar timeline', width, height: 14, role: 'img' },
     changes.map((e, i) => {
       const state = e.to;
@@ -477,30 +649,37 @@ function timeline(events) {
     }));
 }
 
+function legend() {
+  return h('p', { class: 'legend', id: 'timeline-legend' }, 'Transitions, oldest left (hover for when and why): ',
+    TIMELINE.map(([label, fill]) => h('span', {}, s('svg', { class: 'swatch', width: 10, height: 10, role: 'img' },
+      s('rect', { x: 0, y: 0, width: 10, height: 10, fill })), ` ${label}`)));
+}
+
+// Operators read every tenant's clusters; anybody else the chosen tenant's, the one list a
+// member may read (asking the operators' list first would be refused every 2 s).
 async function clusters(main) {
   const body = h('div', {});
   main.append(h('h1', {}, 'Clusters ', h('span', { class: 'live', text: 'every 2 s' })), body);
+  const operator = isOperator();
+  if (!operator) {
+    const none = noTenant();
+    if (none) { body.append(none); return; }
+  }
+  const headers = ['cluster', 'state', 'reason', 'capacity and use', 'instances', 'transitions', ''];
   every(2000, async () => {
-    const sections = [];
-    let operator = false;
     try {
-      const all = await data(`${API}/cluster`);
-      operator = true;
-      sections.push(h('h2', { text: 'Every tenant' }), table(['cluster', 'state', 'reason', 'capacity and use', 'instances', 'transitions', ''], (all || []).map(clusterRow)));
-    } catch (_) { operator = false; }
-    if (!operator && app.tenant) {
-      try {
-        const own = await data(`${tenantPath()}/cluster`);
-        sections.push(h('h2', { text: `Tenant ${app.tenant}` }), table(['cluster', 'state', 'reason', 'capacity and use', 'instances', 'transitions', ''], (own || []).map(clusterRow)));
-      } catch (error) { sections.push(h('p', { class: 'error', text: error.message })); }
-    }
-    body.replaceChildren(...sections);
+      const list = await data(operator ? `${API}/cluster` : `${tenantPath()}/cluster`);
+      body.replaceChildren(h('h2', { text: operator ? 'Every tenant' : `Tenant ${app.tenant}` }),
+        table(headers, (list || []).map(clusterRow)), legend());
+    } catch (error) { failure(body, error); }
   });
 }
 
 async function environments(main) {
   const body = h('div', {});
   main.append(h('h1', { text: `Environments of ${app.tenant || '-'}` }), body);
+  const none = noTenant();
+  if (none) { body.append(none); return; }
   every(3000, async () => {
     try {
       const accounts = await data(`${tenantPath()}/account`);
@@ -536,7 +715,7 @@ async function pools(main) {
       const byState = {};
       for (const r of list) byState[r.state] = (byState[r.state] || 0) + 1;
       body.replaceChildren(
-        h('p', {}, Object.entries(byState).map(([state, n]) => [badge(state), ` ${n}  `])),
+        h('p', { id: 'pool-counts' }, Object.entries(byState).map(([state, n]) => [badge(state), ` ${n}  `])),
         table(['name', 'type', 'state', 'owner', 'expires', 'updated'], list.map((r) => h('tr', { 'data-resource': r.name },
           h('td', { text: text(r.name) }), h('td', { text: text(r.type) }), h('td', {}, badge(r.state)),
           h('td', { text: text(r.owner) }), h('td', { text: text(r['expiration-date'] || r.expiration) }), h('td', { text: text(r.lastupdate) })))));
@@ -544,13 +723,23 @@ async function pools(main) {
   });
 }
 
+// Operators list every namespace at once; anybody else each namespace named after one of their
+// tenants, the namespaces the lease API lets a member list (PLATFORM.md).
 async function leases(main) {
   const body = h('div', {});
   main.append(h('h1', {}, 'Leases ', h('span', { class: 'live', text: 'every 3 s' })), body);
+  const namespaces = Object.keys(app.roles).sort();
+  if (!isOperator() && !namespaces.length) {
+    body.append(app.unregistered ? noTenant() : h('p', { class: 'muted', text: 'You may list the leases of the namespaces named after your tenants, and you are a member of none.' }));
+    return;
+  }
+  const paths = isOperator() ? ['/apis/coordination.k8s.io/v1/leases']
+    : namespaces.map((ns) => `/apis/coordination.k8s.io/v1/namespaces/${encodeURIComponent(ns)}/leases`);
   every(3000, async () => {
     try {
-      const list = await get('/apis/coordination.k8s.io/v1/leases');
-      body.replaceChildren(table(['namespace', 'name', 'holder', 'duration', 'renewed', 'transitions'], (list.items || []).map((l) => h('tr', {},
+      const items = (await Promise.all(paths.map(get))).flatMap((list) => (list && list.items) || []);
+      body.replaceChildren(h('p', { class: 'muted', id: 'lease-scope', text: isOperator() ? 'Every namespace.' : `Namespaces: ${namespaces.join(', ')}.` }),
+        table(['namespace', 'name', 'holder', 'duration', 'renewed', 'transitions'], items.map((l) => h('tr', { 'data-lease': `${l.metadata && l.metadata.namespace}/${l.metadata && l.metadata.name}` },
         h('td', { text: text(l.metadata && l.metadata.namespace) }), h('td', { text: text(l.metadata && l.metadata.name) }),
         h('td', { text: text(l.spec && l.spec.holderIdentity) }), h('td', { text: text(l.spec && l.spec.leaseDurationSeconds) }),
         h('td', { text: text(l.spec && l.spec.renewTime) }), h('td', { text: text(l.spec && l.spec.leaseTransitions) })))));
@@ -581,7 +770,12 @@ function signOut(message) {
   sessionStorage.removeItem(TENANT);
   app.token = null;
   app.tenant = null;
+  app.roles = {};
+  app.names = new Map();
+  app.me = null;
+  app.unregistered = null;
   stopView();
+  document.getElementById('notices').replaceChildren();
   document.getElementById('nav').hidden = true;
   document.getElementById('tenant-picker').hidden = true;
   document.getElementById('sign-out').hidden = true;
@@ -592,24 +786,84 @@ function stopView() {
   for (const stop of app.stops.splice(0)) stop();
 }
 
-async function start() {
-  const main = document.getElementById('main');
-  if (!app.token) { signIn(main); return; }
-  let names = [];
+// A token whose identity never registered: the platform refuses it everything with "register
+// first". Say so, and how: a form here, or the API's `POST /user`.
+function registerNotice(said) {
+  const name = h('input', { id: 'register-name', placeholder: 'name', 'aria-label': 'name', required: true, autocomplete: 'given-name' });
+  const surname = h('input', { id: 'register-surname', placeholder: 'surname', 'aria-label': 'surname', required: true, autocomplete: 'family-name' });
+  notice('unregistered',
+    h('h2', { text: 'This token\'s identity is not registered' }),
+    h('p', { text: `The platform answers: ${said}` }),
+    h('p', { text: 'Register it once — here, or with POST /api/1.0-beta/user and a body {"name": …, "surname": …} (docs/PLATFORM.md) — and you are a user of no tenant yet: create one, or accept an invitation. Until then the control plane, the pools and (for operators) the leases are shown.' }),
+    h('form', {
+      class: 'inline', id: 'register', onsubmit: (event) => {
+        event.preventDefault();
+        const profile = { name: name.value.trim(), surname: surname.value.trim() };
+        confirmThen(`Register as ${profile.name} ${profile.surname}?`, async () => {
+          await call('POST', `${API}/user`, profile);
+          await start();
+        });
+      },
+    }, name, surname, h('button', { type: 'submit', id: 'register-button' }, 'Register')));
+}
+
+// Who the caller is: their tenants and roles (an unregistered identity is refused), their own
+// name, every user's name for operators, and the cluster's members.
+async function whoAmI() {
+  app.unregistered = null;
   try {
-    names = Object.keys((await data(`${API}/tenant`)) || {}).sort();
+    app.roles = (await data(`${API}/tenant`)) || {};
   } catch (error) {
-    if (error.status === 401) return;
-    names = [];
+    app.roles = {};
+    if (error.status === 403) app.unregistered = error.message;
+    else if (error.status === 401) return false;
   }
+  app.names = new Map();
+  if (!app.unregistered) {
+    try {
+      app.me = await data(`${API}/user/info`);
+      if (app.me) app.names.set(app.me.uid, `${app.me.name} ${app.me.surname}`.trim());
+    } catch (_) { app.me = null; }
+  }
+  if (isOperator()) {
+    try {
+      for (const user of (await data(`${API}/user`)) || []) app.names.set(user.uid, user.name);
+    } catch (_) { /* ids are shown */ }
+  }
+  try { remember(await get('/cluster')); } catch (_) { /* offered when known */ }
+  return true;
+}
+
+function pickTenant() {
+  const names = Object.keys(app.roles).sort();
   const picker = document.getElementById('tenant');
   picker.replaceChildren(...names.map((name) => h('option', { value: name, text: name })));
   if (!names.includes(app.tenant)) app.tenant = names.find((n) => n !== 'operator') || names[0] || null;
   if (app.tenant) { picker.value = app.tenant; sessionStorage.setItem(TENANT, app.tenant); }
-  document.getElementById('nav').hidden = false;
   document.getElementById('tenant-picker').hidden = names.length === 0;
+}
+
+async function start() {
+  const main = document.getElementById('main');
+  if (!app.token) { signIn(main); return; }
+  if (!(await whoAmI())) return;
+  if (app.unregistered) registerNotice(app.unregistered); else notice('unregistered');
+  pickTenant();
+  document.getElementById('nav').hidden = false;
   document.getElementById('sign-out').hidden = false;
   route();
+}
+
+// The views by name. A Map, so that a name from the address (`#/constructor`, `#/__proto__`)
+// finds a view or nothing, never a property every object has.
+const VIEWS = new Map([
+  ['', controlPlane], ['tenants', tenants], ['services', services], ['clusters', clusters],
+  ['environments', environments], ['pools', pools], ['leases', leases],
+]);
+
+function viewName() {
+  const raw = location.hash.replace(/^#\/?/, '');
+  try { return decodeURIComponent(raw); } catch (_) { return raw; }
 }
 
 function route() {
@@ -618,13 +872,16 @@ function route() {
   const view = ++app.view;
   const main = document.getElementById('main');
   main.replaceChildren();
-  const hash = decodeURIComponent(location.hash.replace(/^#\/?/, ''));
+  const hash = viewName();
   for (const link of document.querySelectorAll('#nav a')) link.classList.toggle('active', link.getAttribute('href') === `#/${hash.split('/')[0]}`);
   const [first, ...rest] = hash.split('/');
-  const views = { '': controlPlane, tenants, services, clusters, environments, pools, leases };
   if (first === 'service' && rest.length) serviceDetail(main, rest.join('/'));
-  else if (views[first]) views[first](main);
-  else main.append(h('p', { class: 'error', text: `no such view: ${hash}` }));
+  else if (VIEWS.has(first)) VIEWS.get(first)(main);
+  else {
+    main.append(h('h1', { text: 'No such view' }),
+      h('p', { class: 'error', id: 'no-such-view', text: `The console has no view named "${hash}".` }),
+      h('p', {}, 'Its views: ', [...document.querySelectorAll('#nav a')].map((link, i) => [i ? ', ' : '', h('a', { href: link.getAttribute('href'), text: link.textContent })]), '.'));
+  }
   return view;
 }
 
@@ -633,6 +890,7 @@ document.addEventListener('DOMContentLoaded', () => {
   document.getElementById('tenant').addEventListener('change', (event) => {
     app.tenant = event.target.value;
     sessionStorage.setItem(TENANT, app.tenant);
+    notice('lost-tenant');
     route();
   });
   window.addEventListener('hashchange', route);

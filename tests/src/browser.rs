@@ -1,7 +1,9 @@
 //! A real headless browser for the console's tests: Debian's Chromium driven through its
 //! ChromeDriver (both installed by `make setup`) with fantoccini, a maintained WebDriver client.
 //! Each [`Browser`] is its own ChromeDriver on a free loopback port with its own profile
-//! directory, killed when dropped. Screenshots go to `<target dir>/ui-screenshots/`.
+//! directory, killed when dropped. Screenshots go to `<target dir>/ui-screenshots/`. What the
+//! page logged (a script's errors, every refused or failed load) is read from Chromium's log
+//! through ChromeDriver ([`Browser::console_errors`]).
 
 use std::os::unix::process::CommandExt;
 use std::path::PathBuf;
@@ -15,6 +17,7 @@ use serde_json::{json, Value};
 /// A ChromeDriver process and a browser session on it.
 pub struct Browser {
     driver: Child,
+    driver_url: String,
     /// The session.
     pub client: Client,
     _profile: tempfile::TempDir,
@@ -54,6 +57,8 @@ impl Browser {
         });
         let mut capabilities = serde_json::Map::new();
         capabilities.insert("goog:chromeOptions".into(), options);
+        // Chromium's console (errors, failed loads) kept for `console_errors`.
+        capabilities.insert("goog:loggingPrefs".into(), json!({"browser": "ALL"}));
         // The WebDriver client's rustls needs a process-wide provider; ours is ring.
         let _ = tokio_rustls::rustls::crypto::ring::default_provider().install_default();
         let url = format!("http://127.0.0.1:{port}");
@@ -75,6 +80,7 @@ impl Browser {
         };
         Ok(Self {
             driver,
+            driver_url: url,
             client,
             _profile: profile,
         })
@@ -161,6 +167,30 @@ impl Browser {
         let path = screenshots_dir()?.join(format!("{name}.png"));
         std::fs::write(&path, png)?;
         Ok(path)
+    }
+
+    /// The page's console entries of level `SEVERE` since the last call: uncaught errors,
+    /// `console.error`, and every load the browser reports as failed (a `403` or `404` answer, a
+    /// refused connection, a policy violation). Read through ChromeDriver's log command, which
+    /// fantoccini does not wrap.
+    pub async fn console_errors(&self) -> Result<Vec<String>> {
+        let session = self.client.session_id().await?.context("no WebDriver session")?;
+        let answer: Value = crate::client::http_client(None)
+            .post(format!("{}/session/{session}/se/log", self.driver_url))
+            .json(&json!({"type": "browser"}))
+            .send()
+            .await?
+            .error_for_status()?
+            .json()
+            .await?;
+        let entries = answer["value"]
+            .as_array()
+            .with_context(|| format!("the browser log is not a list: {answer}"))?;
+        Ok(entries
+            .iter()
+            .filter(|e| e["level"] == "SEVERE")
+            .map(|e| e["message"].as_str().unwrap_or_default().to_string())
+            .collect())
     }
 
     /// Confirms the console's confirmation dialog.
