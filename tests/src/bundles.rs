@@ -29,6 +29,20 @@ pub fn zip_of(entries: &[(&str, Vec<u8>)]) -> Vec<u8> {
     writer.finish().expect("zip").into_inner()
 }
 
+/// `zip` with every occurrence of the name `from` replaced by `to`, of the same length, in the
+/// local and central headers alike: how a zip holding one name twice is made (the zip writer
+/// refuses to write one).
+pub fn renamed(zip: Vec<u8>, from: &str, to: &str) -> Vec<u8> {
+    assert_eq!(from.len(), to.len(), "a rename keeps the length");
+    let mut zip = zip;
+    let mut at = 0;
+    while let Some(found) = zip[at..].windows(from.len()).position(|w| w == from.as_bytes()) {
+        zip[at + found..at + found + to.len()].copy_from_slice(to.as_bytes());
+        at += found + to.len();
+    }
+    zip
+}
+
 /// The answer's status and body (JSON when it is).
 pub async fn answer_of(answer: reqwest::Response) -> Result<(StatusCode, Value)> {
     let status = answer.status();

@@ -124,6 +124,29 @@ listen: 127.0.0.1:{port}
         Ok(path)
     }
 
+    /// `npm publish <dir>` to this registry with the real npm client, as anyone holding
+    /// credentials to it may publish, around Drover.
+    pub fn npm_publish(&self, dir: &std::path::Path) -> Result<()> {
+        let output = Command::new("npm")
+            .arg("publish")
+            .arg(dir)
+            .arg("--registry")
+            .arg(format!("{}/", self.endpoint()))
+            .arg("--userconfig")
+            .arg(self.npmrc()?)
+            .output()
+            .context("running npm")?;
+        if !output.status.success() {
+            bail!(
+                "npm publish {} failed: {}{}",
+                dir.display(),
+                String::from_utf8_lossy(&output.stdout),
+                String::from_utf8_lossy(&output.stderr)
+            );
+        }
+        Ok(())
+    }
+
     /// `npm view <args…> --json` against this registry, as the real npm client answers it.
     pub fn npm_view(&self, args: &[&str]) -> Result<serde_json::Value> {
         let output = Command::new("npm")

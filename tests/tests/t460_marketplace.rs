@@ -10,7 +10,7 @@
 use std::time::Duration;
 
 use anyhow::{ensure, Result};
-use drover_tests::bundles::{publish_module, zip_of};
+use drover_tests::bundles::{publish_module, renamed, zip_of};
 use drover_tests::platform::{process_platform_args, token, PlatformClient, OPERATOR_SUBJECT};
 use drover_tests::process::ProcessCluster;
 use drover_tests::verdaccio::{Verdaccio, PASSWORD, USER};
@@ -35,6 +35,25 @@ fn hello(version: [u32; 3]) -> Vec<u8> {
         ("hello/worker/run.sh", b"echo working\n".to_vec()),
         ("deployment/kmodule.json", b"{}".to_vec()),
     ])
+}
+
+/// A bundle holding, in directory `dir`, module `module` of `domain` at 3.0.0 with one service
+/// artifact `web`.
+fn module_in(dir: &str, domain: &str, module: &str) -> Vec<(String, Vec<u8>)> {
+    let kmodule = json!({"domain": domain, "module": module, "version": [3, 0, 0],
+                         "artifacts": {"web": "service"}});
+    vec![
+        (format!("{dir}/kmodule.json"), kmodule.to_string().into_bytes()),
+        (
+            format!("{dir}/web/artifact.yaml"),
+            b"roles: [frontend]\n".to_vec(),
+        ),
+    ]
+}
+
+fn zip_owned(entries: &[(String, Vec<u8>)]) -> Vec<u8> {
+    let refs: Vec<(&str, Vec<u8>)> = entries.iter().map(|(n, c)| (n.as_str(), c.clone())).collect();
+    zip_of(&refs)
 }
 
 /// Publishes a service module of `tenant` as `subject`.
@@ -146,7 +165,29 @@ async fn modules_are_published_listed_described_and_hostile_bundles_refused() ->
         ("hello/kmodule.cue", b"package kmodule\n".to_vec()),
         ("hello/kmodule.json", b"{}".to_vec()),
     ]);
+    // The same name twice: the later entry (a good kmodule) would have won.
+    let mut twice = module_in("hello", "acme.mods", "hello");
+    twice.insert(0, ("hello/kmodule.jsoX".into(), b"{}".to_vec()));
+    let twice = renamed(zip_owned(&twice), "hello/kmodule.jsoX", "hello/kmodule.json");
     let hostile: Vec<(&str, Vec<u8>, StatusCode, &str)> = vec![
+        (
+            "a name twice",
+            twice,
+            StatusCode::BAD_REQUEST,
+            "hello/kmodule.json\\\" appears twice",
+        ),
+        (
+            "module ..",
+            zip_owned(&module_in("hello", "acme.mods", "..")),
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "hello/kmodule.json: module",
+        ),
+        (
+            "module .hidden",
+            zip_owned(&module_in("hello", "acme.mods", ".hidden")),
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "npm refuses other names",
+        ),
         (
             "traversal",
             zip_of(&[("hello/../../etc/passwd", b"x".to_vec())]),
@@ -197,6 +238,28 @@ async fn modules_are_published_listed_described_and_hostile_bundles_refused() ->
         }
         after.push(rss()?);
     }
+    // A field given twice: the later would have won.
+    let form = reqwest::multipart::Form::new()
+        .part(
+            "bundle",
+            reqwest::multipart::Part::bytes(hello([5, 0, 0])).file_name("b.zip"),
+        )
+        .text("bundle-target-kind", "service")
+        .text("bundle-target-dir", "nowhere")
+        .text("bundle-target-dir", "hello/web");
+    let twice = reqwest::Client::new()
+        .put(format!(
+            "http://{addr}/api/1.0-beta/tenant/acme/marketplace/module"
+        ))
+        .bearer_auth(token("alice"))
+        .multipart(form)
+        .send()
+        .await?;
+    let (status, answer) = drover_tests::bundles::answer_of(twice).await?;
+    ensure!(
+        status == StatusCode::BAD_REQUEST && answer.to_string().contains("is given twice"),
+        "a field twice: {status}: {answer}"
+    );
     // An oversized upload, as curl sends it (`Expect: 100-continue`): refused before its body.
     let big = dir.path().join("big.zip");
     std::fs::write(&big, vec![7u8; 41 << 20])?;
@@ -262,6 +325,63 @@ async fn modules_are_published_listed_described_and_hostile_bundles_refused() ->
     let foreign = bob.get("/tenant/acme/marketplace/module").await?;
     // Not a member: the tenant is not even shown to exist.
     ensure!(foreign.status == StatusCode::NOT_FOUND, "{foreign:?}");
+
+    // A registry written without `public` is private: bob's module is his alone.
+    let (status, answer) = publish(
+        &addr,
+        "bob",
+        "other",
+        zip_owned(&module_in("greet", "other.mods", "greet")),
+        "greet/web",
+        "[]",
+    )
+    .await?;
+    ensure!(status == StatusCode::OK, "{status}: {answer}");
+    // A package published around Drover to bob's scope, claiming acme's domain in its
+    // package.json: the scope decides, so it is no one's module.
+    let forged = dir.path().join("forged");
+    std::fs::create_dir_all(&forged)?;
+    let manifest = json!({"name": "@other.mods/forged", "version": "1.0.0",
+        "kumori": {"domain": "acme.mods", "module": "forged", "public": false, "targetKind": "service",
+                   "targetDir": "forged/web",
+                   "artifacts": {"web": {"kind": "service", "schemas": [], "roles": ["frontend"]}}}});
+    std::fs::write(forged.join("package.json"), manifest.to_string())?;
+    std::fs::write(
+        forged.join("kmodule.json"),
+        json!({"domain": "acme.mods", "module": "forged", "version": [1, 0, 0],
+               "artifacts": {"web": "service"}})
+        .to_string(),
+    )?;
+    registry.npm_publish(&forged)?;
+    let view = registry.npm_view(&["@other.mods/forged@1.0.0", "kumori.domain"])?;
+    ensure!(view == json!("acme.mods"), "npm view: {view}");
+    let alices = list("").await?;
+    ensure!(
+        !alices.to_string().contains("greet"),
+        "a registry written without public is private: {alices}"
+    );
+    ensure!(
+        alices["pagination"]["total"] == 2 && !alices.to_string().contains("forged"),
+        "a package claiming acme's domain from another scope is listed to acme: {alices}"
+    );
+    let bobs = bob.get("/tenant/other/marketplace/module").await?;
+    ensure!(
+        bobs.status == StatusCode::OK
+            && bobs.body["data"]["pagination"]["total"] == 1
+            && bobs.body["data"]["items"][0]["name"] == "greet",
+        "{bobs:?}"
+    );
+    for (client, tenant) in [(&lister, "acme"), (&bob, "other")] {
+        let described = client
+            .get(&format!(
+                "/tenant/{tenant}/marketplace/module/schema?domain=other.mods&name=forged&version=1.0.0"
+            ))
+            .await?;
+        ensure!(
+            described.status == StatusCode::NOT_FOUND,
+            "{tenant}: {described:?}"
+        );
+    }
 
     // No registry, wrong credentials, a registry that is down.
     let (status, answer) = publish(&addr, "alice", "bare", hello([1, 0, 0]), "hello/web", "[]").await?;

@@ -14,7 +14,7 @@ use std::time::Duration;
 use anyhow::{ensure, Result};
 use drover_model::cluster::agent_api::InstanceState;
 use drover_tests::agent::{proc_strings, AgentClient, AgentProcess};
-use drover_tests::bundles::{answer_of, publish_module, zip_of};
+use drover_tests::bundles::{answer_of, publish_module, renamed, zip_of};
 use drover_tests::platform::{process_platform_args, token, PlatformClient, OPERATOR_SUBJECT};
 use drover_tests::process::ProcessCluster;
 use drover_tests::services::tenant_with_clusters;
@@ -337,13 +337,53 @@ async fn services_run_bundles_and_marketplace_modules() -> Result<()> {
     )
     .await?;
     ensure!(status == StatusCode::OK, "{status}: {answer}");
-    let refused = alice
+    // Exactly as a module that does not exist: the same status and words, with a version or
+    // without (which would name its latest).
+    for version in [None, Some(json!([1, 0, 0]))] {
+        let reference = |module: &str| {
+            let mut reference = json!({"domain": "other.mods", "module": module});
+            if let Some(version) = &version {
+                reference["version"] = version.clone();
+            }
+            simple(reference)
+        };
+        let private = alice
+            .post(
+                "/tenant/acme/service/stolen/simple?accept=true",
+                &reference("tool"),
+            )
+            .await?;
+        let absent = alice
+            .post(
+                "/tenant/acme/service/stolen/simple?accept=true",
+                &reference("absent"),
+            )
+            .await?;
+        let told: Value = serde_json::from_str(
+            &private
+                .body
+                .to_string()
+                .replace("@other.mods/tool", "@other.mods/absent"),
+        )?;
+        ensure!(
+            private.status == StatusCode::NOT_FOUND
+                && absent.status == StatusCode::NOT_FOUND
+                && told == absent.body,
+            "{version:?}: a private module {private:?}, an absent one {absent:?}"
+        );
+    }
+    // Names npm refuses are not sent to the registry.
+    let dots = alice
         .post(
             "/tenant/acme/service/stolen/simple?accept=true",
-            &simple(json!({"domain": "other.mods", "module": "tool"})),
+            &simple(json!({"domain": "acme.mods", "module": ".."})),
         )
         .await?;
-    ensure!(refused.status == StatusCode::NOT_FOUND, "{refused:?}");
+    ensure!(
+        dots.status == StatusCode::UNPROCESSABLE_ENTITY
+            && dots.body.to_string().contains("deployment.artifact.ref.module"),
+        "{dots:?}"
+    );
     // No such version.
     let missing = alice
         .post(
@@ -365,7 +405,24 @@ async fn services_run_bundles_and_marketplace_modules() -> Result<()> {
     binary.push(("app/web/blob", vec![0xff, 0xfe, 0x00]));
     let mut cue = app_module(1, 1);
     cue.push(("deployment/deployment.cue", b"package deployment".to_vec()));
+    // One name twice (the later would have won), and a module named as npm refuses.
+    let mut twice = app_module(1, 1);
+    twice.push(manifest());
+    twice.push(("app/web/web.sX", b"exec sleep 5\n".to_vec()));
+    let twice = renamed(zip_of(&twice), "app/web/web.sX", "app/web/web.sh");
+    let mut hidden = app_module(1, 1);
+    hidden.push(manifest());
+    hidden[0].1 = json!({"domain": "acme.mods", "module": ".hidden", "version": [1, 0, 0],
+                         "artifacts": {"svc": "service"}})
+    .to_string()
+    .into_bytes();
     let cases = [
+        (twice, StatusCode::BAD_REQUEST, "appears twice"),
+        (
+            zip_of(&hidden),
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "app/kmodule.json: module",
+        ),
         (zip_of(&traversal), StatusCode::BAD_REQUEST, "climbs out"),
         (
             zip_of(&binary),

@@ -17,7 +17,7 @@ use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 use super::bundle::archive::{read_bundle, BundleError, BundleLimits};
-use super::bundle::module::{read_module, Artifact, ArtifactKind};
+use super::bundle::module::{check_npm_name, read_module, Artifact, ArtifactKind};
 use super::bundle::package::{package, package_name, publish_document};
 use super::context::{AxebowState, Caller};
 use super::reply::{codes, ok, AxebowError, Envelope, Params};
@@ -256,14 +256,28 @@ pub(super) fn unreadable(field: &str, error: &MultipartError) -> AxebowError {
     )
 }
 
+/// Refuses a field of a form given a second time (the later would silently win).
+pub(super) fn once(seen: &mut std::collections::BTreeSet<String>, name: &str) -> Result<(), AxebowError> {
+    if seen.insert(name.to_string()) {
+        Ok(())
+    } else {
+        Err(AxebowError::invalid(
+            name,
+            "is given twice: send each field of the form once",
+        ))
+    }
+}
+
 async fn read_form(mut multipart: Multipart) -> Result<Form, AxebowError> {
     let mut form = Form::default();
+    let mut seen = std::collections::BTreeSet::new();
     while let Some(field) = multipart
         .next_field()
         .await
         .map_err(|e| unreadable("bundle", &e))?
     {
         let name = field.name().unwrap_or_default().to_string();
+        once(&mut seen, &name)?;
         let bytes = field.bytes().await.map_err(|e| unreadable(&name, &e))?;
         let text = || {
             String::from_utf8(bytes.to_vec()).map_err(|_| AxebowError::invalid(name.clone(), "must be text"))
@@ -423,14 +437,21 @@ pub(super) async fn document(target: &Target, name: &str) -> Result<Option<Value
     }
 }
 
-/// Whether a version's `kumori` metadata is one the tenant of `own_domain` may use: its own
-/// domain's, or published from a public registry.
-pub(super) fn usable(kumori: &Value, own_domain: &str) -> bool {
-    kumori["domain"].as_str() == Some(own_domain) || kumori["public"] == Value::Bool(true)
+/// Whether a version of npm package `package` whose `kumori` metadata is `kumori` is a module
+/// the tenant of `own_domain` may use. The package's scope and name decide which module it is:
+/// a version whose metadata names another domain or module is no module at all (anyone may
+/// write anything into a `package.json`; only the scope is the registry's to grant). Of the
+/// modules, the tenant may use its own domain's and those published from a public registry.
+pub(super) fn usable(package: &str, kumori: &Value, own_domain: &str) -> bool {
+    let (Some(domain), Some(module)) = (kumori["domain"].as_str(), kumori["module"].as_str()) else {
+        return false;
+    };
+    package_name(domain, module) == package && (domain == own_domain || kumori["public"] == Value::Bool(true))
 }
 
-/// The items of one package document the tenant may use: its own domain's, and public ones.
-fn items_of(document: &Value, own_domain: &str) -> Vec<ModuleItem> {
+/// The items of package `package`'s document the tenant may use: its own domain's, and public
+/// ones.
+fn items_of(package: &str, document: &Value, own_domain: &str) -> Vec<ModuleItem> {
     let Some(versions) = document["versions"].as_object() else {
         return Vec::new();
     };
@@ -439,7 +460,7 @@ fn items_of(document: &Value, own_domain: &str) -> Vec<ModuleItem> {
         .filter_map(|(version, manifest)| {
             let kumori = &manifest["kumori"];
             let domain = kumori["domain"].as_str()?;
-            if !usable(kumori, own_domain) {
+            if !usable(package, kumori, own_domain) {
                 return None;
             }
             let artifacts: BTreeMap<String, Artifact> =
@@ -502,7 +523,7 @@ pub async fn list(
             continue;
         };
         items.extend(
-            items_of(&found, &target.domain)
+            items_of(name, &found, &target.domain)
                 .into_iter()
                 .filter(|item| params.name.as_deref().is_none_or(|n| item.name.contains(n)))
                 .filter(|item| params.domain.as_deref().is_none_or(|d| item.domain == d))
@@ -535,10 +556,18 @@ pub async fn schema(
 ) -> Result<Envelope<BTreeMap<String, Artifact>>, AxebowError> {
     let target = target(&state, &caller, &tenant, false).await?;
     let name = package_name(&params.domain, &params.name);
-    let artifacts = document(&target, &name)
-        .await?
+    // A name npm refuses is no module: the registry is not asked about it.
+    let valid = check_npm_name(&params.domain)
+        .and(check_npm_name(&params.name))
+        .is_ok();
+    let found = if valid {
+        document(&target, &name).await?
+    } else {
+        None
+    };
+    let artifacts = found
         .map(|d| d["versions"][&params.version]["kumori"].clone())
-        .filter(|kumori| usable(kumori, &target.domain))
+        .filter(|kumori| usable(&name, kumori, &target.domain))
         .and_then(|kumori| {
             serde_json::from_value::<BTreeMap<String, Artifact>>(kumori["artifacts"].clone()).ok()
         })
@@ -549,4 +578,43 @@ pub async fn schema(
             ))
         })?;
     Ok(ok(artifacts))
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn version(domain: &str, module: &str, public: bool) -> Value {
+        json!({"keywords": ["t"], "kumori": {"domain": domain, "module": module, "public": public,
+               "artifacts": {"web": {"kind": "service", "schemas": [], "roles": []}}}})
+    }
+
+    #[test]
+    fn a_listing_holds_what_the_scope_grants_not_what_a_package_claims() {
+        let own = json!({"versions": {"1.0.0": version("acme.mods", "hello", false)}});
+        let items = items_of("@acme.mods/hello", &own, "acme.mods");
+        assert_eq!(
+            items,
+            [ModuleItem {
+                name: "hello".into(),
+                domain: "acme.mods".into(),
+                version: "1.0.0".into(),
+                tags: vec!["t".into()],
+                artifact_types: vec![ArtifactKind::Service],
+            }]
+        );
+        // Another tenant's: private is not listed, public is.
+        assert!(items_of("@acme.mods/hello", &own, "other.mods").is_empty());
+        let public = json!({"versions": {"1.0.0": version("acme.mods", "hello", true)}});
+        assert_eq!(items_of("@acme.mods/hello", &public, "other.mods").len(), 1);
+        // Published to @other.mods claiming acme.mods (or another name): no one's module.
+        let forged = json!({"versions": {"1.0.0": version("acme.mods", "x", true)}});
+        for tenant in ["acme.mods", "other.mods", "third"] {
+            assert!(items_of("@other.mods/x", &forged, tenant).is_empty(), "{tenant}");
+        }
+        let renamed = json!({"versions": {"1.0.0": version("acme.mods", "y", false)}});
+        assert!(items_of("@acme.mods/x", &renamed, "acme.mods").is_empty());
+    }
 }

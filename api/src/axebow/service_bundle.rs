@@ -22,7 +22,7 @@ use super::bundle::deploy::{
 };
 use super::bundle::module::read_module;
 use super::context::{AxebowState, Caller};
-use super::marketplace::{bundle_refused, unprocessable, unreadable};
+use super::marketplace::{bundle_refused, once, unprocessable, unreadable};
 use super::reply::{codes, AxebowError, Body};
 use super::resolve::{pin, resolve};
 use super::store;
@@ -133,12 +133,14 @@ impl<T: DeserializeOwned> FromRequest<AxebowState> for DeploymentForm<T> {
             )
         })?;
         let (mut bundle, mut spec) = (None, FormSpec::default());
+        let mut seen = std::collections::BTreeSet::new();
         while let Some(field) = multipart
             .next_field()
             .await
             .map_err(|e| unreadable("bundle", &e))?
         {
             let name = field.name().unwrap_or_default().to_string();
+            once(&mut seen, &name)?;
             let bytes = field.bytes().await.map_err(|e| unreadable(&name, &e))?;
             match name.as_str() {
                 "bundle" => bundle = Some(bytes),

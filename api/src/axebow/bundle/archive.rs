@@ -2,8 +2,9 @@
 //! bytes it guards are read, and any breach refuses the whole bundle, so nothing of a refused
 //! bundle is stored or published. Entries are counted from the central directory; a file's
 //! declared size is checked before it is inflated and its inflated bytes are counted again
-//! (headers can lie); names must be relative paths without `..`, backslashes or duplicates;
-//! symbolic links and encrypted entries are refused.
+//! (headers can lie); names must be relative paths without `..`, backslashes or duplicates
+//! (counted in the central directory itself: the zip reader keeps the last of two entries of one
+//! name); symbolic links and encrypted entries are refused.
 
 use std::collections::BTreeMap;
 use std::io::Read;
@@ -146,16 +147,72 @@ fn check_name(name: &str) -> Result<String, BundleError> {
     Ok(parts.join("/"))
 }
 
+/// The signature of a central directory file header.
+const CENTRAL_HEADER: [u8; 4] = *b"PK\x01\x02";
+/// Its fixed part's length; the name, extra field and comment follow.
+const CENTRAL_HEADER_LEN: usize = 46;
+
+/// The raw names of the central directory starting at `start` of `bytes`, as many as there are
+/// headers (at most `max` + 1: one more than allowed is enough to refuse). The zip reader keeps
+/// one entry per name, the last one, so the names are counted here, where two of the same name
+/// are still two.
+fn central_names(bytes: &[u8], start: u64, max: usize) -> Vec<&[u8]> {
+    let field = |at: usize| -> Option<usize> {
+        let two = bytes.get(at..at + 2)?;
+        Some(usize::from(u16::from_le_bytes([two[0], two[1]])))
+    };
+    let mut names = Vec::new();
+    let Ok(mut at) = usize::try_from(start) else {
+        return names;
+    };
+    while names.len() <= max && bytes.get(at..at + 4) == Some(&CENTRAL_HEADER[..]) {
+        let (Some(name), Some(extra), Some(comment)) = (field(at + 28), field(at + 30), field(at + 32))
+        else {
+            break;
+        };
+        let Some(raw) = bytes.get(at + CENTRAL_HEADER_LEN..at + CENTRAL_HEADER_LEN + name) else {
+            break;
+        };
+        names.push(raw);
+        at += CENTRAL_HEADER_LEN + name + extra + comment;
+    }
+    names
+}
+
+/// Refuses a central directory that names one entry twice, or more entries than allowed.
+fn check_central_directory(
+    bytes: &[u8],
+    start: u64,
+    distinct: usize,
+    limits: BundleLimits,
+) -> Result<(), BundleError> {
+    let names = central_names(bytes, start, limits.max_entries);
+    if names.len().max(distinct) > limits.max_entries {
+        return Err(BundleError::TooManyEntries {
+            count: names.len().max(distinct),
+            max: limits.max_entries,
+        });
+    }
+    let mut seen = std::collections::BTreeSet::new();
+    if let Some(twice) = names.iter().find(|name| !seen.insert(**name)) {
+        return Err(BundleError::Duplicate(
+            String::from_utf8_lossy(twice).into_owned(),
+        ));
+    }
+    if names.len() != distinct {
+        return Err(BundleError::NotZip(format!(
+            "its central directory holds {} entries of which the reader sees {distinct} (names that read alike?)",
+            names.len()
+        )));
+    }
+    Ok(())
+}
+
 /// Reads `bytes` as a bundle within `limits`.
 pub fn read_bundle(bytes: &[u8], limits: BundleLimits) -> Result<Bundle, BundleError> {
     let mut archive =
         zip::ZipArchive::new(std::io::Cursor::new(bytes)).map_err(|e| BundleError::NotZip(e.to_string()))?;
-    if archive.len() > limits.max_entries {
-        return Err(BundleError::TooManyEntries {
-            count: archive.len(),
-            max: limits.max_entries,
-        });
-    }
+    check_central_directory(bytes, archive.central_directory_start(), archive.len(), limits)?;
     let mut bundle = Bundle::default();
     let mut total: u64 = 0;
     for index in 0..archive.len() {
@@ -248,6 +305,19 @@ mod tests {
         writer.finish().unwrap().into_inner()
     }
 
+    /// `zip` with every occurrence of the name `from` replaced by `to`, of the same length (in
+    /// the local and the central headers alike): the zip writer refuses a name given twice.
+    fn renamed(zip: Vec<u8>, from: &str, to: &str) -> Vec<u8> {
+        assert_eq!(from.len(), to.len());
+        let mut zip = zip;
+        let mut at = 0;
+        while let Some(found) = zip[at..].windows(from.len()).position(|w| w == from.as_bytes()) {
+            zip[at + found..at + found + to.len()].copy_from_slice(to.as_bytes());
+            at += found + to.len();
+        }
+        zip
+    }
+
     #[test]
     fn a_plain_bundle_is_read_by_relative_path() {
         let bytes = zip_of(&[
@@ -321,6 +391,17 @@ mod tests {
                 zip_of(&[("a/b", b"x", 0o644), ("a/./b", b"y", 0o644)]),
                 BundleLimits::default(),
                 "appears twice",
+                400,
+            ),
+            (
+                "the same name twice",
+                renamed(
+                    zip_of(&[("a/b.json", b"{}", 0o644), ("a/b.jsoX", b"{\"x\": 1}", 0o644)]),
+                    "a/b.jsoX",
+                    "a/b.json",
+                ),
+                BundleLimits::default(),
+                "entry \"a/b.json\" appears twice",
                 400,
             ),
             (

@@ -159,6 +159,31 @@ const EXTENSIONS: [&str; 3] = ["json", "yaml", "yml"];
 /// Longest module name: with `@<domain>/` (a domain is at most 100) it stays within npm's 214.
 const MAX_MODULE_NAME: usize = 100;
 
+/// Names npm refuses whatever their characters (validate-npm-package-name's exclusion list).
+const EXCLUDED_NAMES: [&str; 2] = ["node_modules", "favicon.ico"];
+
+/// Checks a module name (or a domain) as npm's validate-npm-package-name checks a package name
+/// or scope, so that no name a registry would refuse (`..`, `.hidden`, `_x`, `node_modules`)
+/// is sent to one: 1 to 100 lowercase letters, digits, `-`, `_` or `.`, starting with a letter
+/// or digit, and not a name npm excludes. The error starts with the name, quoted.
+pub fn check_npm_name(name: &str) -> Result<(), String> {
+    let ok = !name.is_empty()
+        && name.len() <= MAX_MODULE_NAME
+        && name.starts_with(|c: char| c.is_ascii_lowercase() || c.is_ascii_digit())
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || matches!(b, b'-' | b'_' | b'.'))
+        && !EXCLUDED_NAMES.contains(&name);
+    if ok {
+        Ok(())
+    } else {
+        Err(format!(
+            "{name:?} must be 1 to {MAX_MODULE_NAME} lowercase letters, digits, '-', '_' or '.', starting with a letter or digit, and not {} (it names the npm package, and npm refuses other names)",
+            EXCLUDED_NAMES.join(" or ")
+        ))
+    }
+}
+
 /// Parses JSON or YAML data by the file's extension.
 fn data<T: for<'de> Deserialize<'de>>(file: &str, bytes: &[u8]) -> Result<T, ModuleError> {
     let error = |why: String| ModuleError {
@@ -217,17 +242,8 @@ pub fn read_module(dir: &str, files: &BTreeMap<&str, &[u8]>) -> Result<Module, M
         file: path(&name),
         why,
     };
-    if kmodule.module.is_empty()
-        || kmodule.module.len() > MAX_MODULE_NAME
-        || !kmodule
-            .module
-            .bytes()
-            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || matches!(b, b'-' | b'_' | b'.'))
-    {
-        return Err(bad(format!(
-            "module {:?} must be lowercase letters, digits, '-', '_' or '.', 1 to {MAX_MODULE_NAME} of them (it names the npm package)",
-            kmodule.module
-        )));
+    if let Err(why) = check_npm_name(&kmodule.module) {
+        return Err(bad(format!("module {why}")));
     }
     if kmodule.artifacts.is_empty() {
         return Err(bad("artifacts: the module names no artifact".into()));
@@ -313,7 +329,7 @@ mod tests {
                     "kmodule.json",
                     r#"{"domain":"a","module":"Hello","version":[1,0,0],"artifacts":{"x":"service"}}"#,
                 )],
-                "must be lowercase",
+                "must be 1 to 100 lowercase",
             ),
             (
                 vec![(
@@ -327,7 +343,7 @@ mod tests {
                     "kmodule.json",
                     r#"{"domain":"a","module":"hhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhh","version":[1,0,0],"artifacts":{"x":"service"}}"#,
                 )],
-                "1 to 100 of them",
+                "1 to 100 lowercase",
             ),
             (
                 vec![(
@@ -341,5 +357,41 @@ mod tests {
             let error = read_module("hello", &files(&entries)).unwrap_err().to_string();
             assert!(error.contains(says), "{entries:?}: {error}");
         }
+    }
+
+    #[test]
+    fn module_names_npm_refuses_are_refused_naming_kmodule() {
+        for name in [
+            "..",
+            ".",
+            ".hidden",
+            "_private",
+            "-dash",
+            "node_modules",
+            "favicon.ico",
+            "a b",
+            "a/b",
+            "a%2f",
+            "é",
+        ] {
+            let kmodule = json_module(name);
+            let error = read_module("hello", &files(&[("kmodule.json", &kmodule)]))
+                .expect_err(name)
+                .to_string();
+            assert!(
+                error.starts_with("module: hello/kmodule.json: module ") && error.contains("npm refuses"),
+                "{name}: {error}"
+            );
+        }
+        for name in ["hello", "0day", "a.b-c_d", "node_modules2", "http"] {
+            let kmodule = json_module(name);
+            let module = read_module("hello", &files(&[("kmodule.json", &kmodule)])).expect(name);
+            assert_eq!(module.module, name);
+        }
+    }
+
+    fn json_module(name: &str) -> String {
+        serde_json::json!({"domain": "acme", "module": name, "version": [1, 0, 0], "artifacts": {"x": "service"}})
+            .to_string()
     }
 }
