@@ -26,6 +26,11 @@ pub struct Layout {
 }
 
 impl Layout {
+    /// The name of an instance's working directory in its directory.
+    pub const WORK: &'static str = "work";
+    /// The name of an instance's current log in its directory.
+    pub const LOG: &'static str = "output.log";
+
     /// The layout under `root`.
     pub fn new(root: impl Into<PathBuf>) -> Self {
         Self { root: root.into() }
@@ -86,12 +91,12 @@ impl Layout {
 
     /// An instance's working directory.
     pub fn work(&self, id: &InstanceId) -> PathBuf {
-        self.instance(id).join("work")
+        self.instance(id).join(Self::WORK)
     }
 
     /// An instance's current log.
     pub fn log(&self, id: &InstanceId) -> PathBuf {
-        self.instance(id).join("output.log")
+        self.instance(id).join(Self::LOG)
     }
 
     /// An instance's rotated log.

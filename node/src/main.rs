@@ -79,8 +79,16 @@ enum CreateCommand {
     Tenant(resources::CreateTenantArgs),
 }
 
+fn main() -> anyhow::Result<ExitCode> {
+    // An agent's confined instance on its way into its cgroup: no runtime, straight to `exec`.
+    if let Some(code) = drover_agent::exec::enter::run_if_asked() {
+        return Ok(code);
+    }
+    run()
+}
+
 #[tokio::main]
-async fn main() -> anyhow::Result<ExitCode> {
+async fn run() -> anyhow::Result<ExitCode> {
     // Started through a symlink named boskosctl: be boskosctl.
     let started_as = std::env::args_os()
         .next()

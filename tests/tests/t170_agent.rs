@@ -8,7 +8,9 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use anyhow::{ensure, Context, Result};
-use drover_model::cluster::agent_api::{Fence, Health, InstanceState, Inventory, Resources, SimFaults};
+use drover_model::cluster::agent_api::{
+    EndReason, Fence, Health, InstanceState, Inventory, Resources, SimFaults,
+};
 use drover_tests::agent::{
     alive, desired, instance, kill_pid, proc_info, proc_strings, processes, processes_of_instance, sleeper,
     AgentClient, AgentProcess, AGENT_TOKEN,
@@ -627,5 +629,79 @@ async fn a_set_whose_caller_hangs_up_is_carried_out() -> Result<()> {
         .ok::<serde_json::Value>()?;
     let again: Inventory = client.put_set("web", &set).await?.ok()?;
     ensure!(again.instances == inventory.instances, "{again:?}");
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn what_a_run_left_at_a_files_path_never_blocks_the_next_start() -> Result<()> {
+    let agent = AgentProcess::exec(&[])?;
+    let client = agent.client();
+    // The first run finds its file, replaces it with a directory tree (and a link out of its
+    // directory inside it) and fails; the next runs must find the file again, and then sleep.
+    let id = "tidy.main.r1.0";
+    let script = "if [ -e ran-once ]; then \
+                    if [ -f conf/app.json ]; then echo second run found $(cat conf/app.json); exec sleep 1000; fi; \
+                    echo second run found no file; exit 3; \
+                  fi; \
+                  touch ran-once; \
+                  rm conf/app.json; mkdir -p conf/app.json/deeper; echo x > conf/app.json/deeper/x; \
+                  ln -s / conf/app.json/root; \
+                  exit 1";
+    let mut tidy = instance(
+        id,
+        &["sh", "-c", script],
+        Resources {
+            cpu_millis: 10,
+            memory_mib: 8,
+        },
+    );
+    tidy.exec.files.insert("conf/app.json".into(), "{\"v\":1}".into());
+    // A program that is nowhere: every start fails, and each is counted and told.
+    let missing = "lost.main.r1.0";
+    let lost = instance(
+        missing,
+        &["no-such-program-anywhere"],
+        Resources {
+            cpu_millis: 10,
+            memory_mib: 8,
+        },
+    );
+    client
+        .put_set("tidy", &desired(1, 1, vec![tidy, lost]))
+        .await?
+        .ok::<Inventory>()?;
+    let status = eventually(WAIT, "the second run to start and keep running", || async {
+        let status = client.instance(id).await.ok()??;
+        (status.state == InstanceState::Running && status.restarts >= 1).then_some(status)
+    })
+    .await?;
+    ensure!(status.reason.is_none(), "{status:?}");
+    // Running from its spawn: its line may come a moment later.
+    let log = eventually(WAIT, "the second run's line in the log", || async {
+        let log = client.logs(id, "").await.ok()?;
+        log.body.contains("second run found").then_some(log.body)
+    })
+    .await?;
+    ensure!(
+        log.contains("second run found {\"v\":1}") && !log.contains("cannot start"),
+        "{log}"
+    );
+    let failing = eventually(WAIT, "failed starts to be counted", || async {
+        let status = client.instance(missing).await.ok()??;
+        (status.restarts >= 2).then_some(status)
+    })
+    .await?;
+    ensure!(
+        failing.state == InstanceState::Failed
+            && failing.reason == Some(EndReason::StartError)
+            && failing.pid.is_none(),
+        "{failing:?}"
+    );
+    let log = client.logs(missing, "").await?;
+    ensure!(
+        log.body.contains("cannot start \"no-such-program-anywhere\""),
+        "{}",
+        log.body
+    );
     Ok(())
 }

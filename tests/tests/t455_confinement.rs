@@ -358,3 +358,65 @@ async fn an_agent_that_cannot_confine_starts_only_when_allowed_and_says_so() -> 
     );
     Ok(())
 }
+
+/// The `NAME=value` entries of the agent's own environment named `name`.
+fn agent_env(agent: &AgentProcess, name: &str) -> Option<String> {
+    let pid = agent.pid()?;
+    let prefix = format!("{name}=");
+    proc_strings(pid, "environ")
+        .into_iter()
+        .find(|entry| entry.starts_with(&prefix))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_confined_instance_has_exactly_its_environment() -> Result<()> {
+    let agent = AgentProcess::exec(&[])?;
+    let client = agent.client();
+    let facts = client.facts().await?;
+    ensure!(
+        matches!(
+            facts.confinement,
+            Some(Confinement::CgroupV1 | Confinement::CgroupV2)
+        ),
+        "the instance must enter a cgroup for this test: {facts:?}"
+    );
+    let id = "plain.main.r1.0";
+    let mut spec = instance(
+        id,
+        &["sleep", "1000"],
+        Resources {
+            cpu_millis: 10,
+            memory_mib: 8,
+        },
+    );
+    spec.env.insert("GREETING".into(), "hello world".into());
+    spec.env.insert("ZED".into(), "1".into());
+    client
+        .put_set("plain", &desired(1, 1, vec![spec]))
+        .await?
+        .ok::<Inventory>()?;
+    let pid = eventually(WAIT, "the instance running its program", || async {
+        let pid = status_of(&client, id).await?.pid?;
+        (proc_strings(pid, "cmdline") == ["sleep", "1000"]).then_some(pid)
+    })
+    .await?;
+    // It ran in its cgroup from the start (the helper that entered it exec'd the program).
+    let cgroups = std::fs::read_to_string(format!("/proc/{pid}/cgroup"))?;
+    ensure!(cgroups.contains(id), "{cgroups}");
+    let work = agent.data_dir().join("instances").join(id).join("work");
+    let mut expected: Vec<String> = vec![
+        agent_env(&agent, "PATH").context("the agent's PATH")?,
+        agent_env(&agent, "HOME").unwrap_or_else(|| format!("HOME={}", work.display())),
+        "GREETING=hello world".into(),
+        "ZED=1".into(),
+        format!("DROVER_INSTANCE_ID={id}"),
+    ];
+    expected.sort();
+    let mut environ = proc_strings(pid, "environ");
+    environ.sort();
+    ensure!(
+        environ == expected,
+        "the instance's environment is {environ:?}, not {expected:?}"
+    );
+    Ok(())
+}

@@ -14,6 +14,8 @@
 //! id never runs twice, as long as instances do not change their working directory.
 
 pub mod confine;
+pub mod enter;
+pub mod files;
 pub mod probe;
 pub mod process;
 pub mod procfs;

@@ -1,9 +1,9 @@
 //! One run of an instance as an OS process: spawned in its own process group with exactly the
-//! spec's environment (plus `PATH`, `HOME` and `DROVER_INSTANCE_ID`), working in its own
-//! directory, writing into its log; or adopted from an agent that ran before. Stopping sends
+//! spec's environment (plus `PATH`, `HOME` and `DROVER_INSTANCE_ID`, nothing else), working in
+//! its own directory, writing into its log; or adopted from an agent that ran before. Stopping sends
 //! SIGTERM to the group, then SIGKILL after the grace period.
 
-use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+use std::os::fd::AsFd;
 use std::os::unix::process::ExitStatusExt;
 use std::process::Stdio;
 use std::time::Duration;
@@ -11,7 +11,7 @@ use std::time::Duration;
 use drover_model::cluster::agent_api::InstanceSpec;
 use rustix::process::{Pid, Signal};
 
-use super::procfs;
+use super::{enter, files, procfs};
 use crate::layout::Layout;
 use crate::validate::INSTANCE_ID_ENV;
 
@@ -99,55 +99,40 @@ impl Proc {
     }
 }
 
-/// Moves the shell into the cgroups named by its arguments (`count`, then that many
-/// `cgroup.procs` files), then replaces it with the instance's program (the rest).
-const ENTER_CGROUP: &str = r#"n=$1; shift; while [ "$n" -gt 0 ]; do echo 0 > "$1" || exit 126; shift; n=$((n - 1)); done; exec "$@""#;
-
-/// The shell that carries an instance into its cgroup.
-const SHELL: &str = "/bin/sh";
-
 /// Starts a run of `spec`, inside the cgroup whose `cgroup.procs` files are `cgroup` when it is
-/// confined; the process and its start time.
+/// confined ([`enter`]); the process and its start time. Its directory is made ready first,
+/// whatever the last run left in it ([`files`]).
 pub fn spawn(
     layout: &Layout,
     spec: &InstanceSpec,
     cgroup: Option<&[std::path::PathBuf]>,
 ) -> std::io::Result<(Proc, u64)> {
+    let instance = files::dir_chain(&layout.instances(), &[spec.id.as_str()])?;
+    let work_dir = files::real_dir_at(instance.as_fd(), Layout::WORK, 0o700)?;
+    files::write_files(work_dir.as_fd(), &spec.exec.files)?;
+    let log = files::append_at(instance.as_fd(), Layout::LOG, 0o600)?;
     let work = layout.work(&spec.id);
-    std::fs::DirBuilder::new()
-        .recursive(true)
-        .mode(0o700)
-        .create(&work)?;
-    write_files(&work, &spec.exec.files)?;
-    let log = std::fs::File::options()
-        .create(true)
-        .append(true)
-        .mode(0o600)
-        .open(layout.log(&spec.id))?;
-    let (program, args) = spec
+    let program = spec
         .exec
         .argv
-        .split_first()
+        .first()
         .ok_or_else(|| std::io::Error::new(std::io::ErrorKind::InvalidInput, "empty argv"))?;
     let path = std::env::var_os("PATH").unwrap_or_else(|| DEFAULT_PATH.into());
     let home = std::env::var_os("HOME").unwrap_or_else(|| work.clone().into_os_string());
     // A program that cannot be run fails here, as the agent's own spawn would, and not as a
-    // run of the shell that ends with 127.
+    // run of the helper that ends with 127.
     findable(program, &path, &work)?;
     let mut command = match cgroup {
         None => {
             let mut command = tokio::process::Command::new(program);
-            command.args(args);
+            command.args(&spec.exec.argv[1..]);
             command
         }
         Some(files) => {
-            let mut command = tokio::process::Command::new(SHELL);
+            let mut command = tokio::process::Command::new(enter::SELF_EXE);
             command
-                .args(["-c", ENTER_CGROUP, "drover-enter-cgroup"])
-                .arg(files.len().to_string())
-                .args(files)
-                .arg(program)
-                .args(args);
+                .arg0("drover")
+                .args(enter::arguments(files, &spec.exec.argv));
             command
         }
     };
@@ -171,42 +156,6 @@ pub fn spawn(
     Ok((Proc::Child { child, pid }, start_ticks))
 }
 
-/// Writes an instance's files into its working directory `work` (their paths were checked
-/// when the set was accepted: plain and relative). A file is written afresh at every start, so
-/// a run always begins with what the spec says; a symbolic link left in the way (a run can make
-/// one) is replaced, never followed.
-fn write_files(
-    work: &std::path::Path,
-    files: &std::collections::BTreeMap<String, String>,
-) -> std::io::Result<()> {
-    for (path, content) in files {
-        let target = work.join(path);
-        let mut dir = work.to_path_buf();
-        let parts: Vec<&str> = path.split('/').collect();
-        for part in &parts[..parts.len().saturating_sub(1)] {
-            dir.push(part);
-            match std::fs::symlink_metadata(&dir) {
-                Ok(meta) if meta.is_dir() => {}
-                Ok(_) => {
-                    std::fs::remove_file(&dir)?;
-                    std::fs::DirBuilder::new().mode(0o700).create(&dir)?;
-                }
-                Err(_) => std::fs::DirBuilder::new().mode(0o700).create(&dir)?,
-            }
-        }
-        if std::fs::symlink_metadata(&target).is_ok_and(|meta| !meta.is_dir()) {
-            std::fs::remove_file(&target)?;
-        }
-        let mut file = std::fs::File::options()
-            .write(true)
-            .create_new(true)
-            .mode(0o700)
-            .open(&target)?;
-        std::io::Write::write_all(&mut file, content.as_bytes())?;
-    }
-    Ok(())
-}
-
 /// Whether `program` is an executable file (looked up in `path` when it has no `/`, relative
 /// to `work` when it is a relative path).
 fn findable(program: &str, path: &std::ffi::OsStr, work: &std::path::Path) -> std::io::Result<()> {
@@ -224,50 +173,5 @@ fn findable(program: &str, path: &std::ffi::OsStr, work: &std::path::Path) -> st
         Ok(())
     } else {
         Err(std::io::Error::from(rustix::io::Errno::NOENT))
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use std::collections::BTreeMap;
-
-    use super::*;
-
-    #[test]
-    fn files_are_written_afresh_and_links_a_run_left_are_replaced_not_followed() {
-        let work = tempfile::tempdir().unwrap();
-        let outside = tempfile::tempdir().unwrap();
-        let files = BTreeMap::from([
-            ("main.sh".to_string(), "echo one".to_string()),
-            ("lib/util.sh".to_string(), "true".to_string()),
-        ]);
-        write_files(work.path(), &files).unwrap();
-        assert_eq!(
-            std::fs::read_to_string(work.path().join("main.sh")).unwrap(),
-            "echo one"
-        );
-        // A run edits a file, and swaps a directory and a file for links out of its directory.
-        std::fs::write(work.path().join("main.sh"), "tampered").unwrap();
-        std::fs::remove_dir_all(work.path().join("lib")).unwrap();
-        std::os::unix::fs::symlink(outside.path(), work.path().join("lib")).unwrap();
-        let victim = outside.path().join("victim");
-        std::fs::write(&victim, "mine").unwrap();
-        std::fs::remove_file(work.path().join("main.sh")).unwrap();
-        std::os::unix::fs::symlink(&victim, work.path().join("main.sh")).unwrap();
-        write_files(work.path(), &files).unwrap();
-        assert_eq!(
-            std::fs::read_to_string(work.path().join("main.sh")).unwrap(),
-            "echo one"
-        );
-        assert_eq!(
-            std::fs::read_to_string(work.path().join("lib/util.sh")).unwrap(),
-            "true"
-        );
-        assert_eq!(
-            std::fs::read_to_string(&victim).unwrap(),
-            "mine",
-            "a link was followed"
-        );
-        assert!(std::fs::read_dir(outside.path()).unwrap().count() == 1);
     }
 }

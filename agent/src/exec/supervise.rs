@@ -208,20 +208,29 @@ impl Supervisor {
                 Phase::Running(Box::new(proc), Instant::now())
             }
             Err(e) => {
+                // A start that fails is a run that failed: counted, told in the inventory
+                // (`StartError`) and in the log, and tried again after the backoff.
                 let program = self.spec.exec.argv.first().cloned().unwrap_or_default();
-                tracing::warn!(instance = %self.spec.id, "cannot start {program:?}: {e}");
+                tracing::warn!(instance = %self.spec.id, "cannot start {program:?}: {e}; trying again in {:?}", self.backoff);
                 append_note(
                     &self.ctx.layout,
                     &self.spec,
                     &format!("cannot start {program:?}: {e}"),
                 );
-                self.update(|run| {
+                let counted = self.update(|run| {
+                    if again {
+                        run.restarts = run.restarts.saturating_add(1);
+                    }
                     run.state = InstanceState::Failed;
+                    run.reason = Some(EndReason::StartError);
                     run.exit_code = None;
                     run.pid = None;
                     run.start_ticks = None;
                     run.health = Health::Unknown;
                 });
+                if again && counted {
+                    self.ctx.shared.metrics.restarts.inc();
+                }
                 self.persist().await;
                 Phase::Backoff
             }
@@ -410,17 +419,10 @@ pub async fn forget_files(dir: std::path::PathBuf) {
 /// Appends a line from the agent to the instance's log, so `logs` shows why it did not start.
 fn append_note(layout: &Layout, spec: &InstanceSpec, note: &str) {
     use std::io::Write;
-    use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
-    let _ = std::fs::DirBuilder::new()
-        .recursive(true)
-        .mode(0o700)
-        .create(layout.instance(&spec.id));
-    if let Ok(mut file) = std::fs::File::options()
-        .create(true)
-        .append(true)
-        .mode(0o600)
-        .open(layout.log(&spec.id))
-    {
+    use std::os::fd::AsFd;
+    let log = super::files::dir_chain(&layout.instances(), &[spec.id.as_str()])
+        .and_then(|dir| super::files::append_at(dir.as_fd(), Layout::LOG, 0o600));
+    if let Ok(mut file) = log {
         let _ = writeln!(file, "drover agent: {note}");
     }
 }

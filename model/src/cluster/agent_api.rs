@@ -357,6 +357,10 @@ pub enum EndReason {
     /// Killed by the kernel at the instance's memory limit.
     #[serde(rename = "OOMKilled")]
     OomKilled,
+    /// The agent could not start it (its program cannot be run, its directory or cgroup
+    /// cannot be made ready): the instance's log says why. Kubernetes' name for a container
+    /// whose start failed.
+    StartError,
 }
 
 impl EndReason {
@@ -364,6 +368,7 @@ impl EndReason {
     pub fn as_str(self) -> &'static str {
         match self {
             EndReason::OomKilled => "OOMKilled",
+            EndReason::StartError => "StartError",
         }
     }
 }

@@ -83,7 +83,8 @@ pub struct ReconcileStatus {
     #[serde(default)]
     pub progress: Progress,
     /// Why instances that should run do not, when the agent knows (an instance killed at its
-    /// memory limit): such a status is recorded as a `Warning` event named after it.
+    /// memory limit, one whose start failed): such a status is recorded as a `Warning` event
+    /// named after it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub alert: Option<EndReason>,
 }
@@ -184,20 +185,32 @@ fn status(phase: Phase, reason: String, revision: Option<u64>, progress: Progres
     }
 }
 
-/// The instances of `observed` waiting to run again after being killed at their memory limit,
-/// in words, when there are any.
-fn oom_killed(observed: &[InstanceStatus]) -> Option<String> {
-    let killed: Vec<String> = observed
-        .iter()
-        .filter(|i| i.reason == Some(EndReason::OomKilled) && i.state != InstanceState::Running)
-        .map(|i| {
-            format!(
-                "instance {} was killed at its memory limit of {} MiB (OOMKilled; {} kills, {} restarts)",
-                i.id, i.resources.memory_mib, i.oom_kills, i.restarts
-            )
-        })
-        .collect();
-    (!killed.is_empty()).then(|| killed.join("; "))
+/// The instances of `observed` waiting to run again because the agent knows why they do not
+/// (killed at their memory limit, or their start failed), in words, with the reason to alert
+/// with (the first of those kinds found, in that order), when there are any.
+fn alerting(observed: &[InstanceStatus]) -> Option<(EndReason, String)> {
+    let waiting = |reason: EndReason| {
+        observed
+            .iter()
+            .filter(move |i| i.reason == Some(reason) && i.state != InstanceState::Running)
+    };
+    let killed = waiting(EndReason::OomKilled).map(|i| {
+        format!(
+            "instance {} was killed at its memory limit of {} MiB (OOMKilled; {} kills, {} restarts)",
+            i.id, i.resources.memory_mib, i.oom_kills, i.restarts
+        )
+    });
+    let unstarted = waiting(EndReason::StartError).map(|i| {
+        format!(
+            "instance {} cannot start (StartError; {} restarts; its log says why)",
+            i.id, i.restarts
+        )
+    });
+    let words: Vec<String> = killed.chain(unstarted).collect();
+    let alert = [EndReason::OomKilled, EndReason::StartError]
+        .into_iter()
+        .find(|reason| waiting(*reason).next().is_some())?;
+    Some((alert, words.join("; ")))
 }
 
 /// The next actions and the status to report, from the committed service (`wanted`), what its
@@ -340,9 +353,9 @@ pub fn plan(
         progress.updated, progress.desired, progress.ready, progress.old
     );
     let mut progressing = status(Phase::Progressing, String::new(), revision, progress);
-    if let Some(killed) = oom_killed(observed) {
-        reason = format!("{reason}; {killed}");
-        progressing.alert = Some(EndReason::OomKilled);
+    if let Some((alert, words)) = alerting(observed) {
+        reason = format!("{reason}; {words}");
+        progressing.alert = Some(alert);
     }
     progressing.reason = reason;
     (actions, progressing)
@@ -558,6 +571,35 @@ mod tests {
         ];
         let (_, status) = plan(wanted, Seen::Instances(&observed), None);
         assert_eq!((status.phase, status.alert), (Phase::Progressing, None));
+        // One whose start fails (its program is gone): told and alerted as such, after a kill.
+        let mut unstarted = seen("acme.web.api.r2.1", Failed);
+        unstarted.reason = Some(EndReason::StartError);
+        unstarted.restarts = 3;
+        let observed = [unstarted.clone(), seen("acme.web.api.r2.0", Running)];
+        let (_, status) = plan(wanted, Seen::Instances(&observed), None);
+        assert_eq!(
+            (status.phase, status.alert),
+            (Phase::Progressing, Some(EndReason::StartError))
+        );
+        assert!(
+            status.reason.ends_with(
+                "instance acme.web.api.r2.1 cannot start (StartError; 3 restarts; its log says why)"
+            ),
+            "{}",
+            status.reason
+        );
+        assert_eq!(recorded(&status)[0].reason, "StartError");
+        killed.state = Failed;
+        let observed = [killed, unstarted];
+        let (_, status) = plan(wanted, Seen::Instances(&observed), None);
+        assert_eq!(status.alert, Some(EndReason::OomKilled));
+        assert!(
+            status
+                .reason
+                .contains("(OOMKilled; 2 kills, 1 restarts); instance acme.web.api.r2.1 cannot start"),
+            "{}",
+            status.reason
+        );
     }
 
     #[test]

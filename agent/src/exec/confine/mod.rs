@@ -5,10 +5,11 @@
 //! agent's own cgroup `<parent>/<agent id>` is limited to the agent's capacity, which leaves
 //! the operator's reserve to the agent and the machine whatever the instances ask.
 //!
-//! A process enters its cgroup before it runs the instance's program: the agent starts
-//! `/bin/sh`, which writes `0` into the cgroup's `cgroup.procs` files (moving itself) and then
-//! `exec`s the program, so the program and everything it forks are confined from their first
-//! instruction (Drover forbids `unsafe`, which a `pre_exec` hook would need).
+//! A process enters its cgroup before it runs the instance's program: the agent starts its own
+//! binary as a helper ([`super::enter`]), which writes `0` into the cgroup's `cgroup.procs`
+//! files (moving itself) and then `exec`s the program, so the program and everything it forks
+//! are confined from their first instruction (Drover forbids `unsafe`, which a `pre_exec` hook
+//! would need).
 //!
 //! Where no cgroup can be written the agent refuses to start, unless the operator allows
 //! unconfined instances (`--allow-unconfined`); the facts then say so, and why.
