@@ -95,6 +95,10 @@ pub async fn run(args: SchedulingArgs) -> Result<()> {
                 vcpu_millis: 300,
                 memory_mib: 256,
             },
+            surge: Usage {
+                vcpu_millis: 300,
+                memory_mib: 256,
+            },
             labels: if i % 3 == 0 {
                 vec![zone.clone()]
             } else {

@@ -1,8 +1,12 @@
-//! Krake's scheduler as a pure function (`../shared/docs/krake.md` §5.1): which cluster a
+//! Krake's scheduler as a pure function (Krake 1.0.1's `krake/controller/scheduler/scheduler.py`,
+//! https://gitlab.com/rak-n-rok/krake): which cluster a
 //! service should run on, and why every other cluster was not chosen.
 //!
 //! 1. Only `ONLINE` clusters that pass every label and metric constraint and whose free
 //!    capacity fits the service are candidates; every other cluster is excluded with a reason.
+//!    If any candidate also has room for a rollout's surge (the new instances a rollout starts
+//!    beside the old ones, [`crate::service::rollout::surge`]), only those remain: on the
+//!    others the service's next rollout would be refused by the agent (`FAILED`).
 //! 2. If any candidate reports metrics, only those are scored (Krake): `score = (s·w_s + Σ vᵢ·wᵢ)
 //!    / (w_s + Σ wᵢ)`, with `vᵢ` each metric normalised to [0, 1] and `wᵢ` its weight, `s = 1`
 //!    and `w_s` the stickiness (0.1) for the cluster the service runs on now. Without metrics
@@ -59,6 +63,8 @@ pub struct Needs {
     pub service: String,
     /// What it uses.
     pub usage: Usage,
+    /// What a rollout of it runs at most beside `usage` (its surge).
+    pub surge: Usage,
     /// Label constraints.
     pub labels: Vec<LabelConstraint>,
     /// Metric constraints.
@@ -173,6 +179,32 @@ fn exclusion(candidate: &Candidate<'_>, needs: &Needs) -> Option<String> {
     None
 }
 
+/// Whether `candidate`'s free room holds the service and a rollout's surge beside it.
+fn holds_surge(candidate: &Candidate<'_>, needs: &Needs) -> bool {
+    let rolling = rolling(needs);
+    candidate
+        .free
+        .is_some_and(|free| free.cpu_millis >= rolling.vcpu_millis && free.memory_mib >= rolling.memory_mib)
+}
+
+/// The service's usage with its surge.
+fn rolling(needs: &Needs) -> Usage {
+    Usage {
+        vcpu_millis: needs.usage.vcpu_millis.saturating_add(needs.surge.vcpu_millis),
+        memory_mib: needs.usage.memory_mib.saturating_add(needs.surge.memory_mib),
+    }
+}
+
+/// Why a candidate that fits the service is passed over for one that holds its surge too.
+fn no_room_for_surge(candidate: &Candidate<'_>, needs: &Needs) -> String {
+    let rolling = rolling(needs);
+    let free = candidate.free.unwrap_or_default();
+    format!(
+        "no room for a rollout's surge: needs {}m CPU and {} MiB with it; {}m and {} MiB are free, and others have room",
+        rolling.vcpu_millis, rolling.memory_mib, free.cpu_millis, free.memory_mib
+    )
+}
+
 /// The score of a qualifying candidate.
 fn score(candidate: &Candidate<'_>, current: Option<&ClusterRef>, stickiness: f64) -> f64 {
     let sticky = if current == Some(&candidate.cluster) {
@@ -234,6 +266,15 @@ pub fn schedule(
             }),
             None => qualified.push(candidate),
         }
+    }
+    // Clusters with room for a rollout's surge are preferred: if any qualify, only they are.
+    if needs.surge != Usage::default() && qualified.iter().any(|c| holds_surge(c, needs)) {
+        let (roomy, tight): (Vec<_>, Vec<_>) = qualified.into_iter().partition(|c| holds_surge(c, needs));
+        excluded.extend(tight.into_iter().map(|c| Excluded {
+            cluster: c.cluster.clone(),
+            reason: no_room_for_surge(c, needs),
+        }));
+        qualified = roomy;
     }
     // Clusters with metrics are preferred: if any qualify, only they are scored.
     if qualified.iter().any(|c| c.metrics.is_some_and(|m| !m.is_empty())) {
@@ -327,6 +368,7 @@ mod tests {
                 vcpu_millis: 1000,
                 memory_mib: 512,
             },
+            surge: Usage::default(),
             labels: labels
                 .iter()
                 .map(|l| LabelConstraint::parse(l).unwrap())
@@ -400,6 +442,116 @@ mod tests {
             "{}",
             decision.why_none()
         );
+    }
+
+    #[test]
+    fn clusters_without_room_for_a_rollouts_surge_lose_to_those_with_it() {
+        // The service needs 1000m and 512 MiB, and 250m and 128 MiB more while a rollout runs
+        // its surge beside the old instances.
+        let surge = Usage {
+            vcpu_millis: 250,
+            memory_mib: 128,
+        };
+        let at_free = |name: &'static str, cpu: u64, memory: u64, green: f64| {
+            let mut fixture = cluster(name, "DE");
+            fixture.free = Some(Resources {
+                cpu_millis: cpu,
+                memory_mib: memory,
+            });
+            fixture.metrics = Some(BTreeMap::from([("green".to_string(), metric(green, 1.0))]));
+            fixture
+        };
+        // (case, clusters, where it runs now, its surge), then (the winner, those passed over).
+        type Row = (&'static str, Vec<Fixture>, Option<&'static str>, Usage);
+        let table: Vec<(Row, (&str, Vec<&str>))> = vec![
+            (
+                (
+                    "the surge fits only the worse-scored cluster",
+                    vec![
+                        at_free("tight", 1000, 512, 0.9),
+                        at_free("roomy", 1500, 1024, 0.1),
+                    ],
+                    None,
+                    surge,
+                ),
+                ("roomy", vec!["tight"]),
+            ),
+            (
+                (
+                    "exactly the room of the service and its surge is room",
+                    vec![
+                        at_free("tight", 1249, 4096, 0.9),
+                        at_free("exact", 1250, 640, 0.1),
+                    ],
+                    None,
+                    surge,
+                ),
+                ("exact", vec!["tight"]),
+            ),
+            (
+                (
+                    "memory counts as CPU does",
+                    vec![
+                        at_free("cpu-rich", 4000, 639, 0.9),
+                        at_free("both", 1250, 640, 0.1),
+                    ],
+                    None,
+                    surge,
+                ),
+                ("both", vec!["cpu-rich"]),
+            ),
+            (
+                (
+                    "no cluster holds the surge: the best that holds the service wins",
+                    vec![at_free("best", 1000, 512, 0.9), at_free("worse", 1100, 600, 0.1)],
+                    None,
+                    surge,
+                ),
+                ("best", vec![]),
+            ),
+            (
+                (
+                    "stickiness does not keep it where its surge has no room",
+                    vec![at_free("here", 1000, 512, 0.5), at_free("there", 1250, 640, 0.5)],
+                    Some("here"),
+                    surge,
+                ),
+                ("there", vec!["here"]),
+            ),
+            (
+                (
+                    "without a surge the score decides alone",
+                    vec![
+                        at_free("tight", 1000, 512, 0.9),
+                        at_free("roomy", 1500, 1024, 0.1),
+                    ],
+                    None,
+                    Usage::default(),
+                ),
+                ("tight", vec![]),
+            ),
+        ];
+        for ((case, fixtures, current, surge), (winner, passed_over)) in &table {
+            let mut wants = needs(&[], &[]);
+            wants.surge = *surge;
+            let current = current.map(at);
+            let decision = schedule(&wants, &candidates(fixtures), current.as_ref(), STICKINESS);
+            assert_eq!(chosen(&decision), Some(*winner), "{case}: {decision:?}");
+            let excluded: Vec<&str> = decision
+                .excluded
+                .iter()
+                .map(|e| e.cluster.name.as_str())
+                .collect();
+            assert_eq!(&excluded, passed_over, "{case}");
+            for e in &decision.excluded {
+                assert!(
+                    e.reason
+                        .starts_with("no room for a rollout's surge: needs 1250m CPU and 640 MiB"),
+                    "{case}: {}",
+                    e.reason
+                );
+            }
+        }
     }
 
     #[test]

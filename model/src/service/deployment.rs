@@ -197,6 +197,20 @@ pub struct Usage {
 }
 
 impl Deployment {
+    /// What a rollout of it runs at most beside the old instances: each role's surge
+    /// ([`super::rollout::surge`]) of instances with the role's requests. The scheduler prefers
+    /// clusters with this much room beside the deployment's own usage.
+    pub fn surge_usage(&self) -> Usage {
+        self.roles.values().fold(Usage::default(), |sum, role| {
+            let extra = rolling_count(role.instances).saturating_sub(u64::from(role.instances));
+            let each = role.resources.times(u32::try_from(extra).unwrap_or(u32::MAX));
+            Usage {
+                vcpu_millis: sum.vcpu_millis.saturating_add(each.cpu_millis),
+                memory_mib: sum.memory_mib.saturating_add(each.memory_mib),
+            }
+        })
+    }
+
     /// Its cost.
     pub fn usage(&self) -> Usage {
         self.roles.values().fold(Usage::default(), |sum, role| {

@@ -173,6 +173,7 @@ impl Platform {
         let needs = Needs {
             service: stored.uid.clone(),
             usage: revision.usage,
+            surge: revision.deployment.surge_usage(),
             labels,
             metrics,
             custom_resources: revision.deployment.constraints.custom_resources.clone(),

@@ -1542,3 +1542,69 @@ fn a_status_derives_the_same_ids_as_the_instances_it_runs() {
     assert!(specs.iter().any(|id| id.as_str() == "acme.web.backend.r2.1"));
     assert_eq!(placement::instance_ids_of(&set, &revision), specs);
 }
+
+#[test]
+fn the_pass_places_services_where_a_rollouts_surge_fits() {
+    use crate::cluster::{ClusterCommand, ClusterOp, ClusterRef, ClusterRegistration};
+    let mut platform = world();
+    // Two ONLINE clusters: `tight` holds one service of 100m but not the 25m a rollout of it
+    // starts beside the old instances (a quarter of 4 instances: 1); `roomy` holds them all.
+    let clusters: Vec<ClusterRef> = [("tight", 100), ("roomy", 64_000)]
+        .into_iter()
+        .enumerate()
+        .map(|(i, (name, cpu))| {
+            let cluster = ClusterRef {
+                tenant: "operator".into(),
+                name: name.into(),
+            };
+            let register = ClusterOp::Register {
+                cluster: cluster.clone(),
+                uid: format!("c-{name}"),
+                registration: ClusterRegistration {
+                    ca: None,
+                    metrics: Vec::new(),
+                    endpoint: format!("http://127.0.0.1:771{i}"),
+                    join_token: "a-join-token-of-some-length".into(),
+                    labels: BTreeMap::new(),
+                },
+            };
+            let command = ClusterCommand::User {
+                caller: who("dave"),
+                change: register,
+            };
+            platform.apply_cluster(1_000, &command).unwrap();
+            report_capacity(&mut platform, &cluster, &format!("c-{name}"), cpu);
+            cluster
+        })
+        .collect();
+    // Eight services, so that the tie-breaker (a hash of each uid) would send some to `tight`
+    // if the surge were not counted (800m in all: within the environment's 1000m).
+    let names: Vec<String> = (0..8).map(|i| format!("svc{i}")).collect();
+    let mut small = deployment(4, 25);
+    if let Some(role) = small.roles.get_mut("frontend") {
+        role.resources.memory_mib = 1;
+    }
+    for name in &names {
+        run(&mut platform, "bob", create(name, small.clone(), true)).unwrap();
+    }
+    let decisions = platform.placement_pass(2_000, 60_000, |_| false);
+    assert_eq!(decisions.len(), names.len(), "{decisions:?}");
+    for decision in &decisions {
+        assert_eq!(
+            decision.cluster, clusters[1],
+            "{}: {:?}",
+            decision.service, decision.decision
+        );
+        let passed_over = decision
+            .decision
+            .excluded
+            .iter()
+            .find(|e| e.cluster == clusters[0])
+            .map_or("", |e| e.reason.as_str());
+        assert!(
+            passed_over.starts_with("no room for a rollout's surge: needs 125m CPU and 5 MiB"),
+            "{}: {passed_over}",
+            decision.service
+        );
+    }
+}
