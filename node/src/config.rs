@@ -550,11 +550,12 @@ impl NodeConfig {
             .get(&node_id)
             .cloned()
             .unwrap_or_else(|| peer_addr.to_string());
-        let advertise_api_addr = args
-            .advertise_api_addr
-            .clone()
-            .or(file.advertise_api_addr)
-            .unwrap_or_else(|| api_addr.to_string());
+        let advertise_api_addr = crate::advertise::advertised_api_addr(
+            args.advertise_api_addr.clone().or(file.advertise_api_addr),
+            api_addr,
+            initial_cluster.get(&node_id).map(String::as_str),
+            peer_addr,
+        )?;
         if krake.hook_endpoint.is_empty() {
             let scheme = if api_tls.is_some() { "https" } else { "http" };
             krake.hook_endpoint = format!("{scheme}://{advertise_api_addr}");

@@ -5,6 +5,7 @@
 //! listener → leadership gate → public API. Shutdown runs the other way: the API stops taking
 //! requests and drains, the actor tree stops, Raft stops, the peer listener closes.
 
+pub mod advertise;
 pub mod agent_cmd;
 pub mod agent_reads;
 pub mod cli;
@@ -111,7 +112,19 @@ pub async fn start(
         addr: "api".into(),
         source,
     })?;
-    tracing::info!(node = config.node_id, api = %api_listen, peer = %config.advertise_peer_addr, "starting raft");
+    tracing::info!(
+        node = config.node_id,
+        api = %api_listen,
+        advertise_api = %config.advertise_api_addr,
+        peer = %config.advertise_peer_addr,
+        "starting raft"
+    );
+    if api_listen.ip().is_unspecified() {
+        tracing::info!(
+            "the api listens on every address; members and clients are told {}",
+            config.advertise_api_addr
+        );
+    }
     if config.platform.verifier.is_open() {
         tracing::warn!(
             "no token issuer and no static API token configured: the lease, Boskos, pool and \
