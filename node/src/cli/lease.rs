@@ -58,6 +58,10 @@ pub struct ServerArgs {
     /// PEM private key of `--cert`.
     #[arg(long, env = "DROVER_KEY", requires = "cert")]
     pub key: Option<std::path::PathBuf>,
+    /// Give up connecting to one node after this long and try the next (Go duration, as
+    /// etcdctl's `--dial-timeout`): a node whose host vanished answers nothing.
+    #[arg(long, default_value = "2s", env = "DROVER_DIAL_TIMEOUT")]
+    pub dial_timeout: String,
 }
 
 impl ServerArgs {
@@ -80,7 +84,14 @@ impl ServerArgs {
             ),
             _ => None,
         };
-        let servers = Servers::parse(&server, self.token.as_deref().or(from_file.as_deref()))?;
+        let dial_timeout = drover_model::pool::parse_duration_ms(&self.dial_timeout)
+            .map(Duration::from_millis)
+            .map_err(|message| anyhow::anyhow!("--dial-timeout {:?}: {message}", self.dial_timeout))?;
+        let servers = Servers::parse(
+            &server,
+            self.token.as_deref().or(from_file.as_deref()),
+            dial_timeout,
+        )?;
         let read = |flag: &str, path: &std::path::Path| {
             std::fs::read(path).map_err(|e| anyhow::anyhow!("--{flag} {}: {e}", path.display()))
         };

@@ -1,5 +1,12 @@
 //! The nodes a CLI command talks to: it tries them in order and moves on when one is down.
+//!
+//! A node whose host vanished answers nothing (no reset), so each connection attempt is bounded
+//! by the dial timeout (etcdctl's `--dial-timeout`) rather than the request's. The node that
+//! answered is remembered for the rest of the command's run: later requests start there, and a
+//! vanished first node costs one dial timeout per command, not one per request.
 
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{bail, Result};
@@ -12,7 +19,13 @@ pub struct Servers {
     headers: reqwest::header::HeaderMap,
     urls: Vec<String>,
     timeout: Option<Duration>,
+    dial_timeout: Duration,
+    /// Index in `urls` of the node that answered last (shared by clones of one command's run).
+    answered: Arc<AtomicUsize>,
 }
+
+/// How long a whole request may take when the command does not say.
+const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(15);
 
 /// Why no node gave an answer.
 #[derive(Debug, thiserror::Error)]
@@ -44,8 +57,8 @@ impl Reply {
 
 impl Servers {
     /// Parses `http://a:7400,http://b:7400`; every request carries `token` as a bearer token
-    /// when given.
-    pub fn parse(list: &str, token: Option<&str>) -> Result<Self> {
+    /// when given, and a connection to a node is given up after `dial_timeout`.
+    pub fn parse(list: &str, token: Option<&str>, dial_timeout: Duration) -> Result<Self> {
         let urls: Vec<String> = list
             .split(',')
             .map(|u| u.trim().trim_end_matches('/').to_string())
@@ -66,16 +79,33 @@ impl Servers {
             value.set_sensitive(true);
             headers.insert(reqwest::header::AUTHORIZATION, value);
         }
-        let http = Client::builder()
-            .timeout(Duration::from_secs(15))
-            .default_headers(headers.clone())
-            .build()?;
+        if dial_timeout.is_zero() {
+            bail!("--dial-timeout must be greater than zero");
+        }
+        let http = builder(&headers, dial_timeout).build()?;
         Ok(Self {
             http,
             headers,
             urls,
             timeout: None,
+            dial_timeout,
+            answered: Arc::new(AtomicUsize::new(0)),
         })
+    }
+
+    /// The nodes in the order to try them: the one that answered last first, then the ones
+    /// after it in the list, wrapping round.
+    fn in_turn(&self) -> impl Iterator<Item = (usize, &String)> {
+        let first = self.answered.load(Ordering::Relaxed);
+        let count = self.urls.len();
+        (0..count).map(move |k| {
+            let index = (first + k) % count;
+            (index, &self.urls[index])
+        })
+    }
+
+    fn remember(&self, index: usize) {
+        self.answered.store(index, Ordering::Relaxed);
     }
 
     /// Sends one request, trying the next server when one cannot be reached or answers 503.
@@ -92,9 +122,7 @@ impl Servers {
     /// Trusts the CA certificates in `roots` (besides none: the client has no built-in roots)
     /// and presents the client certificate and key in `identity` (PEM, both in one).
     pub fn with_tls(self, roots: Option<&[u8]>, identity: Option<&[u8]>) -> Result<Self> {
-        let mut builder = Client::builder()
-            .timeout(Duration::from_secs(15))
-            .default_headers(self.headers.clone());
+        let mut builder = builder(&self.headers, self.dial_timeout);
         if let Some(pem) = roots {
             let certificates = reqwest::Certificate::from_pem_bundle(pem)
                 .map_err(|e| anyhow::anyhow!("--cacert is not PEM: {e}"))?;
@@ -131,14 +159,17 @@ impl Servers {
         timeout: Duration,
     ) -> Result<reqwest::Response, SendError> {
         let mut last_error = String::new();
-        for url in &self.urls {
+        for (index, url) in self.in_turn() {
             let request = self
                 .http
                 .get(format!("{url}{path}"))
                 .query(query)
                 .timeout(timeout);
             match request.send().await {
-                Ok(response) if response.status().is_success() => return Ok(response),
+                Ok(response) if response.status().is_success() => {
+                    self.remember(index);
+                    return Ok(response);
+                }
                 Ok(response) => {
                     let status = response.status();
                     let text = response.text().await.unwrap_or_default();
@@ -163,7 +194,7 @@ impl Servers {
     ) -> Result<Reply, SendError> {
         let mut last_error = String::new();
         let mut timed_out = false;
-        for url in &self.urls {
+        for (index, url) in self.in_turn() {
             let mut request = self
                 .http
                 .request(method.clone(), format!("{url}{path}"))
@@ -185,6 +216,7 @@ impl Servers {
                         last_error = format!("{url}: {text}");
                         continue;
                     }
+                    self.remember(index);
                     return Ok(Reply {
                         status,
                         text,
@@ -192,8 +224,10 @@ impl Servers {
                     });
                 }
                 Err(e) => {
-                    timed_out |= e.is_timeout();
-                    last_error = format!("{url}: {e}");
+                    // A connection not made within the dial timeout is a node that is not
+                    // there; only a node that took the request and then said nothing timed out.
+                    timed_out |= e.is_timeout() && !e.is_connect();
+                    last_error = format!("{url}: {}", chain(&e));
                 }
             }
         }
@@ -202,5 +236,128 @@ impl Servers {
         } else {
             Err(SendError::Unavailable(last_error))
         }
+    }
+}
+
+/// A client builder with the command's headers, connection bound and default request timeout.
+fn builder(headers: &reqwest::header::HeaderMap, dial_timeout: Duration) -> reqwest::ClientBuilder {
+    Client::builder()
+        .timeout(DEFAULT_REQUEST_TIMEOUT)
+        .connect_timeout(dial_timeout)
+        .default_headers(headers.clone())
+}
+
+/// An error with its causes (reqwest's own message is often just "error sending request").
+fn chain(error: &(dyn std::error::Error + 'static)) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        text.push_str(": ");
+        text.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    text
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::Arc;
+    use std::time::{Duration, Instant};
+
+    use reqwest::{Method, StatusCode};
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    use tokio::net::{TcpListener, TcpSocket};
+
+    use super::Servers;
+
+    /// A node on loopback that answers every request with `status`; counts the requests.
+    async fn node(status: u16) -> (String, Arc<AtomicUsize>) {
+        let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+        let url = format!("http://{}", listener.local_addr().expect("address"));
+        let requests = Arc::new(AtomicUsize::new(0));
+        let counter = requests.clone();
+        tokio::spawn(async move {
+            while let Ok((mut stream, _)) = listener.accept().await {
+                counter.fetch_add(1, Ordering::SeqCst);
+                let mut buffer = [0u8; 4096];
+                let _ = stream.read(&mut buffer).await;
+                let answer =
+                    format!("HTTP/1.1 {status} X\r\ncontent-length: 2\r\nconnection: close\r\n\r\n{{}}");
+                let _ = stream.write_all(answer.as_bytes()).await;
+            }
+        });
+        (url, requests)
+    }
+
+    #[tokio::test]
+    async fn the_node_that_answered_is_asked_first_for_the_rest_of_the_run() {
+        let (unavailable, unavailable_requests) = node(503).await;
+        let (serving, serving_requests) = node(200).await;
+        let servers = Servers::parse(&format!("{unavailable},{serving}"), None, Duration::from_secs(2))
+            .expect("servers");
+        for _ in 0..3 {
+            let reply = servers
+                .try_send(Method::GET, "/cluster", &[], None)
+                .await
+                .expect("answer");
+            assert_eq!(reply.status, StatusCode::OK);
+        }
+        // A clone (as a command's helpers take) shares what was learnt.
+        let reply = servers
+            .clone()
+            .try_send(Method::GET, "/x", &[], None)
+            .await
+            .expect("answer");
+        assert_eq!(reply.status, StatusCode::OK);
+        assert_eq!(
+            unavailable_requests.load(Ordering::SeqCst),
+            1,
+            "asked again after it failed"
+        );
+        assert_eq!(serving_requests.load(Ordering::SeqCst), 4);
+    }
+
+    /// A listener whose accept queue is full drops further connection attempts (SYNs) without
+    /// an answer, as a vanished host does.
+    fn silent_node() -> (String, std::net::TcpStream, tokio::net::TcpListener) {
+        let socket = TcpSocket::new_v4().expect("socket");
+        socket
+            .bind("127.0.0.1:0".parse().expect("address"))
+            .expect("bind");
+        let listener = socket.listen(0).expect("listen");
+        let addr = listener.local_addr().expect("address");
+        let filler = std::net::TcpStream::connect(addr).expect("fill the queue");
+        (format!("http://{addr}"), filler, listener)
+    }
+
+    #[tokio::test]
+    async fn a_node_that_answers_nothing_costs_the_dial_timeout_not_the_request_timeout() {
+        let (silent, _filler, _listener) = silent_node();
+        let (serving, _) = node(200).await;
+        let servers = Servers::parse(&format!("{silent},{serving}"), None, Duration::from_millis(300))
+            .expect("servers");
+        let started = Instant::now();
+        let reply = servers
+            .try_send(Method::GET, "/cluster", &[], None)
+            .await
+            .expect("answer");
+        assert_eq!(reply.status, StatusCode::OK);
+        let took = started.elapsed();
+        assert!(
+            took >= Duration::from_millis(300),
+            "the silent node was not tried first: {took:?}"
+        );
+        assert!(
+            took < Duration::from_secs(5),
+            "waited {took:?} for a node that answers nothing"
+        );
+        let alone = Servers::parse(&silent, None, Duration::from_millis(300)).expect("servers");
+        let error = alone
+            .try_send(Method::GET, "/cluster", &[], None)
+            .await
+            .err()
+            .expect("nothing answers");
+        assert!(matches!(error, super::SendError::Unavailable(_)), "{error}");
     }
 }

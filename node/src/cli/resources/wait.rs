@@ -8,7 +8,7 @@ use clap::{Args, ValueEnum};
 use reqwest::Method;
 use serde_json::Value;
 
-use super::client::call;
+use super::client::Client;
 use super::common::Common;
 use super::failure::{exit, finish, Failure};
 use super::kind::Kind;
@@ -95,8 +95,10 @@ pub async fn wait(args: WaitArgs) -> ExitCode {
         let condition = condition(&args.condition)?;
         let path = path(kind, Some(name), &args.common)?;
         let deadline = std::time::Instant::now() + Duration::from_secs_f64(args.common.timeout.max(0.001));
+        // One client for every poll: the node that answered is asked first the next time.
+        let client = Client::of(&args.common)?;
         loop {
-            match call(&args.common, Method::GET, &path, None).await {
+            match client.send(Method::GET, &path, &[], None).await {
                 Ok(answer) => {
                     if let Condition::Field(path, value) = &condition {
                         if holds(kind, &answer, path, value) {
