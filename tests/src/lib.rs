@@ -10,6 +10,7 @@ pub mod client;
 pub mod cluster;
 pub mod krake;
 pub mod krake_calls;
+pub mod netns;
 pub mod platform;
 pub mod process;
 pub mod prometheus;
