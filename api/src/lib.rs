@@ -27,6 +27,7 @@ pub mod ops;
 // The top floor: the rooms put together.
 pub mod state;
 pub mod ui;
+pub mod unmatched;
 
 use axum::extract::DefaultBodyLimit;
 use axum::middleware::from_fn_with_state;
@@ -78,6 +79,8 @@ pub fn router(state: ApiState) -> Router {
         .merge(platform)
         .merge(ops::snapshot::routes().with_state(ops))
         .merge(ui::routes())
+        .fallback(unmatched::no_route)
+        .method_not_allowed_fallback(unmatched::wrong_method)
         .layer(from_fn_with_state(core, idempotency::scope))
         .layer(from_fn_with_state(http, http_metrics::record))
 }

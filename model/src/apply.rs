@@ -16,16 +16,35 @@ impl State {
     /// Applies one committed proposal (or batch) of the log entry at `index`. Pure: the result
     /// and the changes depend only on `self`, `index` and `proposal`.
     pub fn apply(&mut self, index: u64, proposal: &Proposal) -> (CommandResult, Vec<Change>) {
+        self.apply_observed(index, proposal, &mut |_, _, _| {})
+    }
+
+    /// [`Self::apply`], showing `observe` the state after each proposal (each of a batch's in
+    /// turn) with the proposal and its result: what a view derived from the whole state (Krake's
+    /// watches) needs to tell every change at its own revision. `observe` only reads.
+    pub fn apply_observed(
+        &mut self,
+        index: u64,
+        proposal: &Proposal,
+        observe: &mut dyn FnMut(&State, &Proposal, &CommandResult),
+    ) -> (CommandResult, Vec<Change>) {
         if let Command::Batch { proposals } = &proposal.command {
             let mut results = Vec::with_capacity(proposals.len());
             let mut changes = Vec::new();
             for inner in proposals {
-                let (result, mut inner_changes) = self.apply(index, inner);
+                let (result, mut inner_changes) = self.apply_observed(index, inner, observe);
                 results.push(result);
                 changes.append(&mut inner_changes);
             }
             return (CommandResult::Batch { results }, changes);
         }
+        let (result, changes) = self.apply_one(index, proposal);
+        observe(self, proposal, &result);
+        (result, changes)
+    }
+
+    /// Applies one proposal that is not a batch.
+    fn apply_one(&mut self, index: u64, proposal: &Proposal) -> (CommandResult, Vec<Change>) {
         if let Some(key) = &proposal.idempotency_key {
             if let Some(record) = self.idempotency_records.get(key) {
                 if record.request != proposal.idempotency_request {
@@ -364,4 +383,25 @@ fn check_precondition(
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::command::{Command, Proposal};
+    use crate::state::State;
+
+    #[test]
+    fn an_observer_sees_each_proposal_of_a_batch_at_its_own_revision() {
+        let mut state = State::new();
+        let batch = Proposal::new(Command::Batch {
+            proposals: vec![Proposal::new(Command::Noop), Proposal::new(Command::Noop)],
+        });
+        let mut seen = Vec::new();
+        state.apply_observed(5, &batch, &mut |s, p, _| seen.push((s.revision(), p.command.clone())));
+        assert_eq!(seen, vec![(5, Command::Noop), (6, Command::Noop)]);
+        // Plain `apply` gives the same state.
+        let mut plain = State::new();
+        plain.apply(5, &batch);
+        assert_eq!(plain, state);
+    }
 }

@@ -25,7 +25,7 @@ use crate::network::client::{PeerClient, PeerError};
 use crate::network::protocol::{LeaderRequest, LeaderResponse, NodeStatus, PreVoteRequest, PreVoteResponse};
 use crate::network::raft_network::Network;
 use crate::network::transport::Transport;
-use crate::store::{self, Disk, RocksDisk, SharedState};
+use crate::store::{self, ApplyObserver, Disk, RocksDisk, SharedState};
 use crate::typ::{ClientWriteError, NodeId, PeerNode, Raft, RaftError, RaftMetrics};
 use crate::RaftConfig;
 
@@ -436,6 +436,13 @@ impl RaftHandle {
     /// Changes applied from now on. Pair with [`Self::changes_since`] to resume without gaps.
     pub fn subscribe_changes(&self) -> broadcast::Receiver<Arc<Change>> {
         self.core.shared.changes.subscribe()
+    }
+
+    /// Shows `observer` this node's state now, then after every proposal it applies (see
+    /// [`ApplyObserver`]): for views of the state that must see each change at its own
+    /// revision, which the change feed (stored objects only) does not carry.
+    pub fn observe_applied(&self, observer: Arc<dyn ApplyObserver>) {
+        self.core.shared.observe(observer);
     }
 
     /// At most `limit` changes after `after` that this node still remembers, oldest first.

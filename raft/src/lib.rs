@@ -38,4 +38,5 @@ pub use network::protocol::NodeStatus;
 pub use network::server::{constant_time_eq, peer_router};
 pub use store::disk::{Column, Disk, DiskOp, MemDisk, Pairs, RocksDisk};
 pub use store::recover::{recover, Recovered, Through};
+pub use store::ApplyObserver;
 pub use typ::{NodeId, PeerNode};

@@ -431,3 +431,201 @@ async fn a_watch_resumes_from_a_lists_version() -> Result<()> {
     ensure!(status == StatusCode::UNPROCESSABLE_ENTITY, "{status}");
     cluster.shutdown().await
 }
+
+/// Reads a watch's events (`"TYPE name"`, heartbeats left out) until `done` holds of them, for
+/// at most `within`.
+async fn watch_events(
+    watch: &mut reqwest::Response,
+    within: Duration,
+    done: impl Fn(&[String]) -> bool,
+) -> Result<Vec<String>> {
+    let deadline = tokio::time::Instant::now() + within;
+    let mut events = Vec::new();
+    let mut buffer = String::new();
+    while !done(&events) {
+        let chunk = tokio::time::timeout_at(deadline, watch.chunk()).await;
+        let Ok(chunk) = chunk else { break };
+        let Some(chunk) = chunk? else { break };
+        buffer.push_str(&String::from_utf8_lossy(&chunk));
+        while let Some(end) = buffer.find('\n') {
+            let line: String = buffer.drain(..=end).collect();
+            if line.trim().is_empty() {
+                continue;
+            }
+            let event: Value = serde_json::from_str(line.trim())?;
+            events.push(format!(
+                "{} {}",
+                event["type"].as_str().unwrap_or_default(),
+                event["object"]["metadata"]["name"].as_str().unwrap_or_default()
+            ));
+        }
+    }
+    Ok(events)
+}
+
+/// Roles that live a few milliseconds each (made and at once removed through node 1): a plain
+/// HTTP watch on node 3 and `krake.client`'s own watch on node 2 are each told every one,
+/// `ADDED` then `DELETED`, once (#50: the watch compared snapshots every 200 ms and told none).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_watch_tells_every_object_made_and_removed_within_a_poll() -> Result<()> {
+    let cluster = cluster_with_namespaces(KrakeOptions::default()).await?;
+    let operator = Some(TEST_STATIC_TOKEN);
+    let mut watch = http_client(operator)
+        .get(format!(
+            "http://{}/core/roles?watch&heartbeat=0",
+            cluster.api_addr(3)
+        ))
+        .send()
+        .await?;
+    ensure!(watch.status() == StatusCode::OK);
+    let count = 5;
+    let said = drover_tests::krake::run(
+        "quick_watch.py",
+        vec![
+            format!("http://{}", cluster.api_addr(2)),
+            format!("http://{}", cluster.api_addr(1)),
+            TEST_STATIC_TOKEN.to_string(),
+            "quick-".to_string(),
+            count.to_string(),
+        ],
+    )
+    .await?;
+    ensure!(said.contains("all checks passed"), "{said}");
+    let told = |events: &[String]| events.iter().filter(|e| e.starts_with("DELETED")).count() >= count;
+    let events = watch_events(&mut watch, Duration::from_secs(10), told).await?;
+    let expected: Vec<String> = (0..count)
+        .flat_map(|i| [format!("ADDED quick-{i}"), format!("DELETED quick-{i}")])
+        .collect();
+    ensure!(events == expected, "told {events:?}, expected {expected:?}");
+    cluster.shutdown().await
+}
+
+/// A watch resumed on another node from the version of a list taken right after a write tells
+/// nothing the list showed (the last object written before it was told again, #50) and then
+/// every later change.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_watch_resumed_from_a_list_repeats_nothing_and_misses_nothing() -> Result<()> {
+    let cluster = cluster_with_namespaces(KrakeOptions::default()).await?;
+    let operator = Some(TEST_STATIC_TOKEN);
+    let role = |name: &str| json!({"metadata": {"name": name}, "rules": []});
+    let first = cluster.api_addr(1);
+    for name in ["first", "last"] {
+        let (status, _) = call(
+            &first,
+            operator,
+            reqwest::Method::POST,
+            "/core/roles",
+            Some(role(name)),
+        )
+        .await?;
+        ensure!(status == StatusCode::OK);
+    }
+    let (status, listed) = call(&first, operator, reqwest::Method::GET, "/core/roles", None).await?;
+    ensure!(status == StatusCode::OK, "{listed}");
+    let version = listed["metadata"]["resourceVersion"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    let mut watch = http_client(operator)
+        .get(format!(
+            "http://{}/core/roles?watch&heartbeat=1&resourceVersion={version}",
+            cluster.api_addr(3)
+        ))
+        .send()
+        .await?;
+    ensure!(watch.status() == StatusCode::OK);
+    let (status, _) = call(
+        &cluster.api_addr(2),
+        operator,
+        reqwest::Method::POST,
+        "/core/roles",
+        Some(role("after")),
+    )
+    .await?;
+    ensure!(status == StatusCode::OK);
+    let told = |events: &[String]| events.iter().any(|e| e == "ADDED after");
+    let events = watch_events(&mut watch, Duration::from_secs(10), told).await?;
+    ensure!(events == vec!["ADDED after"], "{events:?}");
+    // A version this cluster never reached is refused, not waited for.
+    let (status, _) = call(
+        &cluster.api_addr(3),
+        operator,
+        reqwest::Method::GET,
+        "/core/roles?watch&resourceVersion=999999999999",
+        None,
+    )
+    .await?;
+    ensure!(status == StatusCode::UNPROCESSABLE_ENTITY, "{status}");
+    cluster.shutdown().await
+}
+
+/// Requests no route takes are answered with words (#50): under Krake's groups a problem
+/// document, elsewhere a line naming the path; a bad `heartbeat` is Krake's `422` on every
+/// list, a watch or not.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn unmatched_routes_and_bad_queries_are_answered_with_words() -> Result<()> {
+    let cluster = cluster_with_namespaces(KrakeOptions::default()).await?;
+    let addr = cluster.api_addr(2);
+    let client = http_client(Some(TEST_STATIC_TOKEN));
+    let problem = client
+        .get(format!("http://{addr}/core/namespaces/ns1/metrics/x/y/z"))
+        .send()
+        .await?;
+    ensure!(problem.status() == StatusCode::NOT_FOUND);
+    let kind = problem
+        .headers()
+        .get("content-type")
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or_default()
+        .to_string();
+    let body: Value = problem.json().await?;
+    ensure!(
+        kind.starts_with("application/problem+json")
+            && body["status"] == 404
+            && body["detail"] == "404: Not Found"
+            && body["type"] == "about:blank",
+        "{kind} {body}"
+    );
+    let release = client.get(format!("http://{addr}/release")).send().await?;
+    ensure!(release.status() == StatusCode::METHOD_NOT_ALLOWED);
+    let allow = release
+        .headers()
+        .get("allow")
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or_default()
+        .to_string();
+    let text = release.text().await?;
+    ensure!(
+        allow.contains("POST") && text.contains("/release") && text.contains("GET"),
+        "allow {allow:?}: {text:?}"
+    );
+    let nowhere = client.get(format!("http://{addr}/no/such/route")).send().await?;
+    ensure!(nowhere.status() == StatusCode::NOT_FOUND);
+    let text = nowhere.text().await?;
+    ensure!(text.contains("/no/such/route"), "{text:?}");
+    for query in ["heartbeat=abc", "heartbeat=-1", "watch&heartbeat=abc"] {
+        let (status, body) = call(
+            &addr,
+            Some(TEST_STATIC_TOKEN),
+            reqwest::Method::GET,
+            &format!("/core/roles?{query}"),
+            None,
+        )
+        .await?;
+        ensure!(
+            status == StatusCode::UNPROCESSABLE_ENTITY
+                && body["detail"].as_str().is_some_and(|d| d.contains("heartbeat")),
+            "{query}: {status} {body}"
+        );
+    }
+    let (status, _) = call(
+        &addr,
+        Some(TEST_STATIC_TOKEN),
+        reqwest::Method::GET,
+        "/core/roles?heartbeat=5",
+        None,
+    )
+    .await?;
+    ensure!(status == StatusCode::OK, "{status}");
+    cluster.shutdown().await
+}

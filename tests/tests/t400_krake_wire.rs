@@ -37,7 +37,7 @@ async fn drover_answers_as_krakes_own_server_does() -> Result<()> {
         .filter(|l| l.starts_with("differs as documented: "))
         .count();
     ensure!(
-        same >= 50 && documented <= 9,
+        same >= 50 && documented <= 10,
         "{same} same, {documented} documented:\n{said}"
     );
     cluster.shutdown().await

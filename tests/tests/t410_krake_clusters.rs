@@ -124,6 +124,27 @@ async fn a_krake_cluster_is_a_drover_cluster_run_by_an_agent() -> Result<()> {
     )
     .await?;
 
+    // The object exactly as read (its token shown redacted) is no update, as on Krake's
+    // server: nothing moves, and a later update from the same read still applies.
+    let (_, as_read) = call(&addr, Method::GET, &format!("{base}/edge"), None).await?;
+    let (status, problem) = call(&addr, Method::PUT, &format!("{base}/edge"), Some(&as_read)).await?;
+    ensure!(
+        status == StatusCode::BAD_REQUEST
+            && problem["title"] == "UPDATE_ERROR"
+            && problem["detail"] == "The body contained no update.",
+        "{status} {problem}"
+    );
+    let mut from_the_same_read = as_read.clone();
+    from_the_same_read["metadata"]["labels"] = json!({"zone": "a"});
+    let (status, updated) = call(
+        &addr,
+        Method::PUT,
+        &format!("{base}/edge"),
+        Some(&from_the_same_read),
+    )
+    .await?;
+    ensure!(status == StatusCode::OK, "{status} {updated}");
+
     // A watch sees the paused agent's cluster change state, with Krake's reason.
     let authorization = format!("Bearer {}", token(OPERATOR_SUBJECT));
     let mut watch = http_client(Some(&authorization))
@@ -204,6 +225,15 @@ async fn a_krake_cluster_is_a_drover_cluster_run_by_an_agent() -> Result<()> {
             == format!("http://{}", agent2.addr()),
         "{axebow}"
     );
+
+    // A forced delete removes it at once and answers with the time of its deletion, as Krake's.
+    let (status, forced) = call(&addr, Method::DELETE, &format!("{base}/axebow?force=True"), None).await?;
+    ensure!(
+        status == StatusCode::OK && forced["metadata"]["deleted"].is_string(),
+        "{status} {forced}"
+    );
+    let (status, _) = call(&addr, Method::GET, &format!("{base}/axebow"), None).await?;
+    ensure!(status == StatusCode::NOT_FOUND, "{status}");
 
     // A platform-wide cluster (the operator tenant's) is a Krake Cluster of namespace "operator".
     let agent3 = AgentProcess::sim(&[])?;

@@ -273,6 +273,32 @@ async fn hooks_end_applications_and_rbac_limits_a_viewer() -> Result<()> {
         (on_agents("job") == 0).then_some(())
     })
     .await?;
+    // An application no cluster may take is PENDING with the scheduler's reason for each.
+    let mut nowhere = application("nowhere", 1, vec!["sleep".into(), "60".into()], vec![], &[]);
+    nowhere["spec"]["constraints"]["cluster"] = json!({"labels": ["zone = nowhere"]});
+    let (status, created) = call(&addr, OPERATOR_SUBJECT, Method::POST, APPS, Some(&nowhere)).await?;
+    ensure!(status == StatusCode::OK, "{status}: {created}");
+    let pending = state(&addr, "nowhere").await?;
+    let reason = &pending["status"]["reason"];
+    let message = reason["message"].as_str().unwrap_or_default();
+    ensure!(
+        pending["status"]["state"] == "PENDING"
+            && reason["code"] == 50
+            && message.contains("a:")
+            && message.contains("b:")
+            && message.contains("zone"),
+        "{pending}"
+    );
+    let (status, _) = call(
+        &addr,
+        OPERATOR_SUBJECT,
+        Method::DELETE,
+        &format!("{APPS}/nowhere"),
+        None,
+    )
+    .await?;
+    ensure!(status == StatusCode::OK, "{status}");
+
     // A wrong token is refused.
     let (status, _) = call(
         &addr,
@@ -324,6 +350,26 @@ async fn hooks_end_applications_and_rbac_limits_a_viewer() -> Result<()> {
     )
     .await?;
     ensure!(status == StatusCode::UNAUTHORIZED, "{status}");
+    // No token at all is Krake's 401 too (not a refused body), and 404 for no application.
+    for (path, body, expected) in [
+        ("graceful/shutdown", json!({}), StatusCode::UNAUTHORIZED),
+        (
+            "graceful/complete",
+            json!({"token": null}),
+            StatusCode::UNAUTHORIZED,
+        ),
+        ("missing/complete", json!({}), StatusCode::NOT_FOUND),
+    ] {
+        let (status, problem) = call(
+            &addr,
+            OPERATOR_SUBJECT,
+            Method::PUT,
+            &format!("{APPS}/{path}"),
+            Some(&body),
+        )
+        .await?;
+        ensure!(status == expected, "{path} {body}: {status} {problem}");
+    }
     let asked = std::time::Instant::now();
     let (status, deleting) = call(
         &addr,

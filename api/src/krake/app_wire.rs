@@ -9,7 +9,7 @@ use drover_model::krake::application::{
 };
 use drover_model::krake::cluster::Backoff;
 use drover_model::krake::KrakeKey;
-use drover_model::time::{isoformat_us, parse_rfc3339_us};
+use drover_model::time::isoformat_us;
 use drover_model::State;
 use serde_json::{json, Map, Value};
 
@@ -48,6 +48,16 @@ pub fn spec(app: &KrakeApplication) -> Value {
     })
 }
 
+/// Why no cluster may take the application's service now, in the scheduler's words (what
+/// `…/service/{name}/placement` shows as `now`), when none may.
+fn unplaceable(state: &State, key: &KrakeKey) -> Option<String> {
+    let platform = state.platform();
+    platform
+        .schedule_service(key.tenant(), &key.name, &platform.reserved())
+        .filter(|decision| decision.chosen.is_none())
+        .map(|decision| decision.why_none())
+}
+
 /// The status as Krake shows it, from the service's committed state at the replica's clock.
 pub fn status(state: &State, key: &KrakeKey, app: &KrakeApplication) -> Value {
     let platform = state.platform();
@@ -60,11 +70,8 @@ pub fn status(state: &State, key: &KrakeKey, app: &KrakeApplication) -> Value {
     let phase = extras.map_or(AppState::Deleting, |e| phase_of(e, service, now_ms));
     let token = |on: bool| if on { json!(REDACTED) } else { Value::Null };
     let reason = match (phase, service) {
-        (AppState::Pending, Some(s)) => s
-            .scheduling
-            .as_ref()
-            .filter(|d| d.chosen.is_none())
-            .map(|d| json!({"code": NO_SUITABLE_RESOURCE, "message": d.why_none()}))
+        (AppState::Pending, Some(s)) => unplaceable(state, key)
+            .map(|why| json!({"code": NO_SUITABLE_RESOURCE, "message": why}))
             .or_else(|| {
                 s.pending
                     .map(|n| json!({"code": NO_SUITABLE_RESOURCE, "message": format!("revision {n} waits for the tenant's acceptance")}))
@@ -136,18 +143,6 @@ pub fn status(state: &State, key: &KrakeKey, app: &KrakeApplication) -> Value {
         "shutdown_key": null,
         "shutdown_grace_period": grace,
     })
-}
-
-/// When the application's status last changed (µs), for a watch resuming: its service's last
-/// event.
-pub fn status_since_us(state: &State, key: &KrakeKey) -> u64 {
-    state
-        .platform()
-        .tenant(key.tenant())
-        .and_then(|t| t.services.get(&key.name))
-        .and_then(|s| s.events.back())
-        .and_then(|e| parse_rfc3339_us(&e.last_timestamp))
-        .unwrap_or(0)
 }
 
 /// Reads an Application's spec.

@@ -1,8 +1,9 @@
-//! The Krake room's state: the core every dialect shares, and how this dialect treats callers
-//! that send no credential.
+//! The Krake room's state: the core every dialect shares, how this dialect treats callers
+//! that send no credential, and the journal its watches are told from.
 
 use std::sync::Arc;
 
+use super::journal::KrakeJournal;
 use crate::agents::AgentReads;
 use crate::core::Core;
 
@@ -30,15 +31,20 @@ pub struct KrakeState {
     pub(super) core: Core,
     pub(super) options: Arc<KrakeOptions>,
     pub(super) agents: Option<Arc<dyn AgentReads>>,
+    /// Every change of a Krake object, for watches.
+    pub(super) journal: Arc<KrakeJournal>,
 }
 
 impl KrakeState {
     /// The room over `core`.
     pub fn new(core: Core, options: KrakeOptions, agents: Option<Arc<dyn AgentReads>>) -> Self {
+        let journal = Arc::new(KrakeJournal::default());
+        core.raft.observe_applied(journal.clone());
         Self {
             core,
             options: Arc::new(options),
             agents,
+            journal,
         }
     }
 }

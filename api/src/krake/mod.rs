@@ -1,4 +1,5 @@
-//! Krake's REST API (`../shared/docs/krake.md`) as a dialect of Drover: its `core` group (roles
+//! Krake's REST API (release 1.0.1, https://gitlab.com/rak-n-rok/krake; docs/KRAKE.md) as a
+//! dialect of Drover: its `core` group (roles
 //! and their bindings, metrics and metrics providers, global and namespaced) and its
 //! `kubernetes` group's Clusters (each a Drover cluster run by a `drover agent`), over the
 //! same replicated state as the other dialects — a Krake namespace is a tenant, Krake's global
@@ -16,6 +17,7 @@ pub mod digest;
 pub mod fields;
 pub mod guard;
 pub mod infra_wire;
+pub mod journal;
 pub mod objects;
 pub mod problem;
 pub mod root;

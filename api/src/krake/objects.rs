@@ -64,13 +64,6 @@ fn flag(query: &HashMap<String, String>, name: &str) -> Result<bool, Problem> {
     }
 }
 
-/// The version a list answers with (`metadata.resourceVersion`): a watch that resumes from it
-/// is told every change applied after the list was read. Every write applied later has a
-/// committed clock at least this state's, and so a time above this.
-fn list_version(state: &drover_model::State) -> u64 {
-    state.clock_ms().saturating_mul(1000).saturating_sub(1)
-}
-
 /// `?resourceVersion=V` on a watch: resume after the version a list returned.
 fn resume_from(query: &HashMap<String, String>) -> Result<Option<u64>, Problem> {
     match query.get("resourceVersion").map(String::as_str) {
@@ -84,17 +77,27 @@ fn resume_from(query: &HashMap<String, String>) -> Result<Option<u64>, Problem> 
     }
 }
 
-/// `?heartbeat=N` seconds: 0 (none) up to a watch's longest life.
+/// `?heartbeat=N` seconds: 0 (none) up to a watch's longest life. Checked on every list, a
+/// watch or not, as Krake's query schema is.
 fn heartbeat(query: &HashMap<String, String>) -> Result<u64, Problem> {
     let longest = crate::kube::watch::MAX_WATCH.as_secs();
-    match query.get("heartbeat") {
-        None => Ok(DEFAULT_HEARTBEAT),
-        Some(text) => text
-            .parse::<u64>()
-            .ok()
-            .filter(|s| *s <= longest)
-            .ok_or_else(|| Problem::invalid("heartbeat", &format!("Must be between 0 and {longest}."))),
+    let Some(text) = query.get("heartbeat") else {
+        return Ok(DEFAULT_HEARTBEAT);
+    };
+    let seconds: i128 = text
+        .trim()
+        .parse()
+        .map_err(|_| Problem::invalid("heartbeat", "Not a valid integer."))?;
+    if seconds < 0 {
+        return Err(Problem::invalid(
+            "heartbeat",
+            "Must be greater than or equal to 0.",
+        ));
     }
+    u64::try_from(seconds)
+        .ok()
+        .filter(|s| *s <= longest)
+        .ok_or_else(|| Problem::invalid("heartbeat", &format!("Must be between 0 and {longest}.")))
 }
 
 /// Answers a blocking write once its object is in the state asked for (or gone, or a minute
@@ -202,8 +205,8 @@ async fn do_list(
         None => Scope::Global,
     };
     allow(&state, &caller, kind.api(), kind.plural(), Verb::List, reach)?;
+    let heartbeat = heartbeat(&query)?;
     if query.contains_key("watch") {
-        let heartbeat = heartbeat(&query)?;
         let resume = resume_from(&query)?;
         return watch(state, caller, kind, namespace, heartbeat, resume).await;
     }
@@ -216,7 +219,7 @@ async fn do_list(
                     read(s.platform(), s.krake(), &key).map(|(meta, body)| render(s, &key, &meta, &body))
                 })
                 .collect::<Vec<Value>>();
-            (items, list_version(s))
+            (items, s.revision())
         })
         .await?;
     Ok(json_response(StatusCode::OK, &render_list(kind, items, version)))

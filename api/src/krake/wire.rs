@@ -292,9 +292,17 @@ fn parse_provider(spec: Option<&Value>) -> Result<ProviderSpec, Problem> {
 }
 
 /// Keeps in an updated body what Krake's shape has no field for, from the stored object: a
-/// Prometheus provider's query timeout; and the secrets a reader was shown redacted.
+/// Prometheus provider's query timeout; and the secrets a reader was shown redacted (a
+/// cluster's join token, an infrastructure object's passwords and tokens).
 pub fn keep_unshown(body: &mut KrakeBody, stored: &KrakeBody) {
     super::infra_wire::keep_secrets(body, stored);
+    if let (KrakeBody::Cluster(cluster), KrakeBody::Cluster(before)) = (&mut *body, stored) {
+        // The join token sent back as shown (redacted) is the stored one: a body as read
+        // changes nothing.
+        if cluster.join_token.is_none() {
+            cluster.join_token.clone_from(&before.join_token);
+        }
+    }
     if let (
         KrakeBody::MetricsProvider(ProviderSpec::Prometheus { prometheus }),
         KrakeBody::MetricsProvider(ProviderSpec::Prometheus { prometheus: before }),

@@ -524,6 +524,8 @@ impl<'a> KrakeObjects<'a> {
             } else {
                 self.remove(now_ms, key)?;
             }
+            // Answered with the time of its deletion, as Krake's forced delete is.
+            meta.mark_deleted(now_ms);
             return Ok(KrakeStored {
                 key: key.clone(),
                 meta,

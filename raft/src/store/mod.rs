@@ -30,7 +30,7 @@ use prometheus::Histogram;
 
 pub use disk::{Disk, RocksDisk};
 pub use log_store::LogStore;
-pub use state_machine::{SharedState, StateMachineStore};
+pub use state_machine::{ApplyObserver, SharedState, StateMachineStore};
 
 use crate::error::StoreError;
 

@@ -6,7 +6,7 @@ use std::io::Cursor;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 
-use drover_model::{Change, CommandResult, State};
+use drover_model::{Change, CommandResult, Proposal, State};
 use openraft::storage::RaftStateMachine;
 use openraft::{AnyError, EntryPayload, OptionalSend, RaftSnapshotBuilder, StorageIOError};
 use serde::{Deserialize, Serialize};
@@ -64,9 +64,32 @@ pub struct SharedState {
     applied_index: Mutex<AppliedIndex>,
     pub(crate) snapshots_built: AtomicU64,
     pub(crate) snapshots_installed: AtomicU64,
+    /// Views shown the state after every applied proposal ([`ApplyObserver`]).
+    observers: RwLock<Vec<Arc<dyn ApplyObserver>>>,
+}
+
+/// A view kept from the applied state at every proposal (Krake's watch journal): shown the
+/// state after each proposal of each entry in log order, while the state cannot change (so it
+/// must be quick), and the whole state when a snapshot replaces it.
+pub trait ApplyObserver: Send + Sync {
+    /// `state` just applied `proposal` with `result`; `state.revision()` is its revision.
+    fn applied(&self, state: &State, proposal: &Proposal, result: &CommandResult);
+    /// `state` is new: the starting point when the observer is added, or an installed snapshot.
+    fn replaced(&self, state: &State);
 }
 
 impl SharedState {
+    /// Adds an observer of every proposal applied from now on; it is first shown the state as
+    /// it is, with no proposal applied in between.
+    pub fn observe(&self, observer: Arc<dyn ApplyObserver>) {
+        let applied = self.applied.read().unwrap_or_else(|p| p.into_inner());
+        observer.replaced(&applied.state);
+        self.observers
+            .write()
+            .unwrap_or_else(|p| p.into_inner())
+            .push(observer);
+    }
+
     /// Runs `f` over the applied state; returns its result and the revision it saw.
     pub fn with_state<R>(&self, f: impl FnOnce(&State) -> R) -> (R, u64) {
         let applied = self
@@ -151,6 +174,7 @@ impl StateMachineStore {
             }),
             snapshots_built: AtomicU64::new(0),
             snapshots_installed: AtomicU64::new(0),
+            observers: RwLock::new(Vec::new()),
         });
         Ok(Self { disk, shared })
     }
@@ -236,13 +260,20 @@ impl RaftStateMachine<TypeConfig> for StateMachineStore {
         let mut changes = Vec::new();
         let applied_index = {
             let mut applied = self.shared.applied.write().unwrap_or_else(|p| p.into_inner());
+            let observers = self.shared.observers.read().unwrap_or_else(|p| p.into_inner());
+            let mut observe = |state: &State, proposal: &Proposal, result: &CommandResult| {
+                for observer in observers.iter() {
+                    observer.applied(state, proposal, result);
+                }
+            };
             for entry in entries {
                 let index = entry.log_id.index;
                 applied.last_applied = Some(entry.log_id);
                 match entry.payload {
                     EntryPayload::Blank => results.push(CommandResult::Done),
                     EntryPayload::Normal(proposal) => {
-                        let (result, mut applied_changes) = applied.state.apply(index, &proposal);
+                        let (result, mut applied_changes) =
+                            applied.state.apply_observed(index, &proposal, &mut observe);
                         changes.append(&mut applied_changes);
                         results.push(result);
                     }
@@ -291,6 +322,15 @@ impl RaftStateMachine<TypeConfig> for StateMachineStore {
                 .lock()
                 .unwrap_or_else(|p| p.into_inner())
                 .reset(applied.state.revision());
+            for observer in self
+                .shared
+                .observers
+                .read()
+                .unwrap_or_else(|p| p.into_inner())
+                .iter()
+            {
+                observer.replaced(&applied.state);
+            }
         }
         self.shared.snapshots_installed.fetch_add(1, Ordering::Relaxed);
         self.shared.advance_applied(floor);
