@@ -68,7 +68,11 @@ pub fn router(state: ApiState) -> Router {
                 .with_state(boskos),
         )
         .merge(claimer::routes().with_state(claimer))
-        .merge(krake::routes().with_state(krake))
+        .merge(
+            krake::routes()
+                .layer(from_fn_with_state(krake.clone(), krake::cors::cors))
+                .with_state(krake),
+        )
         .merge(ops::audit::routes().with_state(ops.clone()))
         .layer(RequestBodyLimitLayer::new(limit));
     // The platform API reads bodies itself, so an oversized one gets its error envelope.

@@ -125,6 +125,11 @@ pub struct ServeArgs {
     /// `https` when the API serves TLS.
     #[arg(long, env = "DROVER_KRAKE_HOOK_ENDPOINT")]
     pub krake_hook_endpoint: Option<String>,
+    /// Origins (`https://console.example:8443`, or `*` for any) whose browser pages may call
+    /// the Krake routes: CORS as Krake's server answers it. Repeat or separate with commas;
+    /// none by default.
+    #[arg(long, env = "DROVER_KRAKE_CORS_ORIGIN", value_delimiter = ',')]
+    pub krake_cors_origin: Vec<String>,
     /// A request's headers must arrive within this (Go duration), and a keep-alive connection
     /// idle this long is closed; both listeners.
     #[arg(long, env = "DROVER_HEADER_TIMEOUT")]
@@ -206,6 +211,7 @@ struct FileConfig {
     krake_static_user: Option<String>,
     krake_allow_anonymous: Option<bool>,
     krake_hook_endpoint: Option<String>,
+    krake_cors_origin: Option<Vec<String>>,
     header_timeout: Option<String>,
     max_connections: Option<usize>,
     max_connections_per_address: Option<usize>,
@@ -470,6 +476,7 @@ impl NodeConfig {
             // Given the platform's settings by the API.
             allow_plain_http_agents: false,
             egress: Default::default(),
+            cors_origins: cors_origins(&args.krake_cors_origin, file.krake_cors_origin.as_deref())?,
         };
         let endpoint = &krake.hook_endpoint;
         if !(endpoint.is_empty() || endpoint.starts_with("http://") || endpoint.starts_with("https://")) {
@@ -755,6 +762,31 @@ fn pool_actors_config(args: &ServeArgs, file: &FileConfig) -> Result<PoolActorsC
         )?,
         ..defaults
     })
+}
+
+/// `--krake-cors-origin` (else the file's): `*`, or origins as a browser sends them
+/// (`scheme://host[:port]`, no path).
+fn cors_origins(args: &[String], file: Option<&[String]>) -> Result<Vec<String>, NodeError> {
+    let given = if args.is_empty() {
+        file.unwrap_or_default()
+    } else {
+        args
+    };
+    let origins: Vec<String> = given
+        .iter()
+        .map(|o| o.trim().to_string())
+        .filter(|o| !o.is_empty())
+        .collect();
+    for origin in &origins {
+        let (scheme, rest) = origin.split_once("://").unwrap_or_default();
+        if origin != "*" && (!matches!(scheme, "http" | "https") || rest.is_empty() || rest.contains('/')) {
+            return Err(invalid(
+                "krake-cors-origin",
+                format!("{origin:?} is no origin: give *, or scheme://host[:port] as a browser sends it"),
+            ));
+        }
+    }
+    Ok(origins)
 }
 
 fn claimer_options(args: &ServeArgs, file: &FileConfig) -> Result<Option<ClaimerOptions>, NodeError> {

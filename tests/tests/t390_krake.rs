@@ -629,3 +629,71 @@ async fn unmatched_routes_and_bad_queries_are_answered_with_words() -> Result<()
     ensure!(status == StatusCode::OK, "{status}");
     cluster.shutdown().await
 }
+
+/// CORS as Krake's server serves it, for the origins the operator allows (#50): a preflight
+/// from an allowed origin is answered with `Access-Control-Allow-*`, one from another origin is
+/// `403`, and a call from an allowed origin carries `Access-Control-Allow-Origin`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cross_origin_calls_are_answered_for_allowed_origins() -> Result<()> {
+    let cluster = cluster_with_namespaces(KrakeOptions {
+        cors_origins: vec!["https://console.example".to_string()],
+        ..KrakeOptions::default()
+    })
+    .await?;
+    let addr = cluster.api_addr(3);
+    let client = http_client(None);
+    let header = |response: &reqwest::Response, name: &str| {
+        response
+            .headers()
+            .get(name)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or_default()
+            .to_string()
+    };
+    let preflight = client
+        .request(
+            reqwest::Method::OPTIONS,
+            format!("http://{addr}/core/namespaces/ns1/metrics/m"),
+        )
+        .header("Origin", "https://console.example")
+        .header("Access-Control-Request-Method", "PUT")
+        .header("Access-Control-Request-Headers", "authorization, content-type")
+        .send()
+        .await?;
+    ensure!(preflight.status() == StatusCode::OK, "{}", preflight.status());
+    ensure!(
+        header(&preflight, "access-control-allow-origin") == "https://console.example"
+            && header(&preflight, "access-control-allow-credentials") == "true"
+            && header(&preflight, "access-control-allow-methods") == "PUT"
+            && header(&preflight, "access-control-allow-headers").contains("AUTHORIZATION"),
+        "{:?}",
+        preflight.headers()
+    );
+    let refused = client
+        .request(reqwest::Method::OPTIONS, format!("http://{addr}/core/roles"))
+        .header("Origin", "https://elsewhere.example")
+        .header("Access-Control-Request-Method", "GET")
+        .send()
+        .await?;
+    ensure!(refused.status() == StatusCode::FORBIDDEN, "{}", refused.status());
+    ensure!(header(&refused, "access-control-allow-origin").is_empty());
+    let listed = http_client(Some(TEST_STATIC_TOKEN))
+        .get(format!("http://{addr}/core/roles"))
+        .header("Origin", "https://console.example")
+        .send()
+        .await?;
+    ensure!(listed.status() == StatusCode::OK);
+    ensure!(
+        header(&listed, "access-control-allow-origin") == "https://console.example"
+            && header(&listed, "access-control-allow-credentials") == "true",
+        "{:?}",
+        listed.headers()
+    );
+    let other = http_client(Some(TEST_STATIC_TOKEN))
+        .get(format!("http://{addr}/core/roles"))
+        .header("Origin", "https://elsewhere.example")
+        .send()
+        .await?;
+    ensure!(header(&other, "access-control-allow-origin").is_empty());
+    cluster.shutdown().await
+}

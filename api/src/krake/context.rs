@@ -22,6 +22,9 @@ pub struct KrakeOptions {
     pub allow_plain_http_agents: bool,
     /// Where a metrics provider may point (the platform's egress policy, given to this room).
     pub egress: std::sync::Arc<drover_model::egress::EgressPolicy>,
+    /// Origins whose browser pages may call the Krake routes (`*` for any): CORS as Krake's
+    /// server answers it ([`super::cors`]); none by default.
+    pub cors_origins: Vec<String>,
 }
 
 /// The Krake room's state: the core, its options, and live reads of agents (a Cluster's

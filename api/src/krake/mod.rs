@@ -13,6 +13,7 @@ pub mod app_wire;
 pub mod cluster_checks;
 pub mod cluster_wire;
 pub mod context;
+pub mod cors;
 pub mod digest;
 pub mod fields;
 pub mod guard;
