@@ -35,18 +35,22 @@ pub fn reexec_isolated(test: &str) -> Result<()> {
     );
     let prefix = format!("drt{}", std::process::id());
     let exe = std::env::current_exe().context("locating the test binary")?;
-    let status = Command::new("unshare")
+    let output = Command::new("unshare")
         .arg("--net")
         .arg("--")
         .arg(&exe)
         .args([test, "--exact", "--nocapture", "--test-threads=1"])
         .env(INSIDE, &prefix)
-        .status()
+        .output()
         .context("running unshare (util-linux)")?;
     let leftovers = delete_namespaces(&prefix);
+    // What the inner run printed, through this test's own output (captured unless it fails).
+    print!("{}", String::from_utf8_lossy(&output.stdout));
+    eprint!("{}", String::from_utf8_lossy(&output.stderr));
     ensure!(
-        status.success(),
-        "{test} failed in its network namespace ({status})"
+        output.status.success(),
+        "{test} failed in its network namespace ({})",
+        output.status
     );
     leftovers
 }

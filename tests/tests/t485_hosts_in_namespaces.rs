@@ -190,10 +190,12 @@ async fn hosts() -> Result<()> {
         }
         eprintln!("--- agent ---\n{}", agent.log());
     }
+    result?;
+    // No node died along the way.
     for node in &mut nodes {
         node.check_running()?;
     }
-    result
+    Ok(())
 }
 
 async fn scenario(network: &Network) -> Result<()> {
