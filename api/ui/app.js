@@ -389,15 +389,14 @@ async function tenants(main) {
       let members = '-';
       try {
         const detail = await data(`${API}/tenant/${encodeURIComponent(name)}`);
+        for (const [uid, known] of Object.entries((detail && detail.names) || {})) if (known) app.names.set(uid, known);
         members = Object.entries((detail && detail.users) || {})
           .map(([user, member]) => `${userName(user)}: ${text(member.role)}${member.confirmed === false ? ', invited' : ''}`).join('; ') || '-';
       } catch (error) { members = error.message; }
       rows.push(h('tr', { 'data-tenant': name }, h('td', { text: name }), h('td', { text: text(role) }), h('td', { text: members })));
     }
     body.replaceChildren(table(['tenant', 'your role', 'members'], rows),
-      h('p', { class: 'muted', text: isOperator()
-        ? 'Members are shown by name and user id.'
-        : 'Members are shown by user id (the API names users to operators only); yours is marked.' }));
+      h('p', { class: 'muted', text: 'Members are shown by name and user id; yours is marked.' }));
   } catch (error) { failure(body, error); }
 }
 

@@ -6,8 +6,8 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use drover_api::registry::{RegistryAnswer, RegistryCalls, RegistryFuture, RegistryUnreachable};
 use drover_actors::egress::{EgressClient, Redirects};
+use drover_api::registry::{RegistryAnswer, RegistryCalls, RegistryFuture, RegistryUnreachable};
 use drover_model::egress::EgressPolicy;
 
 /// How long one registry call may take (a publish carries the whole tarball).

@@ -158,7 +158,8 @@ async fn tenant_calls_go_only_where_the_egress_policy_allows() -> Result<()> {
         let registry = json!({"registry": {"endpoint": url, "domain": "acme", "credentials": "ci:s3cret"}});
         let refused = root.patch("/tenant/acme", &registry).await?;
         ensure!(
-            refused.status == StatusCode::BAD_REQUEST && refused.body.to_string().contains("registry.endpoint"),
+            refused.status == StatusCode::BAD_REQUEST
+                && refused.body.to_string().contains("registry.endpoint"),
             "registry {url}: {refused:?}"
         );
         let krake = json!({"api": "core", "kind": "MetricsProvider", "metadata": {"name": "spelled"},
@@ -171,7 +172,10 @@ async fn tenant_calls_go_only_where_the_egress_policy_allows() -> Result<()> {
             Some(&krake),
         )
         .await?;
-        ensure!(status == StatusCode::UNPROCESSABLE_ENTITY, "Krake provider {url}: {status}: {answer}");
+        ensure!(
+            status == StatusCode::UNPROCESSABLE_ENTITY,
+            "Krake provider {url}: {status}: {answer}"
+        );
     }
     // Nothing was called there while they were written.
     let called = tokio::time::timeout(Duration::from_millis(200), listener.accept()).await;

@@ -251,6 +251,11 @@ async fn member_sees_every_view_without_errors(b: &Browser) -> Result<()> {
         members.contains("carol Tester") && members.contains("you"),
         "her own name among the members: {members:?}"
     );
+    // The owner by name too, not a bare id (the tenant's view names its members).
+    ensure!(
+        members.contains("alice Tester"),
+        "the owner's name among the members: {members:?}"
+    );
     b.show("#/services").await?;
     b.wait_until("web running", &badge_is(r#"tr[data-service="web"]"#, "RUNNING"))
         .await?;

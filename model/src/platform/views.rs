@@ -56,6 +56,10 @@ pub struct TenantInfo {
     pub accounts: BTreeMap<String, AccountInfo>,
     /// Members by user id.
     pub users: BTreeMap<String, Member>,
+    /// The members' names (name and surname as they registered) by user id, so that members
+    /// know each other by more than an id (Drover's addition to Axebow's view).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub names: BTreeMap<String, String>,
     /// Resource names by kind.
     pub resources: BTreeMap<ResourceKind, Vec<String>>,
     /// The tenant's rules.
@@ -258,9 +262,19 @@ impl Platform {
         if let Some(registry) = registry.as_mut() {
             registry.has_credentials = registry.credentials.take().is_some();
         }
+        let names = tenant
+            .members
+            .keys()
+            .filter_map(|uid| {
+                let profile = &self.users.get(uid)?.profile;
+                let name = format!("{} {}", profile.name, profile.surname);
+                Some((uid.clone(), name.trim().to_string()))
+            })
+            .collect();
         Ok(TenantInfo {
             accounts,
             users: tenant.members.clone(),
+            names,
             resources,
             rules: tenant.spec.rules.clone().unwrap_or_default(),
             registry,

@@ -221,6 +221,7 @@ fn tenant_info() -> TenantInfo {
                 confirmed: true,
             },
         )]),
+        names: BTreeMap::from([("u-1".into(), "Ada Lovelace".into())]),
         resources: BTreeMap::new(),
         rules: TenantRules::default(),
         registry: None,
