@@ -5,7 +5,8 @@
 //! for every cluster; a malformed constraint is `400` naming the expression; a dry run says
 //! where the service would go. Draining the SK
 //! cluster moves an unconstrained service off it (started on DE first, then removed from SK,
-//! which answers all along), after which nothing of it is left there.
+//! which answers all along), after which nothing of it is left there. A service that fits two
+//! clusters is placed on the one with room for its rollout's surge too, and rolls out there.
 
 use std::time::Duration;
 
@@ -180,5 +181,78 @@ async fn label_constraints_choose_the_cluster_and_say_why() -> Result<()> {
         count_of(&sk_client, "acme.south.").await == Some(2),
         "the SK-only service left"
     );
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_service_is_placed_where_its_rollouts_surge_fits() -> Result<()> {
+    let dir = TempDir::new()?;
+    let mut args = process_platform_args(dir.path())?;
+    args.push("--cluster-probe-interval=200ms".to_string());
+    let nodes = ProcessCluster::start_with_args(3, &args)?;
+    // `tight` holds the service's four instances of 100m, not the fifth a rollout starts
+    // beside them; `roomy` holds both.
+    let tight = AgentProcess::start(&[
+        "--executor=sim",
+        "--capacity-cpu-millis=400",
+        "--capacity-memory-mib=1024",
+    ])?;
+    let roomy = AgentProcess::start(&[
+        "--executor=sim",
+        "--capacity-cpu-millis=8000",
+        "--capacity-memory-mib=8192",
+    ])?;
+    let leader = nodes.leader(ELECTION).await?;
+    let root = PlatformClient::new(&nodes.api_addr(leader), Some(token(OPERATOR_SUBJECT)));
+    let alice = PlatformClient::new(&nodes.api_addr(leader), Some(token("alice")));
+    tenant_with_clusters(&root, &alice, &[(&tight, "tight"), (&roomy, "roomy")], 8000).await?;
+    for cluster in ["tight", "roomy"] {
+        cluster_state(&root, cluster, "ONLINE", CONVERGE).await?;
+    }
+    let service = json!({"deployment": {"roles": {"web": {"instances": 4,
+        "exec": {"argv": ["web"]}, "resources": {"cpu_millis": 100, "memory_mib": 16}}}}});
+    expect_ok(
+        &alice,
+        Method::POST,
+        "/tenant/acme/service/web?accept=true",
+        Some(&service),
+    )
+    .await?;
+    let (tight_client, roomy_client) = (tight.client(), roomy.client());
+    eventually(CONVERGE, "the service's four instances on roomy", || async {
+        let on_roomy = count_of(&roomy_client, "acme.web.").await?;
+        let on_tight = count_of(&tight_client, "acme.web.").await?;
+        (on_roomy == 4 && on_tight == 0).then_some(())
+    })
+    .await?;
+    let shown = expect_ok(&alice, Method::GET, "/tenant/acme/service/web", None).await?;
+    let scheduling = &shown["data"]["scheduling"];
+    ensure!(scheduling["chosen"]["cluster"]["name"] == "roomy", "{shown}");
+    ensure!(
+        scheduling["excluded"]
+            .as_array()
+            .context("excluded")?
+            .iter()
+            .any(|e| e["cluster"]["name"] == "tight"
+                && e["reason"]
+                    .as_str()
+                    .is_some_and(|r| r.starts_with("no room for a rollout's surge"))),
+        "{shown}"
+    );
+    // A rollout there runs five at its peak, and ends RUNNING on the new revision.
+    let patch = json!({"roles": {"web": {"env": {"VERSION": "2"}}}});
+    expect_ok(
+        &alice,
+        Method::PATCH,
+        "/tenant/acme/service/web/revision/1?accept=true",
+        Some(&patch),
+    )
+    .await?;
+    eventually(CONVERGE, "the rollout to end RUNNING", || async {
+        let answer = alice.get("/tenant/acme/service/web").await.ok()?;
+        let reconcile = &answer.body["data"]["reconcile"];
+        (reconcile["phase"] == "RUNNING" && reconcile["revision"] == 2).then_some(())
+    })
+    .await?;
     Ok(())
 }
