@@ -395,6 +395,77 @@ async fn hooks_end_applications_and_rbac_limits_a_viewer() -> Result<()> {
     })
     .await?;
 
+    // One that never calls back shows DEGRADED once its grace passes, and a watch is told so
+    // although nothing is written then: the change is the clock's alone.
+    let silent_service = json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "shutdown"},
+                                "spec": {"ports": [{"port": 80, "targetPort": free_port()?}]}});
+    let mut silent = application(
+        "silent",
+        1,
+        vec!["sleep".into(), "600".into()],
+        vec![silent_service],
+        &["shutdown"],
+    );
+    silent["spec"]["shutdown_grace_time"] = json!(2);
+    let (status, created) = call(
+        &addr,
+        OPERATOR_SUBJECT,
+        Method::POST,
+        &format!("{APPS}?blocking=running"),
+        Some(&silent),
+    )
+    .await?;
+    ensure!(
+        status == StatusCode::OK && created["status"]["state"] == "RUNNING",
+        "{status}: {created}"
+    );
+    let authorization = format!("Bearer {}", token(OPERATOR_SUBJECT));
+    let mut watch = drover_tests::client::http_client(Some(&authorization))
+        .get(format!("http://{addr}{APPS}?watch&heartbeat=0"))
+        .send()
+        .await?;
+    ensure!(watch.status() == StatusCode::OK);
+    let (status, deleting) = call(
+        &addr,
+        OPERATOR_SUBJECT,
+        Method::DELETE,
+        &format!("{APPS}/silent"),
+        None,
+    )
+    .await?;
+    ensure!(status == StatusCode::OK, "{status}: {deleting}");
+    let told = tokio::time::timeout(Duration::from_secs(30), async {
+        let mut buffer = String::new();
+        loop {
+            let Some(chunk) = watch.chunk().await? else {
+                anyhow::bail!("the watch ended");
+            };
+            buffer.push_str(&String::from_utf8_lossy(&chunk));
+            while let Some(end) = buffer.find('\n') {
+                let line: String = buffer.drain(..=end).collect();
+                let event: Value = serde_json::from_str(line.trim())?;
+                if event["object"]["metadata"]["name"] == "silent"
+                    && event["object"]["status"]["state"] == "DEGRADED"
+                {
+                    return Ok(event);
+                }
+            }
+        }
+    })
+    .await
+    .context("no DEGRADED told within 30 s")??;
+    ensure!(told["type"] == "MODIFIED", "{told}");
+    let (status, _) = call(
+        &addr,
+        OPERATOR_SUBJECT,
+        Method::DELETE,
+        &format!("{APPS}/silent?force=True"),
+        None,
+    )
+    .await?;
+    ensure!(status == StatusCode::OK, "{status}");
+    gone(&addr, "silent").await?;
+
     // A viewer of ns1's applications: get and list there, nothing else.
     let role = json!({"api": "core", "kind": "Role", "metadata": {"name": "app-viewer"},
                       "rules": [{"api": "kubernetes", "resources": ["applications"], "namespaces": ["ns1"], "verbs": ["get", "list"]}]});

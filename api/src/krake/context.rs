@@ -43,6 +43,7 @@ impl KrakeState {
     pub fn new(core: Core, options: KrakeOptions, agents: Option<Arc<dyn AgentReads>>) -> Self {
         let journal = Arc::new(KrakeJournal::default());
         core.raft.observe_applied(journal.clone());
+        refresh_journal(&core, &journal);
         Self {
             core,
             options: Arc::new(options),
@@ -58,4 +59,26 @@ impl std::ops::Deref for KrakeState {
     fn deref(&self) -> &Core {
         &self.core
     }
+}
+
+/// Refreshes the journal every [`REFRESH`](super::journal::REFRESH) until the node shuts down
+/// (when built inside a runtime, as a node's API is).
+fn refresh_journal(core: &Core, journal: &Arc<KrakeJournal>) {
+    let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+        return;
+    };
+    let (raft, shutdown, journal) = (core.raft.clone(), core.shutdown.clone(), Arc::downgrade(journal));
+    runtime.spawn(async move {
+        let mut ticks = tokio::time::interval(super::journal::REFRESH);
+        loop {
+            tokio::select! {
+                _ = shutdown.cancelled() => return,
+                _ = ticks.tick() => {}
+            }
+            let Some(journal) = journal.upgrade() else {
+                return;
+            };
+            raft.local_read(|state| journal.refresh(state));
+        }
+    });
 }

@@ -10,7 +10,8 @@
 //! but a lease's, a pool's and the audit's), the journal compares each object's uid, its
 //! modification and deletion times and a digest of its status with what it saw last, and
 //! renders only those that moved: a change is an `ADDED`, `MODIFIED` or `DELETED` event
-//! carrying the object as that proposal left it (`DELETED`: as it last was). The journal keeps
+//! carrying the object as that proposal left it (`DELETED`: as it last was). What changes with
+//! time alone (a shutdown grace passing) is looked for every [`REFRESH`]. The journal keeps
 //! the last [`EVENTS_KEPT`] events (at most [`EVENT_BYTES_KEPT`] bytes); a watch resuming from
 //! before them is told to list again (`410`), as is one from before this node started.
 
@@ -32,6 +33,8 @@ use crate::kube::watch::event_line;
 pub const EVENTS_KEPT: usize = 8192;
 /// Most bytes of event lines kept.
 pub const EVENT_BYTES_KEPT: usize = 32 * 1024 * 1024;
+/// How often the journal looks for what changed with time alone.
+pub const REFRESH: std::time::Duration = std::time::Duration::from_secs(1);
 /// Events a slow watch may fall behind the live feed before it catches up from the journal.
 const FEED_CAPACITY: usize = 1024;
 
@@ -126,12 +129,18 @@ impl KrakeJournal {
         Ok(inner.events.iter().skip(start).take(limit).cloned().collect())
     }
 
-    /// Compares the objects of `state` with what was seen and records what moved at its
-    /// revision.
-    fn record(&self, state: &State) {
+    /// Records what moved with time alone since the last proposal (a shutdown grace that
+    /// passed shows `DEGRADED`), as a change after the state's revision: a list at that
+    /// revision showed it as it was before.
+    pub fn refresh(&self, state: &State) {
+        self.record(state, state.revision().saturating_add(1));
+    }
+
+    /// Compares the objects of `state` with what was seen and records what moved at
+    /// `revision`.
+    fn record(&self, state: &State, revision: u64) {
         let mut inner = self.inner.lock().unwrap_or_else(|p| p.into_inner());
         let now = look(state, &inner.seen);
-        let revision = state.revision();
         for (kind, key, value) in differences(&inner.seen, &now) {
             inner.seq += 1;
             let event = Arc::new(KrakeEvent {
@@ -160,7 +169,7 @@ impl KrakeJournal {
 impl ApplyObserver for KrakeJournal {
     fn applied(&self, state: &State, proposal: &Proposal, result: &CommandResult) {
         if may_change_krake(&proposal.command) && !matches!(result, CommandResult::Refused(_)) {
-            self.record(state);
+            self.record(state, state.revision());
         }
     }
 
@@ -168,7 +177,7 @@ impl ApplyObserver for KrakeJournal {
         let started = self.inner.lock().unwrap_or_else(|p| p.into_inner()).started;
         if started {
             // A snapshot's state: what it changed is told to the watches following the feed.
-            self.record(state);
+            self.record(state, state.revision());
         }
         // No watch may resume from before it: the changes up to it are unknown here.
         let mut inner = self.inner.lock().unwrap_or_else(|p| p.into_inner());
