@@ -4,7 +4,8 @@
 //! into each `cgroup.procs` file (moving itself) and then `exec`s the program: same pid, same
 //! process group, and the environment handed on untouched — a shell in between would add
 //! `PWD` (and, as bash, `SHLVL` and `_`). Drover forbids `unsafe`, which a `pre_exec` hook
-//! writing the cgroup in the forked child would need.
+//! writing the cgroup in the forked child would need. So a binary that runs an `exec` agent
+//! calls [`run_if_asked`] first thing in `main`, as `drover` does.
 
 use std::ffi::OsString;
 use std::io::Write;

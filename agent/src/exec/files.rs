@@ -6,7 +6,7 @@
 //! fails, and nothing outside the instance's directory is touched, because of what a run left.
 
 use std::collections::BTreeMap;
-use std::ffi::CStr;
+use std::ffi::{CStr, CString};
 use std::fs::File;
 use std::io::Write;
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
@@ -44,31 +44,71 @@ pub fn dir_chain(path: &Path, names: &[&str]) -> std::io::Result<OwnedFd> {
 /// Removes whatever is at `name` under `parent`, a directory with everything in it, following
 /// no link; nothing there is no error.
 pub fn clear_at(parent: BorrowedFd<'_>, name: &str) -> std::io::Result<()> {
-    clear_c(parent, &std::ffi::CString::new(name)?)
+    clear_c(parent, &CString::new(name)?)
 }
 
 fn clear_c(parent: BorrowedFd<'_>, name: &CStr) -> std::io::Result<()> {
-    match rustix::fs::unlinkat(parent, name, AtFlags::empty()) {
-        Ok(()) | Err(Errno::NOENT) => return Ok(()),
-        // A directory (Linux answers EISDIR, POSIX EPERM).
-        Err(Errno::ISDIR | Errno::PERM) => {}
-        Err(e) => return Err(e.into()),
+    if unlink_unless_dir(parent, name)? {
+        return Ok(());
     }
-    let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
-    let dir = rustix::fs::openat(parent, name, flags, Mode::empty())?;
-    // Names first, then removal: the listing is not read while it changes.
-    let mut names = Vec::new();
-    for entry in rustix::fs::Dir::read_from(&dir)? {
-        let entry = entry?;
-        let entry_name = entry.file_name();
-        if entry_name != c"." && entry_name != c".." {
-            names.push(entry_name.to_owned());
+    // A directory: emptied depth first with one open directory per level and no recursion, so
+    // however deep a tree a run made, it costs the agent heap, never its stack.
+    let mut stack: Vec<(OwnedFd, CString)> = vec![(open_dir_at(parent, name)?, name.to_owned())];
+    loop {
+        let Some((dir, _)) = stack.last() else {
+            return Ok(());
+        };
+        let mut subdir = None;
+        for entry in names_in(dir.as_fd())? {
+            if !unlink_unless_dir(dir.as_fd(), &entry)? {
+                subdir = Some(entry);
+                break;
+            }
+        }
+        match subdir {
+            Some(entry) => {
+                let child = open_dir_at(dir.as_fd(), &entry)?;
+                stack.push((child, entry));
+            }
+            None => {
+                let Some((emptied, name)) = stack.pop() else {
+                    return Ok(());
+                };
+                drop(emptied);
+                let above = stack.last().map_or(parent, |(d, _)| d.as_fd());
+                rustix::fs::unlinkat(above, &name, AtFlags::REMOVEDIR)?;
+            }
         }
     }
-    for entry_name in &names {
-        clear_c(dir.as_fd(), entry_name)?;
+}
+
+/// Unlinks `name` under `dir` unless it is a directory: whether it is gone (or was not there).
+fn unlink_unless_dir(dir: BorrowedFd<'_>, name: &CStr) -> std::io::Result<bool> {
+    match rustix::fs::unlinkat(dir, name, AtFlags::empty()) {
+        Ok(()) | Err(Errno::NOENT) => Ok(true),
+        // A directory (Linux answers EISDIR, POSIX EPERM).
+        Err(Errno::ISDIR | Errno::PERM) => Ok(false),
+        Err(e) => Err(e.into()),
     }
-    Ok(rustix::fs::unlinkat(parent, name, AtFlags::REMOVEDIR)?)
+}
+
+/// Opens directory `name` under `dir`, following no link.
+fn open_dir_at(dir: BorrowedFd<'_>, name: &CStr) -> std::io::Result<OwnedFd> {
+    let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+    Ok(rustix::fs::openat(dir, name, flags, Mode::empty())?)
+}
+
+/// The names in directory `dir`, without `.` and `..` (read whole before anything is removed).
+fn names_in(dir: BorrowedFd<'_>) -> std::io::Result<Vec<CString>> {
+    let mut names = Vec::new();
+    for entry in rustix::fs::Dir::read_from(dir)? {
+        let entry = entry?;
+        let name = entry.file_name();
+        if name != c"." && name != c".." {
+            names.push(name.to_owned());
+        }
+    }
+    Ok(names)
 }
 
 /// Opens regular file `name` under `dir` to append to it, created with `mode`; whatever else a
@@ -191,6 +231,32 @@ mod tests {
             "mine",
             "what a link led to is untouched"
         );
+    }
+
+    #[test]
+    fn a_tree_deeper_than_a_path_can_name_is_removed() {
+        let root = tempfile::tempdir().unwrap();
+        let top = dir_chain(root.path(), &[]).unwrap();
+        let mut dir = real_dir_at(top.as_fd(), "deep", 0o700).unwrap();
+        // 800 levels of 10-byte names: more than PATH_MAX allows to name at once (and fewer
+        // than the usual 1,024 open files); files and a link on the way.
+        for level in 0..800 {
+            if level % 200 == 0 {
+                let file = rustix::fs::openat(
+                    dir.as_fd(),
+                    "f",
+                    OFlags::WRONLY | OFlags::CREATE,
+                    Mode::from_raw_mode(0o600),
+                );
+                drop(file.unwrap());
+                rustix::fs::symlinkat("/", dir.as_fd(), "root").unwrap();
+            }
+            dir = real_dir_at(dir.as_fd(), "dddddddddd", 0o700).unwrap();
+        }
+        drop(dir);
+        clear_at(top.as_fd(), "deep").unwrap();
+        assert_eq!(std::fs::read_dir(root.path()).unwrap().count(), 0);
+        assert!(std::fs::metadata("/").unwrap().is_dir(), "a link was followed");
     }
 
     #[test]
