@@ -137,7 +137,7 @@ impl State {
     /// is gone; nothing to do, and cheap, when no Krake object waits.
     fn collect_krake(&mut self, revision: u64, now_ms: u64, services: &[(String, String)]) {
         let mut objects = crate::krake::apply::KrakeObjects::new(&mut self.platform, &mut self.krake);
-        objects.forget_gone_applications(now_ms, services);
+        objects.forget_gone_applications(services);
         objects.collect_pending(now_ms);
         let (touched, before) = objects.touched();
         self.platform.stamp_services(revision, &touched, &before);
@@ -397,7 +397,9 @@ mod tests {
             proposals: vec![Proposal::new(Command::Noop), Proposal::new(Command::Noop)],
         });
         let mut seen = Vec::new();
-        state.apply_observed(5, &batch, &mut |s, p, _| seen.push((s.revision(), p.command.clone())));
+        state.apply_observed(5, &batch, &mut |s, p, _| {
+            seen.push((s.revision(), p.command.clone()))
+        });
         assert_eq!(seen, vec![(5, Command::Noop), (6, Command::Noop)]);
         // Plain `apply` gives the same state.
         let mut plain = State::new();

@@ -6,7 +6,7 @@
 
 use super::application::{deployment_of, Cleaning, KrakeApplication, KrakeApplicationExtras};
 use super::apply::KrakeObjects;
-use super::command::{HookCall, KrakeBody, KrakeStored};
+use super::command::{HookCall, KrakeStored};
 use super::error::KrakeError;
 use super::kind::{KrakeKey, KrakeKind};
 use super::meta::{KrakeMeta, ResourceRef};
@@ -229,12 +229,12 @@ impl KrakeObjects<'_> {
             };
             self.service_op(now_ms, &operator, &op)?;
         }
-        self.forget_gone_applications(now_ms, &[(namespace, name)]);
+        self.forget_gone_applications(&[(namespace, name)]);
         Ok(())
     }
 
-    /// Removes the named applications whose service is gone, recording their removal.
-    pub fn forget_gone_applications(&mut self, now_ms: u64, services: &[(String, String)]) {
+    /// Removes the named applications whose service is gone.
+    pub fn forget_gone_applications(&mut self, services: &[(String, String)]) {
         for (namespace, name) in services {
             let Some(tenant) = self.platform.tenants.get_mut(namespace) else {
                 continue;
@@ -242,15 +242,7 @@ impl KrakeObjects<'_> {
             if tenant.services.contains_key(name) {
                 continue;
             }
-            if let Some(extras) = tenant.krake.applications.remove(name) {
-                let key = KrakeKey::new(KrakeKind::Application, Some(namespace), name);
-                self.platform.krake_removals.record(
-                    now_ms,
-                    key,
-                    extras.meta,
-                    KrakeBody::Application(extras.spec),
-                );
-            }
+            tenant.krake.applications.remove(name);
         }
     }
 

@@ -318,7 +318,6 @@ impl<'a> KrakeObjects<'a> {
     }
 
     fn remove(&mut self, now_ms: u64, key: &KrakeKey) -> Result<(), KrakeError> {
-        let last = self.read(key);
         match key.kind {
             KrakeKind::Role => {
                 self.store.roles.remove(&key.name);
@@ -362,11 +361,6 @@ impl<'a> KrakeObjects<'a> {
                     tenant.krake.clouds.remove(&key.name);
                 }
             }
-        }
-        if let Some((meta, body)) = last {
-            self.platform
-                .krake_removals
-                .record(now_ms, key.clone(), meta, body);
         }
         Ok(())
     }

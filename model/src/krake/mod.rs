@@ -20,7 +20,6 @@ pub mod kind;
 pub mod manifest;
 pub mod meta;
 pub mod rbac;
-pub mod removals;
 pub mod store;
 pub mod validate;
 

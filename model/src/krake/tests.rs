@@ -650,3 +650,14 @@ fn a_kubeconfig_nested_past_the_bound_is_refused_before_it_reaches_the_log() {
 
 mod applications;
 mod infrastructure;
+
+#[test]
+fn a_snapshot_that_still_holds_the_old_krake_removals_is_read() {
+    // Krake watches resumed from a record of removals in the replicated state before #50;
+    // snapshots taken then still carry it and must be read (and it dropped).
+    let state = crate::state::State::new();
+    let mut value = serde_json::to_value(&state).expect("encoded");
+    value["platform"]["krake_removals"] = serde_json::json!({"kept": [], "forgotten_up_to_us": 7});
+    let read: crate::state::State = serde_json::from_value(value).expect("decoded");
+    assert_eq!(read, state);
+}

@@ -200,15 +200,6 @@ impl Platform {
         }
     }
 
-    /// Records, for Krake watches that resume, that the Krake object `key` names goes now (if
-    /// it is there).
-    fn record_krake_removal(&mut self, now_ms: u64, key: crate::krake::kind::KrakeKey) {
-        let empty = crate::krake::store::KrakeStore::default();
-        if let Some((meta, body)) = crate::krake::apply::read(self, &empty, &key) {
-            self.krake_removals.record(now_ms, key, meta, body);
-        }
-    }
-
     /// Applies a cluster operation authorized elsewhere (Krake's RBAC, checked by the API).
     pub(crate) fn apply_cluster_op(&mut self, now_ms: u64, op: &ClusterOp) -> Result<(), PlatformError> {
         self.reservations.clear();
@@ -370,12 +361,6 @@ impl Platform {
                         "service {service} runs on cluster {cluster}; delete it (or its other services) first"
                     )));
                 }
-                let key = crate::krake::kind::KrakeKey::new(
-                    crate::krake::kind::KrakeKind::Cluster,
-                    Some(&cluster.tenant),
-                    &cluster.name,
-                );
-                self.record_krake_removal(now_ms, key);
                 if let Some(tenant) = self.tenants.get_mut(&cluster.tenant) {
                     tenant.clusters.remove(&cluster.name);
                     tenant.krake.clusters.remove(&cluster.name);
@@ -443,9 +428,6 @@ impl Platform {
             }
             ClusterOp::DeleteMetricsProvider { tenant, name } => {
                 self.metrics_tenant_mut(tenant)?;
-                let key =
-                    crate::krake::kind::KrakeKey::new(provider_kind(tenant), namespace_of(tenant), name);
-                self.record_krake_removal(now_ms, key);
                 let stored = self.metrics_tenant_mut(tenant)?;
                 stored.krake.providers.remove(name);
                 stored.metrics_providers.remove(name).map(|_| ()).ok_or_else(|| {
@@ -469,8 +451,6 @@ impl Platform {
             }
             ClusterOp::DeleteMetric { tenant, name } => {
                 self.metrics_tenant_mut(tenant)?;
-                let key = crate::krake::kind::KrakeKey::new(metric_kind(tenant), namespace_of(tenant), name);
-                self.record_krake_removal(now_ms, key);
                 let stored = self.metrics_tenant_mut(tenant)?;
                 stored.krake.metrics.remove(name);
                 stored.metrics.remove(name).map(|_| ()).ok_or_else(|| {

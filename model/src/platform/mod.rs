@@ -249,9 +249,6 @@ pub struct Platform {
     /// Services removed lately, for watches.
     #[serde(default)]
     pub(crate) service_removals: crate::service::versions::Removals,
-    /// Krake objects removed lately, for Krake watches that resume.
-    #[serde(default)]
-    pub(crate) krake_removals: crate::krake::removals::KrakeRemovals,
     /// What each cluster has committed to it, kept between placements (derived; see
     /// [`crate::service::reservations`]).
     #[serde(skip)]
@@ -276,11 +273,6 @@ impl Platform {
     /// Every user.
     pub fn users(&self) -> impl Iterator<Item = &User> {
         self.users.values()
-    }
-
-    /// Krake objects removed lately (for Krake watches that resume).
-    pub fn krake_removals(&self) -> &crate::krake::removals::KrakeRemovals {
-        &self.krake_removals
     }
 
     /// A tenant by name.

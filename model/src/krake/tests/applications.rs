@@ -175,11 +175,6 @@ fn complete_with_the_token_ends_the_application_and_a_wrong_one_is_refused() {
     assert!(done.gone, "{done:?}");
     assert!(world.read(&key()).is_none());
     assert!(world.platform.service("ns1", "job").is_err());
-    assert!(world
-        .platform
-        .krake_removals
-        .since(0)
-        .is_ok_and(|mut r| r.any(|x| x.key == key())));
 }
 
 #[test]
