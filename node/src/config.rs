@@ -850,6 +850,33 @@ mod tests {
     }
 
     #[test]
+    fn krake_cors_origins_are_origins_or_any() {
+        let mut settings = args();
+        settings.krake_cors_origin = vec!["https://console.example:8443".into(), " * ".into()];
+        let config = NodeConfig::merge(&settings, FileConfig::default()).expect("valid");
+        assert_eq!(
+            config.krake.cors_origins,
+            vec!["https://console.example:8443", "*"]
+        );
+        let file = FileConfig {
+            krake_cors_origin: Some(vec!["http://ui.example".into()]),
+            ..Default::default()
+        };
+        let config = NodeConfig::merge(&args(), file).expect("valid");
+        assert_eq!(config.krake.cors_origins, vec!["http://ui.example"]);
+        for bad in [
+            "console.example",
+            "https://ui.example/path",
+            "ftp://ui.example",
+            "https://",
+        ] {
+            settings.krake_cors_origin = vec![bad.into()];
+            let error = NodeConfig::merge(&settings, FileConfig::default()).unwrap_err();
+            assert!(error.to_string().contains("krake-cors-origin"), "{bad}: {error}");
+        }
+    }
+
+    #[test]
     fn flags_override_the_file_and_defaults_fill_the_rest() {
         let file = FileConfig {
             node_id: Some(7),
