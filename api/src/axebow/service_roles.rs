@@ -39,7 +39,8 @@ pub struct InstanceInfo {
     pub creation_timestamp: Option<String>,
     /// Exit code of its last run, when it ended.
     pub exit_code: Option<i32>,
-    /// Why its last run ended, when the agent knows more than the exit code (`OOMKilled`).
+    /// Why its last run ended, when the agent knows more than the exit code (`OOMKilled`: killed
+    /// at its memory limit; `StartError`: its program could not be started).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub reason: Option<EndReason>,
     /// Runs killed at its memory limit.
