@@ -31,3 +31,16 @@ pub enum NodeError {
     #[error(transparent)]
     Actors(#[from] drover_actors::ActorsError),
 }
+
+/// An error with its causes, `: `-joined (reqwest's own message is often just "error sending
+/// request", the cause being in its sources).
+pub fn with_causes(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        text.push_str(": ");
+        text.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    text
+}

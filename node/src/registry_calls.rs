@@ -36,13 +36,13 @@ async fn answer(
         .timeout(CALL_TIMEOUT)
         .send()
         .await
-        .map_err(|e| RegistryUnreachable(error_chain(&e)))?;
+        .map_err(|e| RegistryUnreachable(crate::error::with_causes(&e)))?;
     let status = response.status().as_u16();
     let mut body = Vec::new();
     while let Some(chunk) = response
         .chunk()
         .await
-        .map_err(|e| RegistryUnreachable(error_chain(&e)))?
+        .map_err(|e| RegistryUnreachable(crate::error::with_causes(&e)))?
     {
         if body.len() + chunk.len() > MAX_ANSWER {
             return Err(RegistryUnreachable(format!(
@@ -52,18 +52,6 @@ async fn answer(
         body.extend_from_slice(&chunk);
     }
     Ok(RegistryAnswer { status, body })
-}
-
-/// An error with its causes (reqwest's own text says little: "error sending request").
-fn error_chain(error: &dyn std::error::Error) -> String {
-    let mut text = error.to_string();
-    let mut source = error.source();
-    while let Some(cause) = source {
-        text.push_str(": ");
-        text.push_str(&cause.to_string());
-        source = cause.source();
-    }
-    text
 }
 
 impl RegistryCalls for EgressRegistry {

@@ -227,7 +227,7 @@ impl Servers {
                     // A connection not made within the dial timeout is a node that is not
                     // there; only a node that took the request and then said nothing timed out.
                     timed_out |= e.is_timeout() && !e.is_connect();
-                    last_error = format!("{url}: {}", chain(&e));
+                    last_error = format!("{url}: {}", crate::error::with_causes(&e));
                 }
             }
         }
@@ -245,18 +245,6 @@ fn builder(headers: &reqwest::header::HeaderMap, dial_timeout: Duration) -> reqw
         .timeout(DEFAULT_REQUEST_TIMEOUT)
         .connect_timeout(dial_timeout)
         .default_headers(headers.clone())
-}
-
-/// An error with its causes (reqwest's own message is often just "error sending request").
-fn chain(error: &(dyn std::error::Error + 'static)) -> String {
-    let mut text = error.to_string();
-    let mut source = error.source();
-    while let Some(cause) = source {
-        text.push_str(": ");
-        text.push_str(&cause.to_string());
-        source = cause.source();
-    }
-    text
 }
 
 #[cfg(test)]
