@@ -31,19 +31,9 @@ pub fn reexec_inside() -> Result<i32> {
     Ok(status.code().unwrap_or(1))
 }
 
+/// A command run to its end, failing with its stderr.
 fn run(program: &str, args: &[&str]) -> Result<()> {
-    let output = Command::new(program)
-        .args(args)
-        .output()
-        .with_context(|| format!("running {program}"))?;
-    if !output.status.success() {
-        bail!(
-            "{program} {} failed: {}",
-            args.join(" "),
-            String::from_utf8_lossy(&output.stderr).trim()
-        );
-    }
-    Ok(())
+    drover_tests::netns::run(program, args).map(drop)
 }
 
 /// Brings the namespace's loopback up and checks that iptables works in it.

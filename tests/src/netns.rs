@@ -64,8 +64,8 @@ fn is_root() -> Result<bool> {
         == Some("0"))
 }
 
-/// Runs a command and fails with its stderr.
-fn run(program: &str, args: &[&str]) -> Result<String> {
+/// Runs a command and fails with its stderr (the chaos harness's partitions use it too).
+pub fn run(program: &str, args: &[&str]) -> Result<String> {
     let output = Command::new(program)
         .args(args)
         .output()

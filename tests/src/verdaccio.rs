@@ -127,32 +127,23 @@ listen: 127.0.0.1:{port}
     /// `npm publish <dir>` to this registry with the real npm client, as anyone holding
     /// credentials to it may publish, around Drover.
     pub fn npm_publish(&self, dir: &std::path::Path) -> Result<()> {
-        let output = Command::new("npm")
-            .arg("publish")
-            .arg(dir)
-            .arg("--registry")
-            .arg(format!("{}/", self.endpoint()))
-            .arg("--userconfig")
-            .arg(self.npmrc()?)
-            .output()
-            .context("running npm")?;
-        if !output.status.success() {
-            bail!(
-                "npm publish {} failed: {}{}",
-                dir.display(),
-                String::from_utf8_lossy(&output.stdout),
-                String::from_utf8_lossy(&output.stderr)
-            );
-        }
-        Ok(())
+        self.npm(&[std::ffi::OsStr::new("publish"), dir.as_os_str()])
+            .map(drop)
     }
 
     /// `npm view <args…> --json` against this registry, as the real npm client answers it.
     pub fn npm_view(&self, args: &[&str]) -> Result<serde_json::Value> {
+        let mut all: Vec<&std::ffi::OsStr> = vec![std::ffi::OsStr::new("view")];
+        all.extend(args.iter().map(std::ffi::OsStr::new));
+        all.push(std::ffi::OsStr::new("--json"));
+        Ok(serde_json::from_slice(&self.npm(&all)?)?)
+    }
+
+    /// The real npm client run with `args` against this registry and its credentials; what it
+    /// printed, or its words when it failed.
+    fn npm(&self, args: &[&std::ffi::OsStr]) -> Result<Vec<u8>> {
         let output = Command::new("npm")
-            .arg("view")
             .args(args)
-            .arg("--json")
             .arg("--registry")
             .arg(format!("{}/", self.endpoint()))
             .arg("--userconfig")
@@ -161,12 +152,12 @@ listen: 127.0.0.1:{port}
             .context("running npm")?;
         if !output.status.success() {
             bail!(
-                "npm view {args:?} failed: {}{}",
+                "npm {args:?} failed: {}{}",
                 String::from_utf8_lossy(&output.stdout),
                 String::from_utf8_lossy(&output.stderr)
             );
         }
-        Ok(serde_json::from_slice(&output.stdout)?)
+        Ok(output.stdout)
     }
 }
 
