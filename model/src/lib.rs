@@ -18,6 +18,7 @@ pub mod limits;
 pub mod merge_patch;
 pub mod object;
 pub mod platform;
+pub mod pod_security;
 pub mod pool;
 pub mod result;
 pub mod scheduling;
