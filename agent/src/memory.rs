@@ -8,6 +8,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use drover_model::cluster::agent_api::{
     EndReason, Fence, Health, InstanceId, InstanceSpec, InstanceState, InstanceStatus, Resources, SetName,
 };
+use drover_model::cluster::pod::PodReport;
 use serde::{Deserialize, Serialize};
 
 /// One instance's run record: what the executor last observed, and (for `exec`) which process
@@ -41,6 +42,9 @@ pub struct Run {
     /// Runs killed at the memory limit (the instance cgroup's counter when last read).
     #[serde(default)]
     pub oom_kills: u32,
+    /// The pod's address and containers (`container`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pod: Option<PodReport>,
 }
 
 impl Default for Run {
@@ -55,6 +59,7 @@ impl Default for Run {
             start_ticks: None,
             reason: None,
             oom_kills: 0,
+            pod: None,
         }
     }
 }
@@ -88,6 +93,7 @@ impl Entry {
             resources: self.spec.resources,
             reason: self.run.reason,
             oom_kills: self.run.oom_kills,
+            pod: self.run.pod.clone(),
             usage: None,
         }
     }

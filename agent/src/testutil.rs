@@ -12,6 +12,7 @@ pub fn spec(id: &str, argv: &[&str]) -> InstanceSpec {
             argv: argv.iter().map(|a| a.to_string()).collect(),
             probe: None,
             files: Default::default(),
+            pod: None,
         },
         resources: Resources {
             cpu_millis: 100,

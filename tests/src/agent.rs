@@ -461,6 +461,7 @@ pub fn instance(id: &str, argv: &[&str], resources: Resources) -> InstanceSpec {
             argv: argv.iter().map(|a| a.to_string()).collect(),
             probe: None,
             files: Default::default(),
+            pod: None,
         },
         resources,
         env: Default::default(),

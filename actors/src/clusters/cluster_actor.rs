@@ -814,6 +814,7 @@ mod tests {
             resources: Default::default(),
             reason: None,
             oom_kills: 0,
+            pod: None,
             usage: None,
         }
     }

@@ -94,6 +94,7 @@ mod tests {
                 argv: vec!["sleep".into(), "100".into()],
                 probe: None,
                 files: Default::default(),
+                pod: None,
             },
             resources: Resources::default(),
             env: BTreeMap::new(),
@@ -113,6 +114,7 @@ mod tests {
             resources: Resources::default(),
             reason: None,
             oom_kills: 0,
+            pod: None,
             usage: None,
         }
     }

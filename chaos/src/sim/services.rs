@@ -67,6 +67,7 @@ fn deployment(instances: u32, version: u64) -> Deployment {
                     argv: vec!["sleep".into(), "86400".into(), format!("v{version}")],
                     probe: None,
                     files: Default::default(),
+                    pod: None,
                 },
                 env: BTreeMap::new(),
             },

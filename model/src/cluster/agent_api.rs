@@ -11,6 +11,8 @@ use std::fmt;
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
+use super::pod::{PodReport, PodSpec};
+
 /// Longest instance or set id: a DNS subdomain, so it can name a directory, a container or a
 /// Kubernetes object.
 pub const MAX_ID_LEN: usize = 253;
@@ -248,6 +250,10 @@ pub struct ExecSpec {
     /// path relative to it (a component's files, from a bundle or a marketplace module).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub files: BTreeMap<String, String>,
+    /// A pod of container images to run instead of a program (`argv` and `files` empty): only
+    /// a `container` agent runs it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pod: Option<PodSpec>,
 }
 
 /// One instance the control plane wants running.
@@ -341,6 +347,9 @@ pub struct InstanceStatus {
     /// Runs killed at their memory limit, since the instance came to this agent.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub oom_kills: u32,
+    /// Its pod's address and containers, for an instance that is a pod.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pod: Option<PodReport>,
     /// What it uses now, sampled when the inventory was answered (`exec` only; not covered by
     /// the inventory's generation).
     #[serde(default, skip_serializing_if = "Option::is_none")]

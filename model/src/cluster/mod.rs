@@ -6,7 +6,9 @@
 pub mod agent_api;
 mod command;
 pub mod identity;
+pub mod image;
 mod object;
+pub mod pod;
 #[cfg(test)]
 mod tests;
 pub mod validate;

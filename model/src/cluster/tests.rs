@@ -279,6 +279,7 @@ fn set_spec(count: u32, program: &str) -> SetSpec {
             argv: vec![program.into(), "1000".into()],
             probe: None,
             files: Default::default(),
+            pod: None,
         },
         resources: Resources {
             cpu_millis: 100,
@@ -331,6 +332,7 @@ fn a_set_keeps_its_revision_when_only_its_count_changes() {
                 argv: vec![],
                 probe: None,
                 files: Default::default(),
+                pod: None,
             },
             ..set_spec(1, "x")
         },

@@ -15,6 +15,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use super::agent_api::{ExecSpec, InstanceId, InstanceSpec, Probe, Resources, MAX_ID_LEN, MAX_SET_INSTANCES};
+use super::pod::check_pod;
 use crate::platform::error::PlatformError;
 
 /// The environment variable the agent sets itself: an instance's id.
@@ -54,7 +55,7 @@ pub struct SpecError {
 }
 
 impl SpecError {
-    fn new(field: impl Into<String>, reason: impl Into<String>) -> Self {
+    pub(crate) fn new(field: impl Into<String>, reason: impl Into<String>) -> Self {
         Self {
             field: field.into(),
             reason: reason.into(),
@@ -79,6 +80,16 @@ impl From<SpecError> for PlatformError {
 /// Checks what an instance runs: `exec` and `env`. Fields are named from the instance
 /// (`exec.argv`, `env`, `exec.probe.http.path`).
 pub fn check_program(exec: &ExecSpec, env: &BTreeMap<String, String>) -> Result<(), SpecError> {
+    if let Some(pod) = &exec.pod {
+        if !exec.argv.is_empty() || !exec.files.is_empty() || exec.probe.is_some() {
+            return Err(SpecError::new(
+                "exec",
+                "a pod's instance names no argv, files or probe of its own (its containers do)",
+            ));
+        }
+        check_env(env)?;
+        return check_pod(pod);
+    }
     let Some(program) = exec.argv.first() else {
         return Err(SpecError::new("exec.argv", "must name a program"));
     };
@@ -91,6 +102,21 @@ pub fn check_program(exec: &ExecSpec, env: &BTreeMap<String, String>) -> Result<
             "must not hold a NUL byte",
         ));
     }
+    check_env(env)?;
+    check_probe(&exec.probe)?;
+    check_files(&exec.files)?;
+    let bytes = program_bytes(exec, env);
+    if bytes > MAX_PROGRAM_BYTES {
+        return Err(SpecError::new(
+            "exec",
+            format!("argv and env hold {bytes} bytes; at most {MAX_PROGRAM_BYTES}"),
+        ));
+    }
+    Ok(())
+}
+
+/// Checks an instance's environment: names non-empty without `=` or NUL, none the agent sets.
+fn check_env(env: &BTreeMap<String, String>) -> Result<(), SpecError> {
     for (key, value) in env {
         if key.is_empty() || key.contains(['=', '\0']) {
             return Err(SpecError::new(
@@ -105,7 +131,12 @@ pub fn check_program(exec: &ExecSpec, env: &BTreeMap<String, String>) -> Result<
             return Err(SpecError::new(format!("env.{key}"), "must not hold a NUL byte"));
         }
     }
-    match &exec.probe {
+    Ok(())
+}
+
+/// Checks a program's readiness probe.
+fn check_probe(probe: &Option<Probe>) -> Result<(), SpecError> {
+    match probe {
         Some(Probe::Http { port, path }) => {
             if *port == 0 {
                 return Err(SpecError::new("exec.probe.http.port", "must not be 0"));
@@ -126,14 +157,6 @@ pub fn check_program(exec: &ExecSpec, env: &BTreeMap<String, String>) -> Result<
             return Err(SpecError::new("exec.probe.tcp.port", "must not be 0"));
         }
         Some(Probe::Tcp { .. }) | None => {}
-    }
-    check_files(&exec.files)?;
-    let bytes = program_bytes(exec, env);
-    if bytes > MAX_PROGRAM_BYTES {
-        return Err(SpecError::new(
-            "exec",
-            format!("argv and env hold {bytes} bytes; at most {MAX_PROGRAM_BYTES}"),
-        ));
     }
     Ok(())
 }
@@ -268,6 +291,7 @@ mod tests {
             argv: argv.iter().map(|a| a.to_string()).collect(),
             probe: None,
             files: Default::default(),
+            pod: None,
         }
     }
 

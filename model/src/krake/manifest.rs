@@ -236,6 +236,7 @@ fn role(
                 argv,
                 probe: probe(container.get("readinessProbe"), &ports, path)?,
                 files: Default::default(),
+                pod: None,
             },
             env: env(container.get("env"), path)?,
         },

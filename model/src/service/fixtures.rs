@@ -15,6 +15,7 @@ pub fn spec(id: &str, program: &str) -> InstanceSpec {
             argv: vec![program.into()],
             probe: None,
             files: Default::default(),
+            pod: None,
         },
         resources: Resources::default(),
         env: BTreeMap::new(),
@@ -35,6 +36,7 @@ pub fn seen(id: &str, state: InstanceState) -> InstanceStatus {
         resources: Resources::default(),
         reason: None,
         oom_kills: 0,
+        pod: None,
         usage: None,
     }
 }

@@ -119,6 +119,7 @@ fn deployment(instances: u32, cpu: u64) -> Deployment {
                     argv: vec!["sleep".into(), "1000".into()],
                     probe: None,
                     files: Default::default(),
+                    pod: None,
                 },
                 env: BTreeMap::from([("MODE".to_string(), "one".to_string())]),
             },
