@@ -21,9 +21,8 @@ use utoipa::ToSchema;
 
 /// The level a tenant's pods are held to; the operator chooses it per tenant.
 ///
-/// Kubernetes names two levels at or below baseline (`privileged`, `baseline`) and calls host
-/// ports "configurable" in baseline; the issue allows host network and host ports where the
-/// operator says so. Those are one relaxation here, because a pod on the host network binds its
+/// Kubernetes' levels `baseline` and `privileged`, and between them baseline with the host's
+/// network and host ports allowed: one relaxation, because a pod on the host network binds its
 /// container ports on the host anyway.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase")]

@@ -283,6 +283,10 @@ impl Platform {
                 }
                 Ok(PlatformResult::Done)
             }
+            SetPodSecurity { tenant, level } => {
+                self.tenant_mut(tenant)?.pod_security = *level;
+                Ok(PlatformResult::Done)
+            }
             DeleteTenant { tenant } => {
                 let stored = self.tenant_mut(tenant)?;
                 if let Some(service) = stored.services.keys().next() {

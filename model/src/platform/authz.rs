@@ -78,6 +78,8 @@ impl PlatformOp {
             }
             // The invitee is not a confirmed member yet; apply checks the invitation.
             Confirm { .. } | Reject { .. } => Requirement::Registered,
+            // A tenant's pod security is the operator's to relax, never its members'.
+            SetPodSecurity { .. } => Requirement::Operator,
             PatchTenant { tenant, .. }
             | Invite { tenant, .. }
             | SetRole { tenant, .. }

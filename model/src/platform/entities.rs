@@ -344,6 +344,13 @@ pub struct Tenant {
     /// The Krake metadata of its metrics and providers (kept by writes from either dialect).
     #[serde(default, skip_serializing_if = "crate::krake::store::KrakeMetas::is_empty")]
     pub krake: crate::krake::store::KrakeMetas,
+    /// The pod security level its pods are held to, set by operators only (baseline when left
+    /// out, as every tenant stored before it existed reads).
+    #[serde(
+        default,
+        skip_serializing_if = "crate::pod_security::PodSecurity::is_baseline"
+    )]
+    pub pod_security: crate::pod_security::PodSecurity,
 }
 
 impl Tenant {

@@ -90,6 +90,14 @@ pub enum PlatformOp {
         /// The parts to replace.
         spec: TenantSpec,
     },
+    /// Set the pod security level of a tenant's pods (operators only: the tenant's own members
+    /// must not relax it).
+    SetPodSecurity {
+        /// Tenant name.
+        tenant: String,
+        /// The level.
+        level: crate::pod_security::PodSecurity,
+    },
     /// Delete a tenant and everything in it.
     DeleteTenant {
         /// Tenant name.

@@ -476,3 +476,64 @@ fn over_long_or_invisible_profile_fields_are_refused() {
         assert!(matches!(refused, PlatformError::Invalid { .. }), "{refused}");
     }
 }
+
+fn pod_security(level: crate::pod_security::PodSecurity) -> PlatformOp {
+    PlatformOp::SetPodSecurity {
+        tenant: t("acme"),
+        level,
+    }
+}
+
+fn shown_pod_security(world: &World, caller: &str) -> crate::pod_security::PodSecurity {
+    let grant = world
+        .platform
+        .authorize(&who(caller), PlatformRead::Tenant("acme").requirement())
+        .expect("a member reads the tenant");
+    world
+        .platform
+        .tenant_info("acme", &grant)
+        .expect("the tenant's view")
+        .pod_security
+}
+
+#[test]
+fn only_operators_relax_a_tenants_pod_security() {
+    use crate::pod_security::PodSecurity;
+    for role in [Role::Plain, Role::Admin, Role::Owner] {
+        let mut world = acme_with_bob_as(role);
+        assert_eq!(shown_pod_security(&world, "bob"), PodSecurity::Baseline);
+        // Neither the member nor the tenant's creator (its owner) may relax it.
+        for caller in ["bob", "alice"] {
+            let refused = world.refused(caller, pod_security(PodSecurity::Privileged));
+            assert!(
+                matches!(refused, PlatformError::Forbidden(_)),
+                "{caller} ({role:?}): {refused}"
+            );
+        }
+        world.ok("dave", pod_security(PodSecurity::BaselineWithHostNetwork));
+        assert_eq!(
+            shown_pod_security(&world, "bob"),
+            PodSecurity::BaselineWithHostNetwork
+        );
+        world.ok("dave", pod_security(PodSecurity::Baseline));
+        assert_eq!(shown_pod_security(&world, "bob"), PodSecurity::Baseline);
+    }
+    let mut world = World::new();
+    let missing = world.refused("dave", pod_security(PodSecurity::Privileged));
+    assert!(matches!(missing, PlatformError::NotFound(_)), "{missing}");
+}
+
+#[test]
+fn a_tenant_stored_before_pod_security_reads_as_baseline() {
+    use crate::pod_security::PodSecurity;
+    let mut world = acme_with_bob_as(Role::Plain);
+    let baseline = serde_json::to_value(world.platform.tenant("acme").expect("acme")).expect("encode");
+    // The default is left out of the stored tenant, so its encoding is what it was before.
+    assert!(baseline.get("pod_security").is_none(), "{baseline}");
+    let old: Tenant = serde_json::from_value(baseline).expect("decode");
+    assert_eq!(old.pod_security, PodSecurity::Baseline);
+    world.ok("dave", pod_security(PodSecurity::Privileged));
+    let relaxed = serde_json::to_value(world.platform.tenant("acme").expect("acme")).expect("encode");
+    let back: Tenant = serde_json::from_value(relaxed).expect("decode");
+    assert_eq!(back.pod_security, PodSecurity::Privileged);
+}

@@ -13,6 +13,7 @@ use super::error::PlatformError;
 use super::marks::{marks_status, MarkStatus};
 use super::resource::{port_of, redacted, ResourceKind, ResourceSpec};
 use super::Platform;
+use crate::pod_security::PodSecurity;
 
 /// `GET /user/info`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
@@ -67,6 +68,9 @@ pub struct TenantInfo {
     /// The module registry (its credentials never shown: `hasCredentials` says whether it has some).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub registry: Option<Registry>,
+    /// The pod security level its pods are held to (set by operators; `baseline` unless relaxed).
+    #[serde(rename = "podSecurity", default)]
+    pub pod_security: PodSecurity,
 }
 
 /// `GET …/environment/{name}`.
@@ -278,6 +282,7 @@ impl Platform {
             resources,
             rules: tenant.spec.rules.clone().unwrap_or_default(),
             registry,
+            pod_security: tenant.pod_security,
         })
     }
 
