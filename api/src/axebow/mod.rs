@@ -52,6 +52,7 @@ pub fn documented_routes() -> OpenApiRouter<AxebowState> {
             tenants::delete,
             tenants::info
         ))
+        .routes(routes!(tenants::set_pod_security))
         .routes(routes!(tenants::confirm, tenants::reject))
         .routes(routes!(
             tenants::invite,

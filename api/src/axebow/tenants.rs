@@ -7,8 +7,9 @@ use axum::extract::{Path, State};
 use axum::http::HeaderMap;
 use drover_model::platform::views::TenantInfo;
 use drover_model::platform::{PlatformError, PlatformOp, PlatformRead, Role, TenantSpec};
-use serde::Deserialize;
-use utoipa::IntoParams;
+use drover_model::pod_security::PodSecurity;
+use serde::{Deserialize, Serialize};
+use utoipa::{IntoParams, ToSchema};
 
 use super::context::AxebowState;
 use super::context::Caller;
@@ -102,6 +103,35 @@ pub async fn patch(
 ) -> Result<Empty, AxebowError> {
     registry_reachable(&state, &spec).await?;
     store::write(&state, caller, PlatformOp::PatchTenant { tenant, spec }, &headers).await?;
+    Ok(done())
+}
+
+/// The body of `PUT /tenant/{tenant}/podsecurity`.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct PodSecuritySetting {
+    /// `baseline` (the default), `baselineWithHostNetwork` (baseline, but `hostNetwork` and host
+    /// ports allowed) or `privileged` (no check).
+    pub pod_security: PodSecurity,
+}
+
+/// Sets the pod security level the tenant's pods are held to (operators only: a tenant's own
+/// members cannot relax it).
+#[utoipa::path(put, path = "/api/1.0-beta/tenant/{tenant}/podsecurity", tag = "tenants", request_body = PodSecuritySetting,
+    params(("tenant" = String, Path, description = "Tenant name")),
+    responses((status = 200, description = "Set", body = Empty)))]
+pub async fn set_pod_security(
+    State(state): State<AxebowState>,
+    Caller(caller): Caller,
+    headers: HeaderMap,
+    Path(tenant): Path<String>,
+    Body(setting): Body<PodSecuritySetting>,
+) -> Result<Empty, AxebowError> {
+    let op = PlatformOp::SetPodSecurity {
+        tenant,
+        level: setting.pod_security,
+    };
+    store::write(&state, caller, op, &headers).await?;
     Ok(done())
 }
 

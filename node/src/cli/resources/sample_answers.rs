@@ -13,6 +13,7 @@ use drover_model::platform::views::{AccountInfo, EnvironmentInfo, EnvironmentSta
 use drover_model::platform::{
     AccountMeta, AccountSpec, ClusterSelection, EnvironmentSpec, Member, Role, TenantAccount, TenantRules,
 };
+use drover_model::pod_security::PodSecurity;
 use drover_model::pool::{PoolConfig, Resource, TypeConfig};
 use drover_model::service::placement::RunStatus;
 use drover_model::service::reconcile::{Phase, Progress, ReconcileStatus};
@@ -225,6 +226,7 @@ fn tenant_info() -> TenantInfo {
         resources: BTreeMap::new(),
         rules: TenantRules::default(),
         registry: None,
+        pod_security: PodSecurity::default(),
     }
 }
 
