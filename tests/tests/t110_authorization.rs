@@ -89,6 +89,13 @@ fn rows() -> Vec<Row> {
         row(M::POST, "/tenant/t-{n}", Some(json!({})), registered),
         row(M::GET, "/tenant/acme", None, member_read),
         row(M::PATCH, "/tenant/acme", Some(json!({})), admin_write),
+        // A tenant's own owner and admins may not relax its pod security: operators only.
+        row(
+            M::PUT,
+            "/tenant/acme/podsecurity",
+            Some(json!({"podSecurity": "privileged"})),
+            operator_only,
+        ),
         row(M::GET, "/tenant/acme/account", None, member_read),
         row(
             M::POST,
@@ -376,6 +383,10 @@ async fn every_caller_gets_the_status_the_rules_give() -> Result<()> {
             "{refused} deleted a secret"
         );
     }
+    ensure!(
+        info["data"]["podSecurity"] == "privileged",
+        "the operator relaxed acme's pod security: {info}"
+    );
     let environments = info["data"]["accounts"]["main"]["environments"]
         .as_object()
         .context("envs")?;
