@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Installs what a fresh machine lacks to build and test Drover: Debian's RocksDB library and
 # headers (linked, not compiled; see .cargo/config.toml), clang and libclang (its bindings),
+# protoc (the CRI client's bindings), containerd, runc, a registry, skopeo, umoci, busybox and
+# the CNI plugins (the container executor and its tests),
 # iptables and libfaketime (the chaos harness's partitions and clock skew), etcd (the
 # benchmark's reference cluster), Prometheus (the metric-scoring and monitoring tests' real
 # server), docker-compose and systemd's analyzer (the deployment recipes' validators), rustfmt and clippy, the official Kubernetes Python client used
@@ -32,6 +34,17 @@ command -v openssl >/dev/null 2>&1 || missing_debs+=(openssl)
 # docker-compose validates deploy/compose (when the compose plugin is missing).
 docker compose version >/dev/null 2>&1 || command -v docker-compose >/dev/null 2>&1 || missing_debs+=(docker-compose)
 command -v systemd-analyze >/dev/null 2>&1 || missing_debs+=(systemd)
+# The CRI client's bindings are generated from the CRI's protobuf at build time (protoc).
+command -v protoc >/dev/null 2>&1 || missing_debs+=(protobuf-compiler)
+# The container executor's runtime and its tests' registry, image tools and network plugins.
+command -v containerd >/dev/null 2>&1 || missing_debs+=(containerd)
+command -v runc >/dev/null 2>&1 || missing_debs+=(runc)
+command -v docker-registry >/dev/null 2>&1 || missing_debs+=(docker-registry)
+command -v skopeo >/dev/null 2>&1 || missing_debs+=(skopeo)
+command -v umoci >/dev/null 2>&1 || missing_debs+=(umoci)
+[ -x /bin/busybox ] && busybox --list 2>/dev/null | grep -qx httpd || missing_debs+=(busybox-static)
+[ -x /usr/lib/cni/bridge ] || missing_debs+=(containernetworking-plugins)
+command -v htpasswd >/dev/null 2>&1 || missing_debs+=(apache2-utils)
 # The web console's tests drive Debian's Chromium through its ChromeDriver.
 command -v chromium >/dev/null 2>&1 || missing_debs+=(chromium)
 command -v chromedriver >/dev/null 2>&1 || missing_debs+=(chromium-driver)

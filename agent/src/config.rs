@@ -22,6 +22,20 @@ pub enum ExecutorKind {
     Exec,
     /// Simulated machines and instances, for tests and benchmarks of the control plane.
     Sim,
+    /// Pods of container images, run by a container runtime through the CRI
+    /// (`--container-runtime-endpoint`).
+    Container,
+}
+
+impl ExecutorKind {
+    /// Its name, as the facts report it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ExecutorKind::Exec => "exec",
+            ExecutorKind::Sim => "sim",
+            ExecutorKind::Container => "container",
+        }
+    }
 }
 
 /// How the agent writes its own logs.
@@ -124,6 +138,41 @@ pub struct AgentArgs {
     /// without it such an agent does not start.
     #[arg(long, env = "DROVER_AGENT_ALLOW_UNCONFINED")]
     pub allow_unconfined: bool,
+    /// The container runtime's CRI socket (`container`): a path or `unix://` and a path, as
+    /// the kubelet's flag of the same name.
+    #[arg(long, env = "DROVER_AGENT_CONTAINER_RUNTIME_ENDPOINT", default_value = DEFAULT_RUNTIME_ENDPOINT)]
+    pub container_runtime_endpoint: String,
+}
+
+/// containerd's CRI socket where Debian's package puts it.
+pub const DEFAULT_RUNTIME_ENDPOINT: &str = "unix:///run/containerd/containerd.sock";
+
+/// How `container` instances reach their runtime.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ContainerConfig {
+    /// The runtime's CRI socket.
+    pub runtime_endpoint: PathBuf,
+}
+
+impl Default for ContainerConfig {
+    fn default() -> Self {
+        Self {
+            runtime_endpoint: PathBuf::from(DEFAULT_RUNTIME_ENDPOINT.trim_start_matches("unix://")),
+        }
+    }
+}
+
+/// Reads `--container-runtime-endpoint`: an absolute path, with or without `unix://`.
+fn runtime_endpoint(text: &str) -> Result<PathBuf, AgentError> {
+    let path = text.strip_prefix("unix://").unwrap_or(text);
+    if path.starts_with('/') && !path.contains('\0') {
+        Ok(PathBuf::from(path))
+    } else {
+        Err(AgentError::config(
+            "--container-runtime-endpoint",
+            format!("{text:?} must be the runtime's Unix socket: unix:///run/containerd/containerd.sock or /path/to.sock"),
+        ))
+    }
 }
 
 /// What an agent keeps for itself unless told otherwise.
@@ -301,6 +350,8 @@ pub struct AgentConfig {
     pub reserve: Resources,
     /// How `exec` instances are confined.
     pub confine: ConfineConfig,
+    /// How `container` instances reach their runtime.
+    pub container: ContainerConfig,
     /// The time of day the `sim` executor stamps on what it starts (a simulation's own clock in
     /// a deterministic simulation, which must replay).
     pub wall_clock: fn() -> std::time::SystemTime,
@@ -323,6 +374,7 @@ impl AgentConfig {
             log_max_bytes: 10 * 1024 * 1024,
             reserve: DEFAULT_RESERVE,
             confine: ConfineConfig::default(),
+            container: ContainerConfig::default(),
             wall_clock: std::time::SystemTime::now,
         }
     }
@@ -398,6 +450,9 @@ impl AgentConfig {
                 parent: args.cgroup_parent.clone(),
                 pids_max: args.instance_pids_max,
                 allow_unconfined: args.allow_unconfined,
+            },
+            container: ContainerConfig {
+                runtime_endpoint: runtime_endpoint(&args.container_runtime_endpoint)?,
             },
             wall_clock: std::time::SystemTime::now,
         })

@@ -289,7 +289,13 @@ impl Agent {
         }
         let (plan, accepted) = {
             let memory = self.shared.lock();
-            validate::check(&memory, &set, &desired.instances, self.capacity)?;
+            validate::check(
+                &memory,
+                &set,
+                &desired.instances,
+                self.capacity,
+                self.executor.kind(),
+            )?;
             let accepted = self.check_fence(memory.fence, desired.fence)?;
             let fence = match accepted {
                 Accepted::Same => memory.fence,

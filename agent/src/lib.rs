@@ -13,6 +13,7 @@
 //! Embedding (tests): [`serve`] runs an agent on a listener until a shutdown future resolves.
 
 pub mod config;
+pub mod container;
 pub mod core;
 pub mod error;
 pub mod exec;
@@ -88,6 +89,12 @@ pub fn open(config: &AgentConfig) -> Result<Opened, AgentError> {
             &identity.agent_id,
         )?),
         ExecutorKind::Sim => Arc::new(sim::SimExecutor::new(config, shared.clone(), tasks.clone())),
+        ExecutorKind::Container => Arc::new(container::ContainerExecutor::new(
+            config,
+            shared.clone(),
+            tasks.clone(),
+            &identity.agent_id,
+        )?),
     };
     let agent = Arc::new(Agent::new(config, shared, executor, identity));
     agent.launch_loaded();
@@ -158,10 +165,7 @@ pub async fn prepare(args: &AgentArgs) -> Result<Prepared, AgentError> {
         .local_addr()
         .map_err(|e| AgentError::config("--listen", e.to_string()))?;
     let opened = open(&config)?;
-    let kind = match config.executor {
-        ExecutorKind::Exec => "exec",
-        ExecutorKind::Sim => "sim",
-    };
+    let kind = config.executor.as_str();
     let scheme = if tls.is_some() { "https" } else { "http" };
     println!(
         "drover agent {} listening on {scheme}://{address} (executor {kind}, id {})",

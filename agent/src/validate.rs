@@ -14,14 +14,31 @@ use crate::memory::Memory;
 /// The environment variable the agent sets itself.
 pub use drover_model::cluster::validate::INSTANCE_ID_ENV;
 
-/// Checks that `set` may hold exactly `instances` given what `memory` holds and `capacity`.
+/// Checks that `set` may hold exactly `instances` given what `memory` holds and `capacity`, run
+/// by executor `executor` (`exec` runs programs, `container` pods, `sim` pretends either).
 pub fn check(
     memory: &Memory,
     set: &SetName,
     instances: &[InstanceSpec],
     capacity: Resources,
+    executor: &str,
 ) -> Result<(), AgentError> {
     check_set(instances).map_err(|e| AgentError::BadRequest(e.to_string()))?;
+    for (at, spec) in instances.iter().enumerate() {
+        match (executor, spec.exec.pod.is_some()) {
+            ("exec", true) => {
+                return Err(AgentError::Unfit(format!(
+                    "instances[{at}].exec.pod: this agent runs programs (--executor exec); a pod of container images runs on an agent started with --executor container"
+                )))
+            }
+            ("container", false) => {
+                return Err(AgentError::Unfit(format!(
+                    "instances[{at}].exec.argv: this agent runs pods of container images (--executor container); a program runs on an agent started with --executor exec"
+                )))
+            }
+            _ => {}
+        }
+    }
     for (at, spec) in instances.iter().enumerate() {
         if let Some(entry) = memory.instances.get(&spec.id) {
             if &entry.set != set {
@@ -68,7 +85,7 @@ mod tests {
 
     fn refusal(instances: &[InstanceSpec]) -> (u16, String) {
         let set = SetName::parse("web").unwrap();
-        let e = check(&Memory::default(), &set, instances, capacity()).unwrap_err();
+        let e = check(&Memory::default(), &set, instances, capacity(), "exec").unwrap_err();
         (e.status(), e.to_string())
     }
 
@@ -164,14 +181,63 @@ mod tests {
         let other = SetName::parse("other").unwrap();
         memory.apply(&memory.plan(&other, Fence::default(), vec![spec("a", &["x"])]));
         let set = SetName::parse("web").unwrap();
-        let e = check(&memory, &set, &[spec("a", &["x"])], capacity()).unwrap_err();
+        let e = check(&memory, &set, &[spec("a", &["x"])], capacity(), "exec").unwrap_err();
         assert_eq!(e.status(), 409);
         assert!(e.to_string().contains("already belongs to set other"), "{e}");
         // Its own set may resend it; the other set's requests count against capacity.
-        assert!(check(&memory, &other, &[spec("a", &["x"])], capacity()).is_ok());
+        assert!(check(&memory, &other, &[spec("a", &["x"])], capacity(), "exec").is_ok());
         let nine: Vec<InstanceSpec> = (0..9).map(|i| spec(&format!("w{i}"), &["x"])).collect();
-        assert!(check(&memory, &set, &nine, capacity()).is_ok());
+        assert!(check(&memory, &set, &nine, capacity(), "exec").is_ok());
         let ten: Vec<InstanceSpec> = (0..10).map(|i| spec(&format!("w{i}"), &["x"])).collect();
-        assert_eq!(check(&memory, &set, &ten, capacity()).unwrap_err().status(), 422);
+        assert_eq!(
+            check(&memory, &set, &ten, capacity(), "exec")
+                .unwrap_err()
+                .status(),
+            422
+        );
+    }
+
+    #[test]
+    fn each_executor_takes_only_what_it_runs() {
+        use drover_model::cluster::pod::{ContainerSpec, PodSpec, RestartPolicy};
+        let set = SetName::parse("web").unwrap();
+        let program = spec("a", &["x"]);
+        let mut pod = spec("b", &["x"]);
+        pod.exec.argv.clear();
+        pod.exec.pod = Some(PodSpec {
+            containers: vec![ContainerSpec {
+                name: "web".into(),
+                image: "127.0.0.1:5000/web:v1".into(),
+                pull_policy: None,
+                command: Vec::new(),
+                args: Vec::new(),
+                env: Default::default(),
+                working_dir: None,
+                ports: Vec::new(),
+                limits: Resources::default(),
+                readiness: None,
+                liveness: None,
+            }],
+            restart_policy: RestartPolicy::Always,
+            host_network: false,
+            termination_grace_secs: 30,
+            pull_auth: Vec::new(),
+        });
+        let memory = Memory::default();
+        let refused = |instances: &[InstanceSpec], executor| {
+            check(&memory, &set, instances, capacity(), executor)
+                .err()
+                .map(|e| (e.status(), e.to_string()))
+        };
+        let (status, text) = refused(std::slice::from_ref(&pod), "exec").unwrap();
+        assert_eq!(status, 422);
+        assert!(
+            text.starts_with("instances[0].exec.pod:") && text.contains("--executor container"),
+            "{text}"
+        );
+        let (status, text) = refused(&[pod.clone(), program.clone()], "container").unwrap();
+        assert_eq!(status, 422);
+        assert!(text.starts_with("instances[1].exec.argv:"), "{text}");
+        assert_eq!(refused(&[pod, program], "sim"), None);
     }
 }

@@ -254,7 +254,7 @@ impl Executor for ExecExecutor {
 }
 
 /// The machine now: its CPUs and memory, less `reserve` for what instances may take.
-fn machine_now(reserve: Resources) -> Machine {
+pub(crate) fn machine_now(reserve: Resources) -> Machine {
     let cpus = std::thread::available_parallelism()
         .map(|n| u32::try_from(n.get()).unwrap_or(u32::MAX))
         .unwrap_or(1);

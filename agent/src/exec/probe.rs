@@ -1,6 +1,7 @@
-//! Readiness probes on 127.0.0.1: a TCP connect, or an HTTP/1.0 GET over a raw TCP stream
+//! Readiness probes on 127.0.0.1 (or a pod's address): a TCP connect, or an HTTP/1.0 GET over a raw TCP stream
 //! answered with 2xx or 3xx. Each try gives up after [`PROBE_TIMEOUT`].
 
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::time::Duration;
 
 use drover_model::cluster::agent_api::Probe;
@@ -10,22 +11,30 @@ use tokio::net::TcpStream;
 /// How long one try may take.
 pub const PROBE_TIMEOUT: Duration = Duration::from_millis(900);
 
-/// Whether `probe` answers now.
+/// Whether `probe` answers now on 127.0.0.1.
 pub async fn ready(probe: &Probe) -> bool {
-    tokio::time::timeout(PROBE_TIMEOUT, attempt(probe))
+    answers(IpAddr::V4(Ipv4Addr::LOCALHOST), probe, PROBE_TIMEOUT).await
+}
+
+/// Whether `probe` answers now at `host` within `timeout` (a pod's address, for the `container`
+/// executor).
+pub async fn answers(host: IpAddr, probe: &Probe, timeout: Duration) -> bool {
+    tokio::time::timeout(timeout, attempt(host, probe))
         .await
         .unwrap_or(false)
 }
 
-async fn attempt(probe: &Probe) -> bool {
+async fn attempt(host: IpAddr, probe: &Probe) -> bool {
     match probe {
-        Probe::Tcp { port } => TcpStream::connect(("127.0.0.1", *port)).await.is_ok(),
+        Probe::Tcp { port } => TcpStream::connect((host, *port)).await.is_ok(),
         Probe::Http { port, path } => {
-            let Ok(mut stream) = TcpStream::connect(("127.0.0.1", *port)).await else {
+            let Ok(mut stream) = TcpStream::connect((host, *port)).await else {
                 return false;
             };
-            let request =
-                format!("GET {path} HTTP/1.0\r\nHost: 127.0.0.1:{port}\r\nUser-Agent: drover-agent\r\n\r\n");
+            let request = format!(
+                "GET {path} HTTP/1.0\r\nHost: {}\r\nUser-Agent: drover-agent\r\n\r\n",
+                SocketAddr::new(host, *port)
+            );
             if stream.write_all(request.as_bytes()).await.is_err() {
                 return false;
             }
