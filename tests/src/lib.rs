@@ -8,6 +8,7 @@ pub mod browser;
 pub mod bundles;
 pub mod client;
 pub mod cluster;
+pub mod containers;
 pub mod krake;
 pub mod krake_calls;
 pub mod netns;
