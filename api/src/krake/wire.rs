@@ -247,7 +247,8 @@ pub fn parse(kind: KrakeKind, value: &Value) -> Result<Incoming, Problem> {
         drover_model::krake::validate::application_name(&name)?;
     }
     drover_model::krake::validate::meta_input(&input)?;
-    drover_model::krake::apply::validate_body(kind, &body)?;
+    // An Application's images are held to its tenant's pod security level by the apply.
+    drover_model::krake::apply::validate_body(kind, &body, None)?;
     Ok(Incoming {
         name,
         namespace,

@@ -113,7 +113,8 @@ impl KrakeObjects<'_> {
                 "the node named no endpoint for the hooks",
             ));
         }
-        let (deployment, ports) = deployment_of(&namespace, &name, &app, &tokens)?;
+        let security = super::apply::pod_security_of(self.platform, &namespace);
+        let (deployment, ports) = deployment_of(&namespace, &name, &app, &tokens, security)?;
         let cleaning = stored.and_then(|s| s.cleaning);
         let op = match (stored, tenant.services.get(&name)) {
             (None, Some(_)) => {

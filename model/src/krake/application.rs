@@ -221,16 +221,17 @@ pub fn hook_url(endpoint: &str, namespace: &str, name: &str, hook: &str) -> Stri
     )
 }
 
-/// What an application runs: its manifest's roles, each instance told its hooks' URLs and
-/// tokens, under its constraints; and where each of its Services listens (the first port's
+/// What an application runs: its manifest's roles (its pods held to `security`, the tenant's
+/// pod security level), each instance told its hooks' URLs and tokens, under its constraints; and where each of its Services listens (the first port's
 /// target).
 pub fn deployment_of(
     namespace: &str,
     name: &str,
     app: &KrakeApplication,
     tokens: &HookTokens,
+    security: crate::pod_security::PodSecurity,
 ) -> Result<(Deployment, BTreeMap<String, u16>), KrakeError> {
-    let translated = translate(&app.manifest)?;
+    let translated = translate(&app.manifest, security)?;
     let ports = translated
         .services
         .iter()

@@ -15,6 +15,7 @@ use crate::limits::{json_depth, MAX_JSON_DEPTH};
 use crate::platform::error::PlatformError;
 use crate::platform::Platform;
 use crate::platform::{validate_endpoint, validate_join_token};
+use crate::pod_security::PodSecurity;
 use crate::scheduling::metrics::{validate_metric, validate_provider, validate_refs, MAX_METRICS_PER_TENANT};
 
 /// Most rules of a role, and most entries of a rule's or a binding's lists (and of a
@@ -45,8 +46,24 @@ fn platform_invalid(error: PlatformError) -> KrakeError {
     }
 }
 
-/// Checks an object's content against its kind.
-pub fn validate_body(kind: KrakeKind, body: &KrakeBody) -> Result<(), KrakeError> {
+/// The pod security level `namespace`'s pods are held to: the tenant's, as the operator set it
+/// (baseline for a namespace that is no tenant: its write is refused anyway). The one place the
+/// Krake apply reads it.
+pub fn pod_security_of(platform: &Platform, namespace: &str) -> PodSecurity {
+    platform
+        .tenant(namespace)
+        .map(|tenant| tenant.pod_security)
+        .unwrap_or_default()
+}
+
+/// Checks an object's content against its kind. An Application's manifest that names container
+/// images is translated only with `security` (its tenant's pod security level, which the apply
+/// knows): without it (the check a node makes before proposing) the apply is left to do so.
+pub fn validate_body(
+    kind: KrakeKind,
+    body: &KrakeBody,
+    security: Option<PodSecurity>,
+) -> Result<(), KrakeError> {
     match (kind, body) {
         (KrakeKind::Role, KrakeBody::Role(role)) => validate_role(role),
         (KrakeKind::RoleBinding, KrakeBody::RoleBinding(binding)) => {
@@ -81,7 +98,13 @@ pub fn validate_body(kind: KrakeKind, body: &KrakeBody) -> Result<(), KrakeError
         (KrakeKind::Cloud, KrakeBody::Cloud(cloud)) => cloud.validate(false),
         (KrakeKind::Application, KrakeBody::Application(app)) => {
             app.validate()?;
-            let translated = super::manifest::translate(&app.manifest)?;
+            let security = match security {
+                Some(level) => level,
+                None if super::manifest::names_images(&app.manifest) => return Ok(()),
+                // Exec containers do not depend on the level.
+                None => PodSecurity::default(),
+            };
+            let translated = super::manifest::translate(&app.manifest, security)?;
             // Without that Service it can never be asked to shut down, so its deletion could
             // only ever wait out the grace (Krake accepts it).
             let asked = super::application::SHUTDOWN_SERVICE;
@@ -449,7 +472,7 @@ impl<'a> KrakeObjects<'a> {
         body: &KrakeBody,
     ) -> Result<KrakeStored, KrakeError> {
         validate::meta_input(input)?;
-        validate_body(key.kind, body)?;
+        validate_body(key.kind, body, Some(pod_security_of(self.platform, key.tenant())))?;
         if self.read(key).is_some() {
             return Err(KrakeError::AlreadyExists(format!(
                 "{} already exists",
@@ -476,7 +499,7 @@ impl<'a> KrakeObjects<'a> {
         modified_us: Option<u64>,
     ) -> Result<KrakeStored, KrakeError> {
         validate::meta_input(input)?;
-        validate_body(key.kind, body)?;
+        validate_body(key.kind, body, Some(pod_security_of(self.platform, key.tenant())))?;
         let (mut meta, _) = self.read(key).ok_or_else(|| not_found(key))?;
         if modified_us.is_some_and(|read| read != meta.modified_us) {
             return Err(KrakeError::Transaction(format!(

@@ -1,22 +1,29 @@
 //! What an Application's Kubernetes manifest runs on Drover (`krake.md` §3.2, §6.1): each
-//! Deployment, StatefulSet, Job and Pod becomes roles — one per container of its pod template —
-//! whose instances run the container's `command` and `args` through the cluster's executor,
-//! with the template's replicas, the container's `env`, its resource requests and its readiness
-//! probe; each Service records the ports its instances listen on. Anything Drover cannot
-//! honour (an image it cannot run, a volume, an environment value taken from elsewhere, a kind
-//! it has no meaning for) is refused with the manifest path that holds it, never dropped.
+//! Deployment, StatefulSet, Job and Pod becomes roles; each Service records the ports its
+//! instances listen on; each `kubernetes.io/dockerconfigjson` Secret holds pull credentials for
+//! the pods that name it ([`super::manifest_secret`]). Anything Drover cannot honour (a volume,
+//! an environment value taken from elsewhere, a kind it has no meaning for) is refused with the
+//! manifest path that holds it, never dropped.
 //!
-//! Drover has no container runtime: a container's `image` must be `exec` (or `exec:<tag>`),
-//! which says its `command` runs as a process on the agent's machine (`exec` agents) or is
-//! pretended to (`sim` agents). Pure: the service this makes goes through Drover's own
-//! scheduler, service actors and agents.
+//! A workload's containers are either all `exec` (or `exec:<tag>`) or all container images:
+//! - `exec`: one role per container, whose instances run the container's `command` and `args`
+//!   as a process on the agent's machine (`exec` agents; `sim` agents pretend), with the
+//!   template's replicas, the container's `env`, its resource requests and readiness probe;
+//! - images: ONE role named after the workload whose instances are pods of all its containers,
+//!   run by `container` agents through the CRI ([`super::manifest_pod`]), after the pod passed
+//!   the tenant's pod security level ([`crate::pod_security`]).
+//!
+//! Pure: the service this makes goes through Drover's own scheduler, service actors and agents.
 
 use std::collections::BTreeMap;
 
 use serde_json::{Map, Value};
 
 use super::error::KrakeError;
+use super::manifest_pod::{is_exec_image, pod_role, Workload};
+use super::manifest_secret::{read_secret, PullSecrets};
 use crate::cluster::agent_api::{ExecSpec, Probe, Resources};
+use crate::pod_security::{self, PodSecurity};
 use crate::service::{RoleSpec, MAX_ROLE_INSTANCES};
 use crate::validation::is_label;
 
@@ -63,8 +70,10 @@ fn text<'a>(value: Option<&'a Value>, path: &str) -> Result<&'a str, KrakeError>
         .ok_or_else(|| refuse(path, "Missing data for required field."))
 }
 
-/// Translates an Application's `spec.manifest`.
-pub fn translate(manifest: &[Value]) -> Result<Translated, KrakeError> {
+/// Translates an Application's `spec.manifest`, holding every pod of container images to
+/// `security` (the level of the namespace's tenant) before anything else is read of it.
+pub fn translate(manifest: &[Value], security: PodSecurity) -> Result<Translated, KrakeError> {
+    let secrets = pull_secrets(manifest)?;
     let mut out = Translated::default();
     for (index, item) in manifest.iter().enumerate() {
         let path = format!("spec.manifest.{index}");
@@ -76,6 +85,7 @@ pub fn translate(manifest: &[Value]) -> Result<Translated, KrakeError> {
                 let ports = service_ports(item, &path)?;
                 out.services.insert(name.to_string(), ports);
             }
+            ("v1", "Secret") => {}
             (version, kind) if WORKLOADS.contains(&(version, kind)) => {
                 let (replicas, pod) = workload(item, kind, &path)?;
                 let containers = pod
@@ -83,6 +93,28 @@ pub fn translate(manifest: &[Value]) -> Result<Translated, KrakeError> {
                     .and_then(Value::as_array)
                     .filter(|c| !c.is_empty())
                     .ok_or_else(|| refuse(&format!("{}.containers", pod_path(kind, &path)), "a pod needs containers"))?;
+                if runs_images(containers, &pod_path(kind, &path))? {
+                    let template = if kind == "Pod" {
+                        (item, path.clone())
+                    } else {
+                        (&item["spec"]["template"], format!("{path}.spec.template"))
+                    };
+                    if let Some(violation) = pod_security::check(template.0, &template.1, security).into_iter().next() {
+                        return Err(refuse(&violation.field, violation.message));
+                    }
+                    let workload = Workload {
+                        name,
+                        kind,
+                        replicas,
+                        pod,
+                        path: pod_path(kind, &path),
+                    };
+                    let (role, spec) = pod_role(&workload, &secrets)?;
+                    if out.roles.insert(role.clone(), spec).is_some() {
+                        return Err(refuse(&format!("{path}.metadata.name"), format!("two workloads make the role {role:?}")));
+                    }
+                    continue;
+                }
                 for key in pod.keys() {
                     if !["containers", "restartPolicy", "terminationGracePeriodSeconds"].contains(&key.as_str()) {
                         return Err(refuse(
@@ -102,7 +134,7 @@ pub fn translate(manifest: &[Value]) -> Result<Translated, KrakeError> {
             (version, kind) => {
                 return Err(refuse(
                     &format!("{path}.kind"),
-                    format!("Drover runs Deployment, StatefulSet, Job and Pod (and records Service ports); it cannot honour {version} {kind}"),
+                    format!("Drover runs Deployment, StatefulSet, Job and Pod (and records Service ports and image pull Secrets); it cannot honour {version} {kind}"),
                 ))
             }
         }
@@ -114,6 +146,60 @@ pub fn translate(manifest: &[Value]) -> Result<Translated, KrakeError> {
         ));
     }
     Ok(out)
+}
+
+/// Whether the manifest names any container image (not `exec`): its translation then depends
+/// on the tenant's pod security level, which only the apply reads.
+pub fn names_images(manifest: &[Value]) -> bool {
+    manifest.iter().any(|item| {
+        let pod = item.pointer("/spec/template/spec").or_else(|| item.get("spec"));
+        pod.and_then(|p| p.get("containers"))
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .any(|c| {
+                c.get("image")
+                    .and_then(Value::as_str)
+                    .is_some_and(|i| !is_exec_image(i))
+            })
+    })
+}
+
+/// The manifest's pull Secrets by name.
+fn pull_secrets(manifest: &[Value]) -> Result<PullSecrets, KrakeError> {
+    let mut secrets = PullSecrets::new();
+    for (index, item) in manifest.iter().enumerate() {
+        if item.get("apiVersion").and_then(Value::as_str) == Some("v1")
+            && item.get("kind").and_then(Value::as_str) == Some("Secret")
+        {
+            let path = format!("spec.manifest.{index}");
+            let name = text(item.pointer("/metadata/name"), &format!("{path}.metadata.name"))?;
+            secrets.insert(name.to_string(), read_secret(item, &path)?);
+        }
+    }
+    Ok(secrets)
+}
+
+/// Whether a pod's containers name images (`true`) or are all `exec` (`false`); a pod mixing
+/// both is refused at the first container unlike the first.
+fn runs_images(containers: &[Value], pod_path: &str) -> Result<bool, KrakeError> {
+    let mut first = None;
+    for (index, container) in containers.iter().enumerate() {
+        let at = format!("{pod_path}.containers.{index}.image");
+        let image = text(container.get("image"), &at)?;
+        let images = !is_exec_image(image);
+        match first {
+            None => first = Some(images),
+            Some(kind) if kind != images => {
+                return Err(refuse(
+                    &at,
+                    "a pod's containers are all exec (processes on the agent's machine) or all container images: split them into two workloads",
+                ))
+            }
+            Some(_) => {}
+        }
+    }
+    Ok(first.unwrap_or(false))
 }
 
 fn pod_path(kind: &str, path: &str) -> String {
@@ -187,10 +273,10 @@ fn role(
     }
     let name = text(container.get("name"), &format!("{path}.name"))?;
     let image = text(container.get("image"), &format!("{path}.image"))?;
-    if image != "exec" && !image.starts_with("exec:") {
+    if !is_exec_image(image) {
         return Err(refuse(
             &format!("{path}.image"),
-            format!("Drover has no container runtime and cannot run image {image:?}: give image \"exec\" and the program in command"),
+            "an exec container's image is \"exec\" (or \"exec:<tag>\")",
         ));
     }
     let strings = |key: &str| -> Result<Vec<String>, KrakeError> {
@@ -271,7 +357,7 @@ fn container_ports(container: &Value, path: &str) -> Result<BTreeMap<String, u16
     Ok(named)
 }
 
-fn env(value: Option<&Value>, path: &str) -> Result<BTreeMap<String, String>, KrakeError> {
+pub(super) fn env(value: Option<&Value>, path: &str) -> Result<BTreeMap<String, String>, KrakeError> {
     let mut env = BTreeMap::new();
     for (i, entry) in value.and_then(Value::as_array).into_iter().flatten().enumerate() {
         let name = text(entry.get("name"), &format!("{path}.env.{i}.name"))?;
@@ -474,7 +560,8 @@ mod tests {
     fn a_deployment_becomes_a_role_of_its_replicas() {
         let service = json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "web"},
                              "spec": {"ports": [{"port": 80, "targetPort": 8080}]}});
-        let out = translate(&[deployment(3, container()), service]).expect("translated");
+        let out =
+            translate(&[deployment(3, container()), service], PodSecurity::Baseline).expect("translated");
         let role = &out.roles["web"];
         assert_eq!(role.instances, 3);
         assert_eq!(role.exec.argv, vec!["python3", "-m", "http.server", "8080"]);
@@ -506,7 +593,7 @@ mod tests {
                                   "containers": [{"name": "c", "image": "exec", "command": ["true"]}]}}}});
         let set = json!({"apiVersion": "apps/v1", "kind": "StatefulSet", "metadata": {"name": "db"},
                          "spec": {"template": {"spec": {"containers": [{"name": "c", "image": "exec", "command": ["sleep", "1"]}]}}}});
-        let out = translate(&[pod, job, set]).expect("translated");
+        let out = translate(&[pod, job, set], PodSecurity::Baseline).expect("translated");
         let got: Vec<(&str, u32)> = out.roles.iter().map(|(n, r)| (n.as_str(), r.instances)).collect();
         assert_eq!(got, vec![("batch", 2), ("db", 1), ("one-a", 1), ("one-b", 1)]);
     }
@@ -520,8 +607,9 @@ mod tests {
         };
         let table = [
             (
-                with("image", json!("nginx:1.25")),
-                "spec.manifest.0.spec.template.spec.containers.0.image",
+                json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "mixed"},
+                    "spec": {"containers": [container(), {"name": "img", "image": "nginx:1.25"}]}}),
+                "spec.manifest.0.spec.containers.1.image",
             ),
             (
                 with("volumeMounts", json!([])),
@@ -562,12 +650,15 @@ mod tests {
             ),
         ];
         for (item, path) in table {
-            match translate(std::slice::from_ref(&item)) {
+            match translate(std::slice::from_ref(&item), PodSecurity::Baseline) {
                 Err(KrakeError::Invalid { field, .. }) => assert_eq!(field, path, "{item}"),
                 other => panic!("{item}: {other:?}"),
             }
         }
-        assert!(matches!(translate(&[]), Err(KrakeError::Invalid { .. })));
+        assert!(matches!(
+            translate(&[], PodSecurity::Baseline),
+            Err(KrakeError::Invalid { .. })
+        ));
     }
 
     #[test]

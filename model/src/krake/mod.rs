@@ -18,6 +18,8 @@ pub mod hooks_due;
 pub mod infrastructure;
 pub mod kind;
 pub mod manifest;
+pub mod manifest_pod;
+pub mod manifest_secret;
 pub mod meta;
 pub mod rbac;
 pub mod store;

@@ -649,6 +649,7 @@ fn a_kubeconfig_nested_past_the_bound_is_refused_before_it_reaches_the_log() {
 }
 
 mod applications;
+mod images;
 mod infrastructure;
 
 #[test]

@@ -12,7 +12,7 @@ use crate::krake::application::{
 use crate::krake::cluster::Backoff;
 use crate::platform::{AccountMeta, AccountSpec, EnvironmentSpec, TenantAccount};
 
-fn with_environment() -> World {
+pub(super) fn with_environment() -> World {
     let mut world = World::new();
     let root = Identity {
         issuer: "i".into(),
@@ -215,13 +215,20 @@ fn what_drover_cannot_run_or_where_it_cannot_go_is_refused_unchanged() {
     let mut world = with_environment();
     let mut image = app(1, &[]);
     if let KrakeBody::Application(a) = &mut image {
-        a.manifest[0]["spec"]["template"]["spec"]["containers"][0]["image"] = json!("nginx:1.25");
+        let container = &mut a.manifest[0]["spec"]["template"]["spec"]["containers"][0];
+        container["image"] = json!("nginx:1.25");
+        container["securityContext"] = json!({"privileged": true});
     }
+    // An image the tenant's pod security level refuses (baseline: no privileged container).
     let refused = world.refused(&key(), create(image));
-    let KrakeError::Invalid { field, .. } = &refused else {
+    let KrakeError::Invalid { field, message } = &refused else {
         panic!("{refused:?}")
     };
-    assert_eq!(field, "spec.manifest.0.spec.template.spec.containers.0.image");
+    assert_eq!(
+        field,
+        "spec.manifest.0.spec.template.spec.containers.0.securityContext.privileged"
+    );
+    assert!(message.contains("baseline pod security level"), "{message}");
     let mut unasked = app(1, &[]);
     if let KrakeBody::Application(a) = &mut unasked {
         a.hooks = vec!["shutdown".into()];
