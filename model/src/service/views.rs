@@ -164,6 +164,19 @@ pub struct ServiceFull {
     pub scheduling: Option<crate::scheduling::Decision>,
 }
 
+/// A deployment as reads show it: without its pods' pull credentials (`pullAuth`), which only
+/// the agents that pull are sent. A deployment read and sent back therefore has none: change
+/// a Krake Application's images through Krake, which keeps its Secrets.
+pub fn without_secrets(deployment: &Deployment) -> Deployment {
+    let mut shown = deployment.clone();
+    for role in shown.roles.values_mut() {
+        if let Some(pod) = &mut role.exec.pod {
+            pod.pull_auth.clear();
+        }
+    }
+    shown
+}
+
 fn resources_of(revision: &Revision) -> BTreeMap<String, Vec<String>> {
     let mut by_kind: BTreeMap<String, Vec<String>> = BTreeMap::new();
     for used in &revision.deployment.resources {
@@ -235,7 +248,7 @@ impl Service {
                 resources: resources_of(shown),
                 scale: self.scale_of(shown),
             },
-            deployment: shown.deployment.clone(),
+            deployment: without_secrets(&shown.deployment),
             creation_timestamp: self.created_ms,
             last_modification: shown.created_ms,
             environment: self.environment.name(),
@@ -274,7 +287,7 @@ impl Service {
         };
         Some(RevisionInfo {
             revision: number,
-            spec: revision.deployment.clone(),
+            spec: without_secrets(&revision.deployment),
             status: RevisionStatus {
                 accepted: revision.accepted,
                 resources: resources_of(revision),
