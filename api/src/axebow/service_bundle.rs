@@ -17,8 +17,10 @@ use serde_json::Value;
 use utoipa::ToSchema;
 
 use super::bundle::archive::{read_bundle, BundleLimits};
+use super::bundle::code::{resolve_pulls, secret_name};
 use super::bundle::deploy::{
-    artifact_roles, borrowed, chosen_artifact, origin, read_service_bundle, source_of, Origin,
+    artifact_roles, borrowed, chosen_artifact, origin, read_service_bundle, source_of, ArtifactRoles,
+    Origin,
 };
 use super::bundle::module::read_module;
 use super::context::{AxebowState, Caller};
@@ -26,7 +28,8 @@ use super::marketplace::{bundle_refused, once, unprocessable, unreadable};
 use super::reply::{codes, AxebowError, Body};
 use super::resolve::{pin, resolve};
 use super::store;
-use drover_model::platform::PlatformRead;
+use drover_model::platform::{PlatformRead, ResourceKind};
+use drover_model::service::ResourceUse;
 
 /// The largest service bundle form (the multipart body as a whole).
 pub const MAX_SERVICE_FORM: usize = 4 << 20;
@@ -222,8 +225,10 @@ async fn build(
 ) -> Result<Deployment, AxebowError> {
     let (manifest, origin): (SimpleDeployment, Origin) =
         origin(&source).map_err(|e| unprocessable(e.to_string()))?;
-    let artifact = match origin {
-        Origin::Inline => manifest.artifact.clone(),
+    let built = match origin {
+        Origin::Inline => {
+            return Ok(manifest.clone().build(manifest.artifact, Some(source))?);
+        }
         Origin::Bundled(dir, reference) => {
             let files = source.modules.get(&dir).cloned().unwrap_or_default();
             let files = borrowed(&files);
@@ -242,5 +247,62 @@ async fn build(
                 .map_err(|e| unprocessable(format!("{}@{}: {e}", reference.module, found.version)))?
         }
     };
-    Ok(manifest.build(artifact, Some(source))?)
+    let bindings = manifest.config.resource.clone();
+    let (artifact, secrets) = with_pull_credentials(state, caller, tenant, built, &bindings).await?;
+    let mut deployment = manifest.build(artifact, Some(source))?;
+    // A secret named directly (not bound in config.resource) is used as bound ones are.
+    for name in secrets {
+        let used = ResourceUse {
+            kind: ResourceKind::Secret.as_str().to_string(),
+            name,
+        };
+        if !deployment.resources.contains(&used) {
+            deployment.resources.push(used);
+        }
+    }
+    Ok(deployment)
+}
+
+/// The artifact with each pod's pull credentials, from the secrets its `hub.secret`s name in
+/// `tenant` (the deploying tenant's own, read now: the credentials are kept in the revision,
+/// and no view shows them), and the names of those secrets.
+async fn with_pull_credentials(
+    state: &AxebowState,
+    caller: &Caller,
+    tenant: &str,
+    built: ArtifactRoles,
+    bindings: &std::collections::BTreeMap<String, std::collections::BTreeMap<String, String>>,
+) -> Result<(drover_model::service::simple::SimpleArtifact, Vec<String>), AxebowError> {
+    let ArtifactRoles { mut artifact, pulls } = built;
+    if pulls.is_empty() {
+        return Ok((artifact, Vec::new()));
+    }
+    let mut names = Vec::new();
+    for hub in pulls.values().flatten() {
+        let name = secret_name(hub, bindings).map_err(unprocessable)?;
+        if !names.contains(&name) {
+            names.push(name);
+        }
+    }
+    let wanted = names.clone();
+    let secrets = store::read(state, &caller.0, PlatformRead::Tenant(tenant), move |p, _| {
+        let stored = p
+            .tenant(tenant)
+            .and_then(|t| t.resources.get(&ResourceKind::Secret));
+        Ok(wanted
+            .iter()
+            .filter_map(|name| {
+                let value = stored?.get(name)?.data.as_str()?;
+                Some((name.clone(), value.to_string()))
+            })
+            .collect())
+    })
+    .await?;
+    let resolved = resolve_pulls(&pulls, bindings, &secrets, tenant).map_err(unprocessable)?;
+    for (role, auths) in resolved {
+        if let Some(pod) = artifact.roles.get_mut(&role).and_then(|r| r.exec.pod.as_mut()) {
+            pod.pull_auth = auths;
+        }
+    }
+    Ok((artifact, names))
 }

@@ -2,17 +2,21 @@
 //! [`DeploymentSource`] (its `deployment` module's manifest and its other modules' text files),
 //! a partial update bundle applied to the previous revision's source, where the manifest's
 //! artifact comes from (described inline, a module of the bundle, or the marketplace), and the
-//! roles an artifact runs — a component's program with the files of its directory, or a
-//! service's roles, each running a component of the module or a program given inline.
+//! roles an artifact runs — a component's program with the files of its directory, or its
+//! container images as one pod (with the secrets its registries' credentials are in, resolved
+//! by the caller), or a service's roles, each running a component of the module or a program
+//! given inline.
 
 use std::collections::BTreeMap;
 
 use drover_model::cluster::agent_api::ExecSpec;
+use drover_model::cluster::pod::{PodSpec, RestartPolicy};
 use drover_model::service::simple::{SimpleArtifact, SimpleDeployment, SimpleRole};
 use drover_model::service::source::{ArtifactRef, DeploymentSource};
 use serde_json::Value;
 
 use super::archive::Bundle;
+use super::code::HubSecret;
 use super::module::{read_module, Artifact, ArtifactKind, Module, ModuleError};
 
 /// The directory of a bundle's deployment module.
@@ -246,9 +250,24 @@ fn component_files(
     Ok(found)
 }
 
-/// What component `name` runs, with its files.
-fn component(module: &Module, files: &BTreeMap<&str, &[u8]>, name: &str) -> Result<SimpleRole, ModuleError> {
-    let file = format!("{}/{name}/artifact.json", module.module);
+/// What artifact `name` runs: its roles and channels, and by role the secrets its pod's
+/// registries are pulled with (`hub.secret`), which the caller resolves in the tenant.
+#[derive(Debug, Clone)]
+pub struct ArtifactRoles {
+    /// Roles and channels.
+    pub artifact: SimpleArtifact,
+    /// By role, the secrets named for its pod's registries.
+    pub pulls: BTreeMap<String, Vec<HubSecret>>,
+}
+
+/// What component `name` runs: its program with its files, or its container images as one
+/// pod (its directory holding nothing but its artifact file); and the secrets its registries
+/// are pulled with.
+fn component(
+    module: &Module,
+    files: &BTreeMap<&str, &[u8]>,
+    name: &str,
+) -> Result<(SimpleRole, Vec<HubSecret>), ModuleError> {
     let artifact = module
         .artifacts
         .get(name)
@@ -259,10 +278,34 @@ fn component(module: &Module, files: &BTreeMap<&str, &[u8]>, name: &str) -> Resu
                 format!("has no component {name:?}"),
             )
         })?;
+    let file = format!("{}/{name}/artifact.json", module.module);
+    let own_files = component_files(files, module, name)?;
+    let resources = artifact.run.resources.unwrap_or_default();
+    let env = artifact.run.env.clone();
+    if let Some(code) = &artifact.run.code {
+        if let Some(path) = own_files.keys().next() {
+            return Err(error(
+                format!("{}/{name}/{path}", module.module),
+                "is a file of a component that runs container images (code): its containers get no files; remove it",
+            ));
+        }
+        let pod = PodSpec {
+            containers: code.containers.clone(),
+            restart_policy: RestartPolicy::Always,
+            host_network: false,
+            termination_grace_secs: 30,
+            pull_auth: Vec::new(),
+        };
+        let exec = ExecSpec {
+            pod: Some(pod),
+            ..ExecSpec::default()
+        };
+        return Ok((SimpleRole { exec, resources, env }, code.pulls.clone()));
+    }
     let exec = artifact.run.exec.clone().ok_or_else(|| {
         error(
             file.clone(),
-            "says nothing to run: give exec {\"argv\": [...]} (and resources, env)",
+            "says nothing to run: give exec {\"argv\": [...]} (and resources, env), or Kumori's code {\"<key>\": {name, image: {hub: {name, secret}, tag}}}",
         )
     })?;
     if !exec.files.is_empty() {
@@ -271,14 +314,17 @@ fn component(module: &Module, files: &BTreeMap<&str, &[u8]>, name: &str) -> Resu
             "exec.files: a component's files are the files of its directory",
         ));
     }
-    Ok(SimpleRole {
-        exec: ExecSpec {
-            files: component_files(files, module, name)?,
-            ..exec
-        },
-        resources: artifact.run.resources.unwrap_or_default(),
-        env: artifact.run.env.clone(),
-    })
+    if exec.pod.is_some() {
+        return Err(error(
+            file,
+            "exec.pod: a component names its container images in code",
+        ));
+    }
+    let exec = ExecSpec {
+        files: own_files,
+        ..exec
+    };
+    Ok((SimpleRole { exec, resources, env }, Vec::new()))
 }
 
 /// The roles and channels artifact `name` of `module` (whose files are `files`) runs: a
@@ -287,7 +333,7 @@ pub fn artifact_roles(
     module: &Module,
     files: &BTreeMap<&str, &[u8]>,
     name: &str,
-) -> Result<SimpleArtifact, ModuleError> {
+) -> Result<ArtifactRoles, ModuleError> {
     let artifact = module.artifacts.get(name).ok_or_else(|| {
         error(
             format!("{}/kmodule.json", module.module),
@@ -296,9 +342,12 @@ pub fn artifact_roles(
     })?;
     let file = format!("{}/{name}/artifact.json", module.module);
     let mut roles = BTreeMap::new();
+    let mut pulls = BTreeMap::new();
     match artifact.kind {
         ArtifactKind::Component => {
-            roles.insert(name.to_string(), component(module, files, name)?);
+            let (role, needs) = component(module, files, name)?;
+            roles.insert(name.to_string(), role);
+            pulls.insert(name.to_string(), needs);
         }
         ArtifactKind::Service => {
             if artifact.run.roles.is_empty() {
@@ -308,20 +357,29 @@ pub fn artifact_roles(
                 ));
             }
             for (role, run) in &artifact.run.roles {
-                let spec = match (&run.component, &run.exec) {
+                let (spec, needs) = match (&run.component, &run.exec) {
                     (Some(component_name), None) => {
-                        let mut spec = component(module, files, component_name)?;
+                        let (mut spec, needs) = component(module, files, component_name)?;
                         spec.env.extend(run.env.clone());
                         if let Some(resources) = run.resources {
                             spec.resources = resources;
                         }
-                        spec
+                        (spec, needs)
                     }
-                    (None, Some(exec)) => SimpleRole {
-                        exec: exec.clone(),
-                        resources: run.resources.unwrap_or_default(),
-                        env: run.env.clone(),
-                    },
+                    (None, Some(exec)) => {
+                        if exec.pod.is_some() {
+                            return Err(error(
+                                file,
+                                format!("roles.{role}.exec.pod: a role runs container images through a component's code"),
+                            ));
+                        }
+                        let spec = SimpleRole {
+                            exec: exec.clone(),
+                            resources: run.resources.unwrap_or_default(),
+                            env: run.env.clone(),
+                        };
+                        (spec, Vec::new())
+                    }
                     _ => {
                         return Err(error(
                             file,
@@ -330,13 +388,18 @@ pub fn artifact_roles(
                     }
                 };
                 roles.insert(role.clone(), spec);
+                pulls.insert(role.clone(), needs);
             }
         }
     }
-    Ok(SimpleArtifact {
-        reference: None,
-        roles,
-        channels: artifact.run.channels.clone(),
+    pulls.retain(|_, needs: &mut Vec<HubSecret>| !needs.is_empty());
+    Ok(ArtifactRoles {
+        artifact: SimpleArtifact {
+            reference: None,
+            roles,
+            channels: artifact.run.channels.clone(),
+        },
+        pulls,
     })
 }
 
@@ -388,7 +451,7 @@ mod tests {
         let module = read_module(&dir, &files).unwrap();
         let reference = ArtifactRef::parse(&json!({"domain": "acme.mods", "module": "hello"})).unwrap();
         let (name, _) = chosen_artifact(&module, &reference, None).unwrap();
-        artifact_roles(&module, &files, name).unwrap()
+        artifact_roles(&module, &files, name).unwrap().artifact
     }
 
     #[test]
@@ -521,6 +584,32 @@ mod tests {
                 "says nothing its roles run",
             ),
             (
+                with("hello/web/artifact.json", &format!(r#"{{"exec": {{"argv": ["x"]}}, "code": {IMAGE_CODE}}}"#)),
+                "hello/web/artifact.json: code: give either exec (a program) or code",
+            ),
+            (
+                with("hello/svc/artifact.json", &format!(r#"{{"roles": ["a"], "code": {IMAGE_CODE}}}"#)),
+                "hello/svc/artifact.json: code: a service runs",
+            ),
+            (
+                with("hello/web/artifact.json", &format!(r#"{{"code": {IMAGE_CODE}}}"#)),
+                "hello/web/lib/util.sh: is a file of a component that runs container images",
+            ),
+            (
+                with(
+                    "hello/worker/artifact.yaml",
+                    "code: {main: {name: main, image: {hub: {name: r.example, secret: ''}, tag: w:1}, user: {userid: 0}}}",
+                ),
+                "hello/worker/artifact.yaml: code.main.user: Drover runs a container as its image's user",
+            ),
+            (
+                with(
+                    "hello/svc/artifact.json",
+                    r#"{"roles": {"a": {"exec": {"argv": [], "pod": {"containers": []}}}}}"#,
+                ),
+                "roles.a.exec.pod",
+            ),
+            (
                 with(
                     "hello/svc/artifact.json",
                     r#"{"roles": {"a": {"component": "svc"}}}"#,
@@ -539,6 +628,41 @@ mod tests {
             let got = refused(b);
             assert!(got.contains(says), "{says}: {got}");
         }
+    }
+
+    /// A `code` section: one container from a registry on loopback, its credentials in secret
+    /// `hub`.
+    const IMAGE_CODE: &str = r#"{"main": {"name": "main", "image": {"hub": {"name": "127.0.0.1:5000", "secret": "hub"}, "tag": "acme/web:v1"}, "cmd": ["httpd", "-f"], "mapping": {"env": {"PORT": {"value": "8080"}}}}}"#;
+
+    #[test]
+    fn a_component_naming_images_is_one_role_running_a_pod() {
+        let mut b = full();
+        b.files.retain(|path, _| !path.starts_with("hello/web/"));
+        let web = format!(
+            r#"{{"code": {IMAGE_CODE}, "resources": {{"cpu_millis": 100, "memory_mib": 32}}, "env": {{"A": "1"}}}}"#
+        );
+        b.files.insert("hello/web/artifact.json".into(), web.into_bytes());
+        let source = source_of(None, read_service_bundle(&b).unwrap()).unwrap();
+        let files = borrowed(&source.modules["hello"]);
+        let module = read_module("hello", &files).unwrap();
+        let built = artifact_roles(&module, &files, "svc").unwrap();
+        let front = &built.artifact.roles["frontend"];
+        assert!(front.exec.argv.is_empty() && front.exec.files.is_empty());
+        let pod = front.exec.pod.as_ref().expect("a pod");
+        assert_eq!(pod.containers[0].image, "127.0.0.1:5000/acme/web:v1");
+        assert_eq!(pod.containers[0].args, ["httpd", "-f"]);
+        assert_eq!(pod.containers[0].env["PORT"], "8080");
+        assert!(pod.pull_auth.is_empty(), "credentials are resolved in the tenant");
+        assert_eq!((front.resources.cpu_millis, front.env["A"].as_str()), (100, "1"));
+        assert_eq!(front.env["ROLE"], "front", "the role's env is added as for a program");
+        assert_eq!(
+            built.pulls["frontend"][0].secret, "hub",
+            "the secret is named for the role that runs the component"
+        );
+        assert!(!built.pulls.contains_key("backend") && built.artifact.roles["backend"].exec.pod.is_none());
+        let (manifest, _) = origin(&source).unwrap();
+        let deployment = manifest.build(built.artifact, Some(source.clone())).unwrap();
+        assert!(deployment.validate().is_ok(), "{:?}", deployment.validate());
     }
 
     #[test]
@@ -570,7 +694,7 @@ mod tests {
             .contains("not a \"service\""));
         let none = reference(json!({"domain": "acme.mods", "module": "hello", "name": "nope"}));
         assert!(chosen_artifact(&module, &none, None).is_err());
-        let component = artifact_roles(&module, &module_files, "web").unwrap();
+        let component = artifact_roles(&module, &module_files, "web").unwrap().artifact;
         assert_eq!(
             component.roles.keys().collect::<Vec<_>>(),
             ["web"],

@@ -4,8 +4,9 @@
 //! artifacts: {name: "component" | "service"}}`, as `kmodule.cue` holds them — and, for each
 //! artifact, an optional `<name>/artifact.json` (or `.yaml`, `.yml`) with `{schemas: [JSON
 //! Schema…], roles: [name…]}` — and what it runs: a component `{exec, resources, env}` (its
-//! files are those of its directory), a service `roles: {name: {component} | {exec, resources,
-//! env}}` and `channels`. A `.cue` file anywhere in the module is refused, naming it: its
+//! files are those of its directory) or `{code, resources, env}` (container images, as
+//! Kumori's `code` names them: [`super::code`]), a service `roles: {name: {component} | {exec,
+//! resources, env}}` and `channels`. A `.cue` file anywhere in the module is refused, naming it: its
 //! meaning would need the evaluator.
 
 use std::collections::BTreeMap;
@@ -15,6 +16,8 @@ use drover_model::service::links::Channels;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use utoipa::ToSchema;
+
+use super::code::{read_code, Code};
 
 /// What an artifact is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
@@ -60,6 +63,9 @@ struct ArtifactFile {
     channels: Channels,
     #[serde(default)]
     exec: Option<ExecSpec>,
+    /// Kumori's containers (read by [`read_code`]).
+    #[serde(default)]
+    code: Option<Value>,
     #[serde(default)]
     resources: Option<Resources>,
     #[serde(default)]
@@ -106,6 +112,8 @@ pub struct RoleRun {
 pub struct ArtifactRun {
     /// A component's program.
     pub exec: Option<ExecSpec>,
+    /// Or a component's container images.
+    pub code: Option<Code>,
     /// A component's requests.
     pub resources: Option<Resources>,
     /// A component's environment.
@@ -218,6 +226,31 @@ fn find<'a>(
     Ok(found.into_iter().next())
 }
 
+/// The containers an artifact's `code` names: a component's only, and never beside `exec`
+/// (which one runs would be a guess). `file` is the artifact file, as errors name it.
+fn code_of(kind: ArtifactKind, described: &ArtifactFile, file: &str) -> Result<Option<Code>, ModuleError> {
+    let Some(code) = &described.code else {
+        return Ok(None);
+    };
+    let bad = |why: String| ModuleError {
+        file: file.to_string(),
+        why,
+    };
+    if kind != ArtifactKind::Component {
+        return Err(bad(
+            "code: a service runs its roles' components; only a component names container images".into(),
+        ));
+    }
+    if described.exec.is_some() {
+        return Err(bad(
+            "code: give either exec (a program) or code (container images), not both".into(),
+        ));
+    }
+    read_code(code)
+        .map(Some)
+        .map_err(|e| bad(format!("{}: {}", e.field, e.why)))
+}
+
 /// Reads the module whose files (relative to its directory `dir`) are `files`.
 pub fn read_module(dir: &str, files: &BTreeMap<&str, &[u8]>) -> Result<Module, ModuleError> {
     let path = |file: &str| {
@@ -251,10 +284,11 @@ pub fn read_module(dir: &str, files: &BTreeMap<&str, &[u8]>) -> Result<Module, M
     let mut artifacts = BTreeMap::new();
     for (artifact, kind) in &kmodule.artifacts {
         let stem = format!("{artifact}/artifact");
-        let described = match find(files, &stem)? {
-            Some((file, bytes)) => data::<ArtifactFile>(&path(&file), bytes)?,
-            None => ArtifactFile::default(),
+        let (file, described) = match find(files, &stem)? {
+            Some((file, bytes)) => (path(&file), data::<ArtifactFile>(&path(&file), bytes)?),
+            None => (path(&format!("{stem}.json")), ArtifactFile::default()),
         };
+        let code = code_of(*kind, &described, &file)?;
         let (roles, runs) = match described.roles {
             Roles::Names(names) => (names, BTreeMap::new()),
             Roles::Runs(runs) => (runs.keys().cloned().collect(), runs),
@@ -267,6 +301,7 @@ pub fn read_module(dir: &str, files: &BTreeMap<&str, &[u8]>) -> Result<Module, M
                 roles,
                 run: ArtifactRun {
                     exec: described.exec,
+                    code,
                     resources: described.resources,
                     env: described.env,
                     roles: runs,
