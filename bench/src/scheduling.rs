@@ -83,6 +83,7 @@ pub async fn run(args: SchedulingArgs) -> Result<()> {
                 memory_mib: 256 * 1024,
             }),
             metrics: Some(&metrics[i]),
+            executor: Some("sim"),
             custom_resources: &[],
         })
         .collect();
@@ -110,6 +111,7 @@ pub async fn run(args: SchedulingArgs) -> Result<()> {
                 Vec::new()
             },
             custom_resources: Vec::new(),
+            containers: false,
         })
         .collect();
     println!(

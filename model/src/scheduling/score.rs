@@ -3,7 +3,9 @@
 //! service should run on, and why every other cluster was not chosen.
 //!
 //! 1. Only `ONLINE` clusters that pass every label and metric constraint and whose free
-//!    capacity fits the service are candidates; every other cluster is excluded with a reason.
+//!    capacity fits the service are candidates — and, for a service that runs pods of container
+//!    images, whose agent runs containers ([`CONTAINER_EXECUTORS`]); every other cluster is
+//!    excluded with a reason.
 //!    If any candidate also has room for a rollout's surge (the new instances a rollout starts
 //!    beside the old ones, [`crate::service::rollout::surge`]), only those remain: on the
 //!    others the service's next rollout would be refused by the agent (`FAILED`).
@@ -27,6 +29,12 @@ use crate::service::Usage;
 
 /// Krake's default stickiness weight.
 pub const STICKINESS: f64 = 0.1;
+
+/// The agents' executors that run a pod's container images (`sim` pretends to).
+pub const CONTAINER_EXECUTORS: [&str; 2] = ["container", "sim"];
+
+/// How a cluster whose agent runs no containers is excluded.
+const NO_CONTAINERS: &str = "runs no containers: its agent's executor is";
 
 /// One metric of a cluster, as its provider last reported it.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, ToSchema)]
@@ -54,6 +62,8 @@ pub struct Candidate<'a> {
     pub metrics: Option<&'a BTreeMap<String, MetricValue>>,
     /// The custom resources it advertises (a Krake cluster's `spec.custom_resources`).
     pub custom_resources: &'a [String],
+    /// Its agent's executor (`exec`, `container`, `sim`), once reported.
+    pub executor: Option<&'a str>,
 }
 
 /// What the service asks of a cluster.
@@ -71,6 +81,8 @@ pub struct Needs {
     pub metrics: Vec<MetricConstraint>,
     /// Custom resources the cluster must advertise (Krake's `custom_resources` constraint).
     pub custom_resources: Vec<String>,
+    /// Whether it runs pods of container images (only agents that run containers take it).
+    pub containers: bool,
 }
 
 /// A cluster that was not chosen, and why.
@@ -117,6 +129,17 @@ impl Decision {
         if self.excluded.is_empty() {
             return "its environment may use no cluster".to_string();
         }
+        let executors: Vec<String> = self
+            .excluded
+            .iter()
+            .filter_map(|e| Some(format!("{} runs {}", e.cluster, executor_named(&e.reason)?)))
+            .collect();
+        if executors.len() == self.excluded.len() {
+            return format!(
+                "no cluster runs containers: start its agent with --executor container ({})",
+                executors.join("; ")
+            );
+        }
         self.excluded
             .iter()
             .map(|e| format!("{}: {}", e.cluster, e.reason))
@@ -125,12 +148,25 @@ impl Decision {
     }
 }
 
+/// The executor an exclusion for running no containers names.
+fn executor_named(reason: &str) -> Option<&str> {
+    reason.strip_prefix(NO_CONTAINERS)?.trim().split(' ').next()
+}
+
 /// Why `candidate` cannot take the service, if it cannot.
 fn exclusion(candidate: &Candidate<'_>, needs: &Needs) -> Option<String> {
     if candidate.state != ClusterState::Online {
         return Some(format!(
             "{} (only ONLINE clusters are scheduled to)",
             candidate.state.as_str()
+        ));
+    }
+    if let Some(executor) = candidate
+        .executor
+        .filter(|e| needs.containers && !CONTAINER_EXECUTORS.contains(e))
+    {
+        return Some(format!(
+            "{NO_CONTAINERS} {executor} (start it with --executor container to run container images)"
         ));
     }
     if let Some(failed) = needs.labels.iter().find(|c| !c.matches(candidate.labels)) {
@@ -324,6 +360,7 @@ mod tests {
         labels: BTreeMap<String, String>,
         free: Option<Resources>,
         metrics: Option<BTreeMap<String, MetricValue>>,
+        executor: Option<&'static str>,
     }
 
     fn cluster(name: &'static str, location: &str) -> Fixture {
@@ -336,6 +373,7 @@ mod tests {
                 memory_mib: 4096,
             }),
             metrics: None,
+            executor: None,
         }
     }
 
@@ -357,6 +395,7 @@ mod tests {
                 free: f.free,
                 metrics: f.metrics.as_ref(),
                 custom_resources: &[],
+                executor: f.executor,
             })
             .collect()
     }
@@ -378,6 +417,7 @@ mod tests {
                 .map(|m| MetricConstraint::parse(m).unwrap())
                 .collect(),
             custom_resources: Vec::new(),
+            containers: false,
         }
     }
 
@@ -657,5 +697,41 @@ mod tests {
         n.service = "svc-7".into();
         let decision = schedule(&n, &candidates(&equal), Some(&at("y")), STICKINESS);
         assert_eq!(chosen(&decision), Some("y"));
+    }
+
+    #[test]
+    fn pods_of_images_go_only_where_agents_run_containers() {
+        let with = |name: &'static str, executor: Option<&'static str>| Fixture {
+            executor,
+            ..cluster(name, "DE")
+        };
+        let mut pods = needs(&[], &[]);
+        pods.containers = true;
+        let programs = needs(&[], &[]);
+        // (clusters, needs, chosen, why nothing was chosen)
+        let table: Vec<(Vec<Fixture>, &Needs, Option<&str>, &str)> = vec![
+            (vec![with("e", Some("exec")), with("c", Some("container"))], &pods, Some("c"), ""),
+            (vec![with("e", Some("exec")), with("s", Some("sim"))], &pods, Some("s"), ""),
+            (vec![with("e", Some("exec"))], &programs, Some("e"), ""),
+            (
+                vec![with("e", Some("exec")), with("f", Some("exec"))],
+                &pods,
+                None,
+                "no cluster runs containers: start its agent with --executor container (operator/e runs exec; operator/f runs exec)",
+            ),
+            (
+                vec![with("e", Some("exec")), Fixture { state: ClusterState::Offline, ..with("c", Some("container")) }],
+                &pods,
+                None,
+                "operator/e: runs no containers: its agent's executor is exec (start it with --executor container to run container images); operator/c: OFFLINE (only ONLINE clusters are scheduled to)",
+            ),
+        ];
+        for (fixtures, needs, want, why) in table {
+            let decision = schedule(needs, &candidates(&fixtures), None, STICKINESS);
+            assert_eq!(chosen(&decision), want, "{decision:?}");
+            if want.is_none() {
+                assert_eq!(decision.why_none(), why);
+            }
+        }
     }
 }

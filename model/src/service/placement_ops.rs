@@ -160,8 +160,13 @@ impl Platform {
                 let own = stored.placement.as_ref() == Some(&cluster)
                     || stored.migrating_to.as_ref() == Some(&cluster);
                 let free = free.map(|free| if own { free.plus(usage) } else { free });
+                let executor = self
+                    .cluster(&cluster)
+                    .and_then(|c| c.status.facts.as_ref())
+                    .map(|facts| facts.executor.as_str());
                 Candidate {
                     custom_resources: self.custom_resources_of(&cluster),
+                    executor,
                     cluster,
                     state: c.state,
                     labels: &c.labels,
@@ -177,6 +182,7 @@ impl Platform {
             labels,
             metrics,
             custom_resources: revision.deployment.constraints.custom_resources.clone(),
+            containers: revision.deployment.roles.values().any(|r| r.exec.pod.is_some()),
         };
         Some(schedule(
             &needs,
