@@ -6,7 +6,11 @@
 //! offline threshold (the new copies run before the old ones go), and on `DELETE` leaves no
 //! process. A job calls its `complete` hook and ends; an application with the `shutdown` hook
 //! is asked to shut down on `DELETE`, calls back within its grace and ends. A user whose role
-//! may only `get` and `list` applications in `ns1` is refused everything else.
+//! may only `get` and `list` applications in `ns1` is refused everything else. A Deployment of
+//! container images is held to its tenant's pod security level (each baseline violation `422`
+//! naming the field, nothing created; an operator relaxes the level for the tenant), waits
+//! `PENDING` while no agent runs containers, saying so, and no view of its service shows its
+//! pull credentials.
 
 use std::time::Duration;
 
@@ -524,4 +528,151 @@ async fn krakes_own_client_drives_an_application_from_create_to_running_to_delet
     })
     .await?;
     Ok(())
+}
+
+/// An application of one Deployment `name` of a container image pulled with the credentials
+/// of the manifest's Secret `pull`; `pod` is merged into its pod spec, `container` into its
+/// container.
+fn image_application(name: &str, pod: Value, container: Value) -> Value {
+    let config = json!({"auths": {"127.0.0.1:5000": {"username": "puller", "password": PULL_PASSWORD}}});
+    let mut spec = json!({"imagePullSecrets": [{"name": "pull"}], "containers": [
+        {"name": "web", "image": "127.0.0.1:5000/web:v1", "ports": [{"containerPort": 8080}],
+         "resources": {"requests": {"cpu": "100m", "memory": "16Mi"}}}]});
+    merge(&mut spec, &pod);
+    merge(&mut spec["containers"][0], &container);
+    json!({
+        "api": "kubernetes", "kind": "Application",
+        "metadata": {"name": name},
+        "spec": {"manifest": [
+                    {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": name},
+                     "spec": {"replicas": 1, "template": {"spec": spec}}},
+                    {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "pull"},
+                     "type": "kubernetes.io/dockerconfigjson",
+                     "stringData": {".dockerconfigjson": config.to_string()}}],
+                 "constraints": {"cluster": {}, "migration": true}, "hooks": [], "shutdown_grace_time": 30},
+    })
+}
+
+const PULL_PASSWORD: &str = "pull-password-never-shown";
+
+fn merge(into: &mut Value, from: &Value) {
+    if let (Some(into), Some(from)) = (into.as_object_mut(), from.as_object()) {
+        for (key, value) in from {
+            into.insert(key.clone(), value.clone());
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn image_pods_are_held_to_pod_security_and_wait_for_an_agent_that_runs_containers() -> Result<()> {
+    let dir = TempDir::new()?;
+    let (nodes, _agents) = setup(&dir).await?;
+    let addr = nodes.api_addr(2);
+    let root = PlatformClient::new(&nodes.api_addr(1), Some(token(OPERATOR_SUBJECT)));
+
+    // Each baseline violation is 422 naming its field (as Krake's problems do: nested, from
+    // spec.manifest.0.spec.template.spec); nothing is created.
+    let container = "{'containers': {'0': ";
+    let violations = [
+        (
+            json!({}),
+            json!({"securityContext": {"privileged": true}}),
+            format!("{container}{{'securityContext': {{'privileged': ["),
+        ),
+        (
+            json!({"hostNetwork": true}),
+            json!({}),
+            "{'hostNetwork': [".to_string(),
+        ),
+        (json!({"hostPID": true}), json!({}), "{'hostPID': [".to_string()),
+        (
+            json!({"volumes": [{"name": "root", "hostPath": {"path": "/"}}]}),
+            json!({}),
+            "{'volumes': {'0': {'hostPath': [".to_string(),
+        ),
+        (
+            json!({}),
+            json!({"securityContext": {"capabilities": {"add": ["SYS_ADMIN"]}}}),
+            format!("{container}{{'securityContext': {{'capabilities': {{'add': {{'0': ["),
+        ),
+        (
+            json!({}),
+            json!({"ports": [{"containerPort": 8080, "hostPort": 80}]}),
+            format!("{container}{{'ports': {{'0': {{'hostPort': ["),
+        ),
+    ];
+    let pod_spec = "{'spec': {'manifest': {'0': {'spec': {'template': {'spec': ";
+    for (pod, container, field) in &violations {
+        let body = image_application("web", pod.clone(), container.clone());
+        let (status, refused) = call(&addr, OPERATOR_SUBJECT, Method::POST, APPS, Some(&body)).await?;
+        let detail = refused["detail"].as_str().unwrap_or_default();
+        ensure!(
+            status == StatusCode::UNPROCESSABLE_ENTITY
+                && detail.starts_with(&format!("{pod_spec}{field}"))
+                && detail.contains("baseline pod security level"),
+            "{field}: {status}: {refused}"
+        );
+        let (status, _) = call(&addr, OPERATOR_SUBJECT, Method::GET, &format!("{APPS}/web"), None).await?;
+        ensure!(
+            status == StatusCode::NOT_FOUND,
+            "{field}: the application was made: {status}"
+        );
+        let service = root.get("/tenant/ns1/service/web").await?;
+        ensure!(
+            service.status == StatusCode::NOT_FOUND,
+            "{field}: a service was made: {service:?}"
+        );
+    }
+
+    // The operator lets ns1 use the host's network: the same manifest is taken.
+    let relaxed = root
+        .put(
+            "/tenant/ns1/podsecurity",
+            &json!({"podSecurity": "baselineWithHostNetwork"}),
+        )
+        .await?;
+    ensure!(relaxed.status == StatusCode::OK, "{relaxed:?}");
+    let host = image_application("host", json!({"hostNetwork": true}), json!({}));
+    let (status, created) = call(&addr, OPERATOR_SUBJECT, Method::POST, APPS, Some(&host)).await?;
+    ensure!(status == StatusCode::OK, "{status}: {created}");
+
+    // Both clusters' agents run `exec`: it waits, saying why and what to do.
+    let pending = eventually(CONVERGE, "the scheduler's reason", || async {
+        let app = state(&addr, "host").await.ok()?;
+        let message = app["status"]["reason"]["message"].as_str()?.to_string();
+        message.contains("no cluster runs containers").then_some(app)
+    })
+    .await?;
+    let message = pending["status"]["reason"]["message"]
+        .as_str()
+        .unwrap_or_default();
+    ensure!(
+        pending["status"]["state"] == "PENDING" && message.contains("--executor container"),
+        "{pending}"
+    );
+
+    // Its pull credentials reach no view of the service; Krake's view shows the manifest as
+    // written, Secret included, as Krake's own server does for a reader allowed to get it.
+    for route in ["/tenant/ns1/service/host", "/tenant/ns1/service"] {
+        let seen = root.get(route).await?;
+        let text = seen.body.to_string();
+        ensure!(seen.status == StatusCode::OK, "{route}: {seen:?}");
+        ensure!(
+            !text.contains(PULL_PASSWORD) && !text.contains("puller") && !text.contains("pullAuth"),
+            "{route}: {text}"
+        );
+    }
+    let full = root.get("/tenant/ns1/service/host").await?.body.to_string();
+    ensure!(full.contains("127.0.0.1:5000/web:v1"), "the pod is shown: {full}");
+    ensure!(pending["spec"]["manifest"][1]["kind"] == "Secret", "{pending}");
+    let (status, _) = call(
+        &addr,
+        OPERATOR_SUBJECT,
+        Method::DELETE,
+        &format!("{APPS}/host"),
+        None,
+    )
+    .await?;
+    ensure!(status == StatusCode::OK, "{status}");
+    gone(&addr, "host").await
 }
