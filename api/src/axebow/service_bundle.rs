@@ -19,8 +19,7 @@ use utoipa::ToSchema;
 use super::bundle::archive::{read_bundle, BundleLimits};
 use super::bundle::code::{resolve_pulls, secret_name};
 use super::bundle::deploy::{
-    artifact_roles, borrowed, chosen_artifact, origin, read_service_bundle, source_of, ArtifactRoles,
-    Origin,
+    artifact_roles, borrowed, chosen_artifact, origin, read_service_bundle, source_of, ArtifactRoles, Origin,
 };
 use super::bundle::module::read_module;
 use super::context::{AxebowState, Caller};

@@ -95,10 +95,12 @@ const NOT_HONOURED: [(&str, &str); 2] = [
 
 /// Reads a component's `code`: an object of containers.
 pub fn read_code(code: &Value) -> Result<Code, CodeError> {
-    let entries = code
-        .as_object()
-        .filter(|map| !map.is_empty())
-        .ok_or_else(|| refuse("code", "an object of containers: {\"<key>\": {name, image: {hub: {name, secret}, tag}}}"))?;
+    let entries = code.as_object().filter(|map| !map.is_empty()).ok_or_else(|| {
+        refuse(
+            "code",
+            "an object of containers: {\"<key>\": {name, image: {hub: {name, secret}, tag}}}",
+        )
+    })?;
     let mut read = Code {
         containers: Vec::new(),
         pulls: Vec::new(),
@@ -109,7 +111,10 @@ pub fn read_code(code: &Value) -> Result<Code, CodeError> {
             return Err(refuse(format!("{field}.{name}"), *why));
         }
         let map = object(entry, &field, &["name", "image", "entrypoint", "cmd", "mapping"])?;
-        let (image, pull) = image(map.get("image").unwrap_or(&Value::Null), &format!("{field}.image"))?;
+        let (image, pull) = image(
+            map.get("image").unwrap_or(&Value::Null),
+            &format!("{field}.image"),
+        )?;
         read.pulls.extend(pull);
         read.containers.push(ContainerSpec {
             name: container_name(text(map, "name", &field)?, &field)?,
@@ -155,7 +160,11 @@ fn image(value: &Value, field: &str) -> Result<(String, Option<HubSecret>), Code
     let map = object(value, field, &["hub", "tag"])?;
     let tag = text(map, "tag", field)?;
     let hub_field = format!("{field}.hub");
-    let hub = object(map.get("hub").unwrap_or(&Value::Null), &hub_field, &["name", "secret"])?;
+    let hub = object(
+        map.get("hub").unwrap_or(&Value::Null),
+        &hub_field,
+        &["name", "secret"],
+    )?;
     let host = hub.get("name").and_then(Value::as_str).unwrap_or_default();
     if host.contains(['/', '@']) || host.contains("://") {
         return Err(refuse(
@@ -168,8 +177,7 @@ fn image(value: &Value, field: &str) -> Result<(String, Option<HubSecret>), Code
     } else {
         format!("{host}/{tag}")
     };
-    let parsed =
-        ImageRef::parse(&reference).map_err(|e| refuse(format!("{field}.tag"), e.to_string()))?;
+    let parsed = ImageRef::parse(&reference).map_err(|e| refuse(format!("{field}.tag"), e.to_string()))?;
     if !host.is_empty() && !parsed.registry.eq_ignore_ascii_case(host) {
         return Err(refuse(
             format!("{hub_field}.name"),
@@ -202,9 +210,7 @@ fn env(mapping: Option<&Value>, field: &str) -> Result<BTreeMap<String, String>,
     };
     let map = object(mapping, field, &["env", "filesystem"])?;
     let empty = |v: &Value| {
-        v.is_null()
-            || v.as_object().is_some_and(Map::is_empty)
-            || v.as_array().is_some_and(Vec::is_empty)
+        v.is_null() || v.as_object().is_some_and(Map::is_empty) || v.as_array().is_some_and(Vec::is_empty)
     };
     if map.get("filesystem").is_some_and(|v| !empty(v)) {
         return Err(refuse(
@@ -216,9 +222,12 @@ fn env(mapping: Option<&Value>, field: &str) -> Result<BTreeMap<String, String>,
     let Some(vars) = map.get("env").filter(|v| !v.is_null()) else {
         return Ok(env);
     };
-    let vars = vars
-        .as_object()
-        .ok_or_else(|| refuse(format!("{field}.env"), "an object {\"NAME\": {\"value\": \"...\"}}"))?;
+    let vars = vars.as_object().ok_or_else(|| {
+        refuse(
+            format!("{field}.env"),
+            "an object {\"NAME\": {\"value\": \"...\"}}",
+        )
+    })?;
     for (name, var) in vars {
         let at = format!("{field}.env.{name}");
         if var.get("secret").is_some() {
@@ -301,8 +310,8 @@ pub fn resolve_pulls(
             let value = secrets
                 .get(&name)
                 .ok_or_else(|| format!("{at}: tenant {tenant:?} has no secret {name:?}"))?;
-            let (username, password) =
-                pull_credentials(value).ok_or_else(|| format!("{at}: the secret {name:?} {NOT_CREDENTIALS}"))?;
+            let (username, password) = pull_credentials(value)
+                .ok_or_else(|| format!("{at}: the secret {name:?} {NOT_CREDENTIALS}"))?;
             if let Some((other, _)) = auths.get(&hub.registry) {
                 if *other != name {
                     return Err(format!(
@@ -363,7 +372,8 @@ mod tests {
     #[test]
     fn what_drover_does_not_honour_is_named() {
         let with = |entry: Value| json!({"web": entry});
-        let base = || json!({"name": "web", "image": {"hub": {"name": "r.example", "secret": ""}, "tag": "a/b:1"}});
+        let base =
+            || json!({"name": "web", "image": {"hub": {"name": "r.example", "secret": ""}, "tag": "a/b:1"}});
         let set = |path: &str, value: Value| {
             let mut entry = base();
             entry
@@ -385,7 +395,10 @@ mod tests {
             (set("/name", json!(1)), "code.web.name"),
             (set("/image/tag", json!("UPPER")), "code.web.image.tag"),
             (set("/image/hub/name", json!("myhost")), "code.web.image.hub.name"),
-            (set("/image/hub/name", json!("https://r.example")), "code.web.image.hub.name"),
+            (
+                set("/image/hub/name", json!("https://r.example")),
+                "code.web.image.hub.name",
+            ),
             (set("/image/hub/secret", json!(3)), "code.web.image.hub.secret"),
             (set("/image/hub/token", json!("x")), "code.web.image.hub.token"),
             (set("/entrypoint", json!("sh")), "code.web.entrypoint"),
@@ -402,7 +415,10 @@ mod tests {
                 set("/mapping", json!({"env": {"A": {"value": 1}}})),
                 "code.web.mapping.env.A.value",
             ),
-            (set("/mapping", json!({"env": {"A": "x"}})), "code.web.mapping.env.A"),
+            (
+                set("/mapping", json!({"env": {"A": "x"}})),
+                "code.web.mapping.env.A",
+            ),
         ];
         for (code, field) in table {
             let error = read_code(&code).expect_err(&code.to_string());
@@ -433,7 +449,12 @@ mod tests {
             ("aDomain", ("domain", "hub")),
         ]
         .into_iter()
-        .map(|(alias, (kind, name))| (alias.to_string(), BTreeMap::from([(kind.to_string(), name.to_string())])))
+        .map(|(alias, (kind, name))| {
+            (
+                alias.to_string(),
+                BTreeMap::from([(kind.to_string(), name.to_string())]),
+            )
+        })
         .collect();
         let pulls = |needs: Vec<HubSecret>| BTreeMap::from([("web".to_string(), needs)]);
         let resolve = |needs| resolve_pulls(&pulls(needs), &bindings, &secrets, "acme");
@@ -442,24 +463,49 @@ mod tests {
         let auths = &got["web"];
         assert_eq!(auths.len(), 2);
         assert_eq!(
-            (auths[0].registry.as_str(), auths[0].username.as_str(), auths[0].password.as_str()),
+            (
+                auths[0].registry.as_str(),
+                auths[0].username.as_str(),
+                auths[0].password.as_str()
+            ),
             ("q.io", "carol", "pw-2")
         );
-        assert_eq!((auths[1].username.as_str(), auths[1].password.as_str()), ("alice", "pw-1"));
+        assert_eq!(
+            (auths[1].username.as_str(), auths[1].password.as_str()),
+            ("alice", "pw-1")
+        );
         // The same secret twice for one registry is one credential.
-        assert_eq!(resolve(vec![hub("r:5000", "hub"), hub("r:5000", "hub")]).unwrap()["web"].len(), 1);
+        assert_eq!(
+            resolve(vec![hub("r:5000", "hub"), hub("r:5000", "hub")]).unwrap()["web"].len(),
+            1
+        );
         let refusals = [
-            (vec![hub("r:5000", "missing")], "tenant \"acme\" has no secret \"missing\""),
+            (
+                vec![hub("r:5000", "missing")],
+                "tenant \"acme\" has no secret \"missing\"",
+            ),
             // Another tenant's secret, however spelled, is not one of these.
             (vec![hub("r:5000", "bob/hub")], "has no secret \"bob/hub\""),
-            (vec![hub("r:5000", "opaque")], "does not hold registry credentials"),
+            (
+                vec![hub("r:5000", "opaque")],
+                "does not hold registry credentials",
+            ),
             (vec![hub("r:5000", "aDomain")], "other than a secret"),
-            (vec![hub("r:5000", "hub"), hub("r:5000", "registrySecret")], "two secrets"),
+            (
+                vec![hub("r:5000", "hub"), hub("r:5000", "registrySecret")],
+                "two secrets",
+            ),
         ];
         for (needs, says) in refusals {
             let error = resolve(needs).unwrap_err();
-            assert!(error.starts_with("roles.web: ") && error.contains(says), "{says}: {error}");
-            assert!(!error.contains("pw-") && !error.contains("no credentials here"), "{error}");
+            assert!(
+                error.starts_with("roles.web: ") && error.contains(says),
+                "{says}: {error}"
+            );
+            assert!(
+                !error.contains("pw-") && !error.contains("no credentials here"),
+                "{error}"
+            );
         }
     }
 
@@ -468,10 +514,7 @@ mod tests {
         let table = [
             ("alice:s3cret", Some(("alice", "s3cret"))),
             ("alice:pass:with:colons", Some(("alice", "pass:with:colons"))),
-            (
-                r#"{"username": "bob", "password": "p w"}"#,
-                Some(("bob", "p w")),
-            ),
+            (r#"{"username": "bob", "password": "p w"}"#, Some(("bob", "p w"))),
             (r#"{"username": "bob"}"#, None),
             (r#"{"username": "bob", "password": "x", "auth": "y"}"#, None),
             ("no-colon", None),

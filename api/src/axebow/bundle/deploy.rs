@@ -654,7 +654,10 @@ mod tests {
         assert_eq!(pod.containers[0].env["PORT"], "8080");
         assert!(pod.pull_auth.is_empty(), "credentials are resolved in the tenant");
         assert_eq!((front.resources.cpu_millis, front.env["A"].as_str()), (100, "1"));
-        assert_eq!(front.env["ROLE"], "front", "the role's env is added as for a program");
+        assert_eq!(
+            front.env["ROLE"], "front",
+            "the role's env is added as for a program"
+        );
         assert_eq!(
             built.pulls["frontend"][0].secret, "hub",
             "the secret is named for the role that runs the component"
