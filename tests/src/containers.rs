@@ -538,7 +538,9 @@ impl Registry {
 
     /// Starts one with `options` and waits until it accepts connections.
     pub fn start(options: RegistryOptions) -> Result<Self> {
+        sweep_stale_fixtures();
         let dir = TempDir::new()?;
+        std::fs::write(dir.path().join(OWNER_FILE), owner_record(None).to_string())?;
         let port = free_port()?;
         let mut registry = Self {
             dir,
@@ -761,7 +763,7 @@ impl Drop for Registry {
 // containerd
 
 /// Names unique to one [`Containerd`] on this machine, by which its traces are found.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub struct Footprint {
     /// The temporary directory holding its root, state, sockets and runc root.
     pub dir: PathBuf,
@@ -941,8 +943,13 @@ impl Containerd {
             missing.join(", ")
         );
         SHIM_SOCKET_DIR_WAS_MISSING.get_or_init(|| !present(Path::new(SHIM_SOCKET_PARENT)));
+        sweep_stale_fixtures();
         let dir = TempDir::new()?;
         let footprint = Footprint::new(dir.path())?;
+        std::fs::write(
+            dir.path().join(OWNER_FILE),
+            owner_record(Some(&footprint)).to_string(),
+        )?;
         let sandbox_registry = Registry::start_plain()?;
         let layout = Layout::new()?;
         layout.build("pause", &ImageSpec::pause())?;
@@ -1293,73 +1300,13 @@ state = {state}
         Ok(())
     }
 
-    /// Kills every container, containerd and its shims, then removes mounts, network
-    /// namespaces, the bridge, nat rules, CNI state and cgroups it made. Returns the problems.
+    /// Kills containerd, then cleans up after it as [`clean_footprint`] does.
     fn clean(&mut self) -> Vec<String> {
         let mut problems = Vec::new();
-        self.delete_runc_containers(&mut problems);
+        delete_runc_containers(&self.footprint.dir, &mut problems);
         self.kill();
-        kill_shims(&self.footprint.socket.to_string_lossy(), &mut problems);
-        if SHIM_SOCKET_DIR_WAS_MISSING.get() == Some(&true) && !other_containerd_runs() {
-            // Only empty directories go: another runtime's sockets would keep them.
-            let _ = std::fs::remove_dir(SHIM_SOCKETS);
-            let _ = std::fs::remove_dir(SHIM_SOCKET_PARENT);
-        }
-        unmount_under(&self.footprint.dir, &mut problems);
-        let f = self.footprint.clone();
-        delete_netns(&f, &mut problems);
-        if present(&Path::new("/sys/class/net").join(&f.bridge)) {
-            note(
-                run(
-                    Command::new("ip").args(["link", "del", &f.bridge]),
-                    COMMAND_TIMEOUT,
-                ),
-                &mut problems,
-            );
-        }
-        note(delete_nat_rules(&f), &mut problems);
-        let leases = Path::new(CNI_STATE).join("networks").join(&f.network);
-        if present(&leases) {
-            note(
-                std::fs::remove_dir_all(&leases).map_err(Into::into),
-                &mut problems,
-            );
-        }
-        for result in cni_results(&f.network) {
-            note(std::fs::remove_file(&result).map_err(Into::into), &mut problems);
-        }
-        note(remove_cgroups(&f.cgroup_parent), &mut problems);
+        clean_footprint(&self.footprint, &mut problems);
         problems
-    }
-
-    /// `runc delete --force` of every container in its runc root (every namespace): their
-    /// processes are killed, their cgroups and runc state removed.
-    fn delete_runc_containers(&self, problems: &mut Vec<String>) {
-        let Ok(namespaces) = std::fs::read_dir(self.runc_root()) else {
-            return;
-        };
-        for namespace in namespaces
-            .flatten()
-            .map(|entry| entry.path())
-            .filter(|p| p.is_dir())
-        {
-            let root = namespace.display().to_string();
-            let Ok(ids) = run(
-                Command::new("runc").args(["--root", &root, "list", "-q"]),
-                COMMAND_TIMEOUT,
-            ) else {
-                continue;
-            };
-            for id in ids.split_whitespace() {
-                note(
-                    run(
-                        Command::new("runc").args(["--root", &root, "delete", "--force", id]),
-                        COMMAND_TIMEOUT,
-                    ),
-                    problems,
-                );
-            }
-        }
     }
 }
 
@@ -1370,6 +1317,133 @@ impl Drop for Containerd {
             for problem in self.clean() {
                 eprintln!("test containerd cleanup: {problem}");
             }
+        }
+    }
+}
+
+/// Kills every container, the containerd and the shims of `f`, then removes the mounts,
+/// network namespaces, bridge, nat rules, CNI state and cgroups it made, and its directory.
+/// Pushes what could not be removed onto `problems`.
+fn clean_footprint(f: &Footprint, problems: &mut Vec<String>) {
+    delete_runc_containers(&f.dir, problems);
+    let config = f.dir.join("config.toml").to_string_lossy().into_owned();
+    for pid in processes_naming(&config) {
+        signal(pid, "KILL");
+    }
+    kill_shims(&f.socket.to_string_lossy(), problems);
+    if SHIM_SOCKET_DIR_WAS_MISSING.get() == Some(&true) && !other_containerd_runs() {
+        // Only empty directories go: another runtime's sockets would keep them.
+        let _ = std::fs::remove_dir(SHIM_SOCKETS);
+        let _ = std::fs::remove_dir(SHIM_SOCKET_PARENT);
+    }
+    unmount_under(&f.dir, problems);
+    delete_netns(f, problems);
+    if present(&Path::new("/sys/class/net").join(&f.bridge)) {
+        note(
+            run(
+                Command::new("ip").args(["link", "del", &f.bridge]),
+                COMMAND_TIMEOUT,
+            ),
+            problems,
+        );
+    }
+    note(delete_nat_rules(f), problems);
+    let leases = Path::new(CNI_STATE).join("networks").join(&f.network);
+    if present(&leases) {
+        note(std::fs::remove_dir_all(&leases).map_err(Into::into), problems);
+    }
+    for result in cni_results(&f.network) {
+        note(std::fs::remove_file(&result).map_err(Into::into), problems);
+    }
+    note(remove_cgroups(&f.cgroup_parent), problems);
+}
+
+/// `runc delete --force` of every container in the runc root under `dir` (every namespace):
+/// their processes are killed, their cgroups and runc state removed.
+fn delete_runc_containers(dir: &Path, problems: &mut Vec<String>) {
+    let Ok(namespaces) = std::fs::read_dir(dir.join("runc")) else {
+        return;
+    };
+    for namespace in namespaces
+        .flatten()
+        .map(|entry| entry.path())
+        .filter(|p| p.is_dir())
+    {
+        let root = namespace.display().to_string();
+        let Ok(ids) = run(
+            Command::new("runc").args(["--root", &root, "list", "-q"]),
+            COMMAND_TIMEOUT,
+        ) else {
+            continue;
+        };
+        for id in ids.split_whitespace() {
+            note(
+                run(
+                    Command::new("runc").args(["--root", &root, "delete", "--force", id]),
+                    COMMAND_TIMEOUT,
+                ),
+                problems,
+            );
+        }
+    }
+}
+
+/// The file in a fixture's directory naming the test process that owns it (and its footprint).
+const OWNER_FILE: &str = "drover-test-owner.json";
+
+/// This process, as an owner record: its pid and start time (so a reused pid is not taken
+/// for it), and what its fixture left where.
+fn owner_record(footprint: Option<&Footprint>) -> serde_json::Value {
+    let pid = std::process::id();
+    serde_json::json!({ "pid": pid, "start": start_time(pid), "footprint": footprint })
+}
+
+/// The start time (clock ticks after boot) of process `pid`.
+fn start_time(pid: u32) -> Option<u64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    stat.rsplit_once(')')?.1.split_whitespace().nth(19)?.parse().ok()
+}
+
+/// True when the owner record names a process that no longer runs.
+fn owner_gone(record: &serde_json::Value) -> bool {
+    let pid = record["pid"].as_u64().and_then(|pid| u32::try_from(pid).ok());
+    match pid {
+        Some(pid) => !alive(pid) || start_time(pid) != record["start"].as_u64(),
+        None => false,
+    }
+}
+
+/// Cleans up after the fixtures of test processes that died without their `Drop` (SIGKILL,
+/// ^C): in the temporary directory, every fixture directory whose owner is gone has its
+/// processes killed and, for a containerd, everything of its footprint removed.
+fn sweep_stale_fixtures() {
+    let Ok(entries) = std::fs::read_dir(std::env::temp_dir()) else {
+        return;
+    };
+    for dir in entries.flatten().map(|entry| entry.path()) {
+        let Ok(text) = std::fs::read_to_string(dir.join(OWNER_FILE)) else {
+            continue;
+        };
+        let Ok(record) = serde_json::from_str::<serde_json::Value>(&text) else {
+            continue;
+        };
+        if !owner_gone(&record) {
+            continue;
+        }
+        let mut problems = Vec::new();
+        match serde_json::from_value::<Footprint>(record["footprint"].clone()) {
+            Ok(footprint) if footprint.dir == dir => clean_footprint(&footprint, &mut problems),
+            _ => {
+                let config = dir.join("config.yml").to_string_lossy().into_owned();
+                for pid in processes_naming(&config) {
+                    signal(pid, "KILL");
+                }
+            }
+        }
+        if problems.is_empty() {
+            let _ = std::fs::remove_dir_all(&dir);
+        } else {
+            eprintln!("stale test fixture {}: {}", dir.display(), problems.join("; "));
         }
     }
 }

@@ -344,3 +344,65 @@ fn the_cni_network_answers_at_the_pod_address_and_a_host_port_and_is_removed_wit
     );
     Ok(())
 }
+
+/// Set in the environment of the test process that [`a_fixture_left_by_a_killed_test_is_swept_by_the_next`]
+/// starts and kills.
+const KILLED_CHILD: &str = "DROVER_T500_KILLED_CHILD";
+
+#[test]
+fn a_fixture_left_by_a_killed_test_is_swept_by_the_next() -> Result<()> {
+    containers::require();
+    if std::env::var_os(KILLED_CHILD).is_some() {
+        // The child: a containerd with a container running, then wait to be killed.
+        let layout = Layout::new()?;
+        layout.build("sleeper", &ImageSpec::busybox(&["sleep", "600"]))?;
+        let registry = Registry::start_plain()?;
+        let pushed = registry.push(&layout, "sleeper", "sleeper:v1")?;
+        let containerd = Containerd::start(&[&registry])?;
+        containerd.pull(&pushed.reference, None)?;
+        containerd.run_detached(&pushed.reference, "sleeper", &[])?;
+        task_in(&containerd, "sleeper", "RUNNING")?;
+        println!("FOOTPRINT {}", serde_json::to_string(&containerd.footprint())?);
+        std::thread::sleep(Duration::from_secs(60));
+        bail!("the parent did not kill this test process");
+    }
+    let mut child = std::process::Command::new(std::env::current_exe()?)
+        .args([
+            "a_fixture_left_by_a_killed_test_is_swept_by_the_next",
+            "--exact",
+            "--nocapture",
+            "--test-threads=1",
+        ])
+        .env(KILLED_CHILD, "1")
+        .stdout(std::process::Stdio::piped())
+        .spawn()?;
+    let stdout = child.stdout.take().expect("piped stdout");
+    let (sender, receiver) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        use std::io::BufRead;
+        for line in std::io::BufReader::new(stdout).lines().map_while(Result::ok) {
+            if let Some((_, json)) = line.split_once("FOOTPRINT ") {
+                let _ = sender.send(json.to_string());
+            }
+        }
+    });
+    let json = receiver.recv_timeout(Duration::from_secs(60));
+    child.kill()?;
+    child.wait()?;
+    let footprint: containers::Footprint = serde_json::from_str(&json?)?;
+    assert!(
+        !footprint.leftovers().is_empty(),
+        "the killed test left its containerd running"
+    );
+
+    // The next fixture to start sweeps what the dead test left.
+    let registry = Registry::start_plain()?;
+    assert_eq!(footprint.leftovers(), Vec::<String>::new());
+    assert!(
+        !footprint.dir.try_exists()?,
+        "{} is left",
+        footprint.dir.display()
+    );
+    drop(registry);
+    Ok(())
+}
