@@ -60,6 +60,16 @@ pub fn transport_of(endpoint: &str) -> &'static str {
     }
 }
 
+/// A pinned set as views show it: without its pod's pull credentials, which only the agent is
+/// sent.
+fn without_pull_auth(set: &StoredSet) -> StoredSet {
+    let mut shown = set.clone();
+    if let Some(pod) = &mut shown.spec.exec.pod {
+        pod.pull_auth.clear();
+    }
+    shown
+}
+
 impl ClusterView {
     /// The view of a stored cluster.
     pub fn of(cluster: &ClusterRef, stored: &Cluster) -> Self {
@@ -76,7 +86,11 @@ impl ClusterView {
             registered_ms: stored.registered_ms,
             status: stored.status.clone(),
             events: stored.events.iter().cloned().collect(),
-            sets: stored.sets.clone(),
+            sets: stored
+                .sets
+                .iter()
+                .map(|(name, set)| (name.clone(), without_pull_auth(set)))
+                .collect(),
             pending_restarts: stored.pending_restarts.keys().cloned().collect(),
         }
     }
@@ -197,5 +211,61 @@ impl Platform {
             .filter_map(|c| c.free)
             .fold(Resources::default(), Resources::plus);
         Ok(EnvironmentClusters { clusters, free })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cluster::agent_api::ExecSpec;
+    use crate::cluster::pod::{ContainerSpec, PodSpec, PullAuth, RestartPolicy};
+
+    #[test]
+    fn a_pinned_pods_pull_credentials_are_not_shown() {
+        let pod = PodSpec {
+            containers: vec![ContainerSpec {
+                name: "web".into(),
+                image: "127.0.0.1:5000/web:v1".into(),
+                pull_policy: None,
+                command: Vec::new(),
+                args: Vec::new(),
+                env: BTreeMap::new(),
+                working_dir: None,
+                ports: Vec::new(),
+                limits: Resources::default(),
+                readiness: None,
+                liveness: None,
+            }],
+            restart_policy: RestartPolicy::Always,
+            host_network: false,
+            termination_grace_secs: 30,
+            pull_auth: vec![PullAuth {
+                registry: "127.0.0.1:5000".into(),
+                username: "puller".into(),
+                password: "never-shown".into(),
+            }],
+        };
+        let set = StoredSet {
+            spec: crate::cluster::object::SetSpec {
+                count: 1,
+                exec: ExecSpec {
+                    pod: Some(pod),
+                    ..ExecSpec::default()
+                },
+                resources: Resources::default(),
+                env: BTreeMap::new(),
+            },
+            revision: 1,
+        };
+        let shown = serde_json::to_string(&without_pull_auth(&set)).expect("json");
+        assert!(
+            shown.contains("web:v1") && !shown.contains("never-shown") && !shown.contains("pullAuth"),
+            "{shown}"
+        );
+        assert_eq!(
+            set.spec.exec.pod.map(|p| p.pull_auth.len()),
+            Some(1),
+            "the stored set keeps them"
+        );
     }
 }
