@@ -1,15 +1,22 @@
 //! Container runtimes for tests, built from Debian's files with no network: OCI images of
 //! `busybox-static` made with `umoci` ([`Layout`], [`ImageSpec`]), a `docker-registry` on a free
 //! loopback port, optionally with TLS and basic auth ([`Registry`]), and a containerd of the
-//! test's own with its CRI plugin set up as /work/shared/docs/containers.md found it must be on
-//! these machines ([`Containerd`]): own root, state, sockets and runc root, a CNI bridge network
-//! unique to it, the sandbox ("pause") image in a registry started for it, and `certs.d` hosts
-//! files for the registries it is told about.
+//! test's own ([`Containerd`]): own root, state, sockets and runc root, the sandbox ("pause")
+//! image in a plain registry started for it, a `certs.d` hosts file for each registry it is told
+//! about, and a CNI bridge network with a name, bridge and 10.x subnet unique to it.
+//!
+//! What its CRI plugin needs on these machines (containerd 1.6, runc, cgroup v1, root):
+//! `restrict_oom_score_adj` (root may not lower a sandbox's `oom_score_adj`), no AppArmor, the
+//! cgroupfs driver, the bridge in hairpin mode only (not with promiscuous mode), a TLS registry's
+//! CA both in its `[host]` section and at the top of `hosts.toml` (the plugin falls back to
+//! `server` after a 404), and the sandbox image in a registry that needs no credentials.
+//! Credentials are never in its configuration: the CRI passes them with each pull.
 //!
 //! Ground truth comes from containerd's own CLI, `ctr`, in the CRI's namespace `k8s.io`.
 //! Dropping a [`Containerd`] leaves the machine as it found it: its containers, shims, mounts,
 //! network namespaces, bridge, nat rules, CNI state and pod cgroups are removed, and only those
-//! (everything is recognised by names, paths and a subnet unique to the instance).
+//! (everything is recognised by names, paths and a subnet unique to the instance). A fixture
+//! whose test process died without dropping it is swept by the next one to start.
 //!
 //! Everything here is synchronous (it runs commands); calling it from an async test blocks that
 //! test's runtime thread briefly, as the other process fixtures of this crate do. Needs root and
@@ -88,8 +95,8 @@ pub fn missing_prerequisites() -> Vec<String> {
             missing.push(format!("`{program}` (Debian package {package})"));
         }
     }
-    if !Path::new(BUSYBOX).is_file() {
-        missing.push(format!("{BUSYBOX} (Debian package busybox-static)"));
+    if !is_static_elf(Path::new(BUSYBOX)) {
+        missing.push(format!("a static {BUSYBOX} (Debian package busybox-static)"));
     }
     for plugin in CNI_PLUGINS {
         if !Path::new(CNI_BIN).join(plugin).is_file() {
@@ -110,6 +117,31 @@ pub fn require() {
         "this container test cannot run here, missing: {} — run `make setup` as root",
         missing.join(", ")
     );
+}
+
+/// True when `path` is a 64-bit ELF program with no interpreter (a static one, which runs in an
+/// image that has no C library).
+fn is_static_elf(path: &Path) -> bool {
+    const PT_INTERP: u32 = 3;
+    let Ok(bytes) = std::fs::read(path) else {
+        return false;
+    };
+    let number = |at: usize, len: usize| -> Option<u64> {
+        let field = bytes.get(at..at + len)?;
+        Some(field.iter().rev().fold(0u64, |n, b| (n << 8) | u64::from(*b)))
+    };
+    if bytes.get(..5) != Some(b"\x7fELF\x02") {
+        return false;
+    }
+    let (Some(offset), Some(size), Some(count)) = (number(0x20, 8), number(0x36, 2), number(0x38, 2)) else {
+        return false;
+    };
+    (0..count).all(|i| {
+        usize::try_from(offset + i * size)
+            .ok()
+            .and_then(|at| number(at, 4))
+            .is_some_and(|kind| kind != u64::from(PT_INTERP))
+    })
 }
 
 fn is_root() -> bool {
@@ -1984,6 +2016,14 @@ mod tests {
             };
             assert_eq!(pushed.pinned(), pinned);
         }
+    }
+
+    #[test]
+    fn only_a_static_program_is_taken_for_the_images() {
+        assert!(is_static_elf(Path::new(BUSYBOX)), "{BUSYBOX} from busybox-static");
+        assert!(!is_static_elf(Path::new("/bin/ls")), "a dynamic program");
+        assert!(!is_static_elf(Path::new("/etc/passwd")), "not a program");
+        assert!(!is_static_elf(Path::new("/nonexistent")), "nothing");
     }
 
     #[test]
