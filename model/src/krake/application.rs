@@ -222,8 +222,9 @@ pub fn hook_url(endpoint: &str, namespace: &str, name: &str, hook: &str) -> Stri
 }
 
 /// What an application runs: its manifest's roles (its pods held to `security`, the tenant's
-/// pod security level), each instance told its hooks' URLs and tokens, under its constraints; and where each of its Services listens (the first port's
-/// target).
+/// pod security level), each instance told its hooks' URLs and tokens, under its constraints;
+/// and where each of its Services listens (the first port's target, or the host port a pod's
+/// container port of that number is forwarded from).
 pub fn deployment_of(
     namespace: &str,
     name: &str,
@@ -232,10 +233,21 @@ pub fn deployment_of(
     security: crate::pod_security::PodSecurity,
 ) -> Result<(Deployment, BTreeMap<String, u16>), KrakeError> {
     let translated = translate(&app.manifest, security)?;
+    // A pod's container port forwarded from the machine is reached at the machine's port.
+    let forwarded: BTreeMap<u16, u16> = translated
+        .roles
+        .values()
+        .filter_map(|role| role.exec.pod.as_ref())
+        .flat_map(|pod| pod.containers.iter().flat_map(|c| &c.ports))
+        .filter_map(|port| Some((port.container_port, port.host_port?)))
+        .collect();
     let ports = translated
         .services
         .iter()
-        .filter_map(|(name, ports)| Some((name.clone(), ports.first()?.1)))
+        .filter_map(|(name, ports)| {
+            let target = ports.first()?.1;
+            Some((name.clone(), forwarded.get(&target).copied().unwrap_or(target)))
+        })
         .collect();
     let mut hook_env = BTreeMap::new();
     if let Some(token) = &tokens.complete {

@@ -166,6 +166,9 @@ pub fn pod_role(workload: &Workload<'_>, secrets: &PullSecrets) -> Result<(Strin
         )?,
     };
     check_pod(&pod).map_err(|error| refuse(&manifest_field(path, &error.field), error.reason))?;
+    if pod.host_network {
+        host_ports_are_container_ports(&pod, path)?;
+    }
     if !is_label(workload.name) || workload.name.len() > 40 {
         return Err(refuse(
             &format!("{path}.containers"),
@@ -189,6 +192,22 @@ pub fn pod_role(workload: &Workload<'_>, secrets: &PullSecrets) -> Result<(Strin
             env: BTreeMap::new(),
         },
     ))
+}
+
+/// On the machine's network a container listens on the machine's ports: a host port other
+/// than its container port is refused, as Kubernetes does.
+fn host_ports_are_container_ports(pod: &PodSpec, path: &str) -> Result<(), KrakeError> {
+    for (c, container) in pod.containers.iter().enumerate() {
+        for (p, port) in container.ports.iter().enumerate() {
+            if port.host_port.is_some_and(|host| host != port.container_port) {
+                return Err(refuse(
+                    &format!("{path}.containers.{c}.ports.{p}.hostPort"),
+                    "with hostNetwork a host port is its container port (or left out)",
+                ));
+            }
+        }
+    }
+    Ok(())
 }
 
 /// `check_pod`'s field (`exec.pod.containers[1].readiness`) in the manifest's words
@@ -570,7 +589,7 @@ mod tests {
         json!({"name": "web", "image": "127.0.0.1:5000/web:v1", "imagePullPolicy": "Always",
                "command": ["/bin/httpd"], "args": ["-f", "-p", "8080"], "workingDir": "/srv",
                "env": [{"name": "MODE", "value": "test"}],
-               "ports": [{"name": "http", "containerPort": 8080, "hostPort": 18080, "protocol": "TCP"}],
+               "ports": [{"name": "http", "containerPort": 8080, "hostPort": 8080, "protocol": "TCP"}],
                "resources": {"requests": {"cpu": "250m"}, "limits": {"cpu": "1", "memory": "64Mi"}},
                "readinessProbe": {"httpGet": {"path": "/ready", "port": "http", "scheme": "HTTP"},
                                   "periodSeconds": 2, "successThreshold": 1},
@@ -639,7 +658,7 @@ mod tests {
                 working_dir: Some("/srv".into()),
                 ports: vec![ContainerPort {
                     container_port: 8080,
-                    host_port: Some(18080),
+                    host_port: Some(8080),
                     protocol: PortProtocol::Tcp
                 }],
                 limits: Resources {
@@ -872,10 +891,18 @@ mod tests {
         assert!(message(PodSecurity::Baseline).contains("baseline pod security level"));
         assert!(message(PodSecurity::Privileged).contains("Drover never runs a privileged container"));
         let host = deployment(json!({"containers": [{"name": "h", "image": "busybox",
-                                                      "ports": [{"containerPort": 80, "hostPort": 8080}]}], "hostNetwork": true}));
+                                                      "ports": [{"containerPort": 8080, "hostPort": 8080}]}], "hostNetwork": true}));
         assert!(translate(std::slice::from_ref(&host), PodSecurity::Baseline).is_err());
+        let mut other_port = host.clone();
+        other_port["spec"]["template"]["spec"]["containers"][0]["ports"][0]["containerPort"] = json!(8081);
         let role = translated(&[host], PodSecurity::BaselineWithHostNetwork).expect("allowed for the tenant");
         assert!(role.exec.pod.is_some_and(|p| p.host_network));
+        match translate(&[other_port], PodSecurity::BaselineWithHostNetwork) {
+            Err(KrakeError::Invalid { field, .. }) => {
+                assert_eq!(field, format!("{POD}.containers.0.ports.0.hostPort"))
+            }
+            other => panic!("a host port unlike its container port on the host's network: {other:?}"),
+        }
     }
 
     #[test]

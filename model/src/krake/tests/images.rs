@@ -82,11 +82,16 @@ fn the_level_an_operator_set_for_the_tenant_is_the_one_applied() {
     let mut world = with_environment();
     let mut host = image_app(false);
     if let KrakeBody::Application(app) = &mut host {
-        app.manifest[0]["spec"]["template"]["spec"]["hostNetwork"] = json!(true);
+        let pod = &mut app.manifest[0]["spec"]["template"]["spec"];
+        pod["containers"][0]["ports"] = json!([{"containerPort": 8080, "hostPort": 18080}]);
+        app.manifest.push(
+            json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "front"},
+                                 "spec": {"ports": [{"port": 80, "targetPort": 8080}]}}),
+        );
     }
     let refused = world.refused(&key(), create(host.clone()));
     assert!(
-        matches!(&refused, KrakeError::Invalid { field, .. } if field == "spec.manifest.0.spec.template.spec.hostNetwork"),
+        matches!(&refused, KrakeError::Invalid { field, .. } if field == "spec.manifest.0.spec.template.spec.containers.0.ports.0.hostPort"),
         "baseline: {refused:?}"
     );
     let relax = PlatformCommand {
@@ -107,5 +112,10 @@ fn the_level_an_operator_set_for_the_tenant_is_the_one_applied() {
         .pod
         .as_ref()
         .expect("a pod");
-    assert!(pod.host_network);
+    assert_eq!(pod.containers[0].ports[0].host_port, Some(18080));
+    let extras = &world.platform.tenant("ns1").expect("ns1").krake.applications["site"];
+    assert_eq!(
+        extras.ports["front"], 18080,
+        "the Service is reached at the machine's port"
+    );
 }
