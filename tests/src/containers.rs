@@ -869,7 +869,7 @@ impl Footprint {
         if present(&leases) {
             found.push(format!("IPAM state {}", leases.display()));
         }
-        for result in cni_results(&self.network) {
+        for result in cni_results(self) {
             found.push(format!("CNI result {}", result.display()));
         }
         for cgroup in cgroup_dirs(&self.cgroup_parent) {
@@ -1384,7 +1384,7 @@ fn clean_footprint(f: &Footprint, problems: &mut Vec<String>) {
     if present(&leases) {
         note(std::fs::remove_dir_all(&leases).map_err(Into::into), problems);
     }
-    for result in cni_results(&f.network) {
+    for result in cni_results(f) {
         note(std::fs::remove_file(&result).map_err(Into::into), problems);
     }
     note(remove_cgroups(&f.cgroup_parent), problems);
@@ -1661,18 +1661,43 @@ fn unmount_under(dir: &Path, problems: &mut Vec<String>) {
     }
 }
 
-/// The results libcni cached for `network` (`/var/lib/cni/results/NETWORK-…`).
-fn cni_results(network: &str) -> Vec<PathBuf> {
-    let prefix = format!("{network}-");
-    std::fs::read_dir(Path::new(CNI_STATE).join("results"))
-        .map(|entries| {
-            entries
-                .flatten()
-                .filter(|entry| entry.file_name().to_string_lossy().starts_with(&prefix))
-                .map(|entry| entry.path())
-                .collect()
+/// The results libcni cached (`/var/lib/cni/results/NETWORK-ID-IFNAME`) for `f`'s network, or
+/// for a namespace under its directory (the loopback network the CRI plugin adds to every pod).
+fn cni_results(f: &Footprint) -> Vec<PathBuf> {
+    let prefix = format!("{}-", f.network);
+    let Ok(entries) = std::fs::read_dir(Path::new(CNI_STATE).join("results")) else {
+        return Vec::new();
+    };
+    entries
+        .flatten()
+        .map(|entry| entry.path())
+        .filter(|path| {
+            let name = path.file_name().unwrap_or_default().to_string_lossy();
+            name.starts_with(&prefix)
+                || cached_sandboxes(path)
+                    .iter()
+                    .any(|netns| netns.starts_with(&f.dir))
         })
-        .unwrap_or_default()
+        .collect()
+}
+
+/// The network namespaces a cached CNI result names.
+fn cached_sandboxes(result: &Path) -> Vec<PathBuf> {
+    let Ok(text) = std::fs::read_to_string(result) else {
+        return Vec::new();
+    };
+    let Ok(cached) = serde_json::from_str::<serde_json::Value>(&text) else {
+        return Vec::new();
+    };
+    let interfaces = cached["result"]["interfaces"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    interfaces
+        .iter()
+        .filter_map(|i| i["sandbox"].as_str())
+        .map(PathBuf::from)
+        .collect()
 }
 
 /// The network namespaces `ip netns` lists (under /var/run/netns) holding an address of the
@@ -1698,23 +1723,9 @@ fn netns_in_subnet(prefix: &str) -> Vec<String> {
 /// as a sandbox in one of its cached CNI results, or holding an address of its subnet.
 fn delete_netns(f: &Footprint, problems: &mut Vec<String>) {
     let mut names: BTreeSet<String> = netns_in_subnet(f.subnet_prefix()).into_iter().collect();
-    for result in cni_results(&f.network) {
-        let Ok(text) = std::fs::read_to_string(&result) else {
-            continue;
-        };
-        let Ok(cached) = serde_json::from_str::<serde_json::Value>(&text) else {
-            continue;
-        };
-        let interfaces = cached["result"]["interfaces"]
-            .as_array()
-            .cloned()
-            .unwrap_or_default();
-        for sandbox in interfaces.iter().filter_map(|i| i["sandbox"].as_str()) {
-            if let Some(name) = Path::new(sandbox)
-                .strip_prefix(NETNS_DIR)
-                .ok()
-                .and_then(|n| n.to_str())
-            {
+    for result in cni_results(f) {
+        for netns in cached_sandboxes(&result) {
+            if let Some(name) = netns.strip_prefix(NETNS_DIR).ok().and_then(|n| n.to_str()) {
                 names.insert(name.to_string());
             }
         }

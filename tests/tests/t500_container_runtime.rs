@@ -319,10 +319,27 @@ fn the_cni_network_answers_at_the_pod_address_and_a_host_port_and_is_removed_wit
         assert!(answer.ends_with("hello through CNI"), "{address}: {answer}");
     }
 
+    // libcni's cache of the loopback network the CRI plugin adds to every pod, as it writes it.
+    let cached =
+        Path::new("/var/lib/cni/results").join(format!("cni-loopback-t500-{}-lo", std::process::id()));
+    std::fs::create_dir_all("/var/lib/cni/results")?;
+    let record = serde_json::json!({
+        "kind": "cniCacheV1", "containerId": "t500", "ifName": "lo", "networkName": "cni-loopback",
+        "result": { "cniVersion": "0.3.1", "interfaces": [{ "name": "lo", "sandbox": netns }] }
+    });
+    std::fs::write(&cached, record.to_string())?;
+
     // Dropped with the pod still up, as a crashed test would leave it: nothing remains.
     let footprint = containerd.footprint();
     let leftovers = footprint.leftovers();
-    for trace in ["bridge", "nat rule", "IPAM state", "cgroup", "mount"] {
+    for trace in [
+        "bridge",
+        "nat rule",
+        "IPAM state",
+        "cgroup",
+        "mount",
+        "CNI result",
+    ] {
         assert!(
             leftovers.iter().any(|found| found.starts_with(trace)),
             "no {trace} in {leftovers:?}"
