@@ -432,10 +432,15 @@ impl Supervisor {
         let created = cri::ContainerState::ContainerCreated as i32;
         match latest {
             Some(c) if c.state == running => {
+                let probed = self.pod.containers[index].readiness.is_some();
                 let slot = &mut self.slots[index];
                 slot.container = Some(c.id.clone());
                 slot.running = true;
                 slot.waiting = None;
+                if !probed {
+                    // Without a readiness probe a running container is ready (an adopted one too).
+                    slot.ready = true;
+                }
                 if slot.image_id.is_none() {
                     // The runtime's status names the digest the run was made from.
                     if let Ok(status) = self.ctx.cri.container_status(&c.id).await {
@@ -624,7 +629,8 @@ impl Supervisor {
             .map(|a| cri::AuthConfig {
                 username: a.username.clone(),
                 password: a.password.clone(),
-                server_address: a.registry.clone(),
+                // The runtime reads it as a URL and offers the credentials to its host only.
+                server_address: format!("https://{}", a.registry),
                 ..Default::default()
             });
         self.ctx
