@@ -1064,6 +1064,8 @@ impl Containerd {
             r#"version = 2
 root = {root}
 state = {state}
+# Snapshotters these machines cannot use (aufs would try modprobe at every start).
+disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshotter.v1.btrfs", "io.containerd.snapshotter.v1.devmapper", "io.containerd.snapshotter.v1.zfs"]
 
 [grpc]
   address = {grpc}
