@@ -197,6 +197,8 @@ impl Platform {
                 let next = revise(&base.deployment, change, |number| {
                     stored.revisions.get(&number).map(|r| &r.deployment)
                 })?;
+                let level = self.tenant_ref(tenant)?.pod_security;
+                crate::service::pod_level::pods_within(level, &next)?;
                 let environment = stored.environment.clone();
                 let last = stored.revisions.keys().next_back().copied().unwrap_or(0);
                 let number = last.checked_add(1).ok_or_else(|| PlatformError::Invalid {
@@ -355,6 +357,7 @@ impl Platform {
         } = new;
         crate::validation::validate_object_name("service", service)?;
         deployment.validate()?;
+        crate::service::pod_level::pods_within(self.tenant_ref(tenant)?.pod_security, deployment)?;
         if self.tenant_ref(tenant)?.services.contains_key(service) {
             return Err(conflict(format!(
                 "tenant {tenant:?} already has a service {service:?}; update it with a new revision"

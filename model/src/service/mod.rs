@@ -17,6 +17,7 @@ pub mod links;
 pub mod placement;
 mod placement_ops;
 mod placement_pass;
+pub mod pod_level;
 pub mod reconcile;
 pub mod reservations;
 mod revise;
