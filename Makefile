@@ -3,7 +3,7 @@
 CARGO_TARGET_DIR ?= $(HOME)/.cache/drover-target
 export CARGO_TARGET_DIR
 
-.PHONY: setup demo test test-rollout-kills lint bench bench-krake bench-failover bench-scale bench-leasing bench-clusters bench-services bench-services-scale bench-scheduling soak chaos chaos-five chaos-sim chaos-planted chaos-sim-planted
+.PHONY: setup demo test test-rollout-kills lint bench bench-krake bench-failover bench-scale bench-leasing bench-clusters bench-services bench-services-scale bench-scheduling bench-containers soak chaos chaos-five chaos-sim chaos-planted chaos-sim-planted
 
 ## setup: install what a fresh machine lacks (clang, libclang, iptables, libfaketime, etcd,
 ## Prometheus, the Kubernetes Python client)
@@ -57,6 +57,12 @@ bench-scale: setup
 bench-leasing: setup
 	cargo build --release -p drover-node -p drover-bench
 	$(CARGO_TARGET_DIR)/release/drover-bench leasing
+
+## bench-containers: pod start latency of the container executor with a cached image (p50/p99
+## over 100 pods, beside the Kubernetes SLO); needs root, starts its own containerd and registry
+bench-containers: setup
+	cargo build --release -p drover-node -p drover-bench
+	$(CARGO_TARGET_DIR)/release/drover-bench containers --pods 100
 
 ## bench-clusters: how long one cluster actor takes to observe 10,000 sim instances, and its Raft
 ## writes per minute when nothing changes

@@ -12,6 +12,7 @@
 mod clusters;
 mod compare;
 mod compare_args;
+mod containers;
 mod driver;
 mod drover;
 mod etcd;
@@ -57,6 +58,8 @@ enum Workload {
     Clusters(clusters::ClustersArgs),
     /// Services placed and run on three `sim` clusters.
     Services(services::ServicesArgs),
+    /// Pod start latency of the `container` executor with a cached image (needs root).
+    Containers(containers::ContainersArgs),
     /// Decisions per second of the pure scheduler (10,000 services over 100 clusters).
     Scheduling(scheduling::SchedulingArgs),
     /// The hardening issue's exhaustion findings repeated for minutes, RSS printed each minute.
@@ -74,5 +77,6 @@ async fn main() -> Result<()> {
         Workload::Clusters(args) => clusters::run(args).await,
         Workload::Services(args) => services::run(args).await,
         Workload::Scheduling(args) => scheduling::run(args).await,
+        Workload::Containers(args) => containers::run(args).await,
     }
 }

@@ -38,7 +38,7 @@ fn container(name: &str, image: &str) -> ContainerSpec {
 
 fn pod_instance(id: &str, containers: Vec<ContainerSpec>, auth: Option<(&str, &str, &str)>) -> InstanceSpec {
     InstanceSpec {
-        id: InstanceId::parse(id).unwrap(),
+        id: InstanceId::parse(id).expect("a test instance id"),
         exec: ExecSpec {
             pod: Some(PodSpec {
                 containers,
@@ -108,11 +108,11 @@ async fn status_where(
     let last = std::sync::Mutex::new(None);
     let found = eventually(Duration::from_secs(60), what, || async {
         let seen = client.instance(id).await.ok().flatten();
-        *last.lock().unwrap() = seen.clone();
+        *last.lock().unwrap_or_else(|p| p.into_inner()) = seen.clone();
         seen.filter(|s| check(s))
     })
     .await;
-    found.with_context(|| format!("{id} was last seen as {:?}", last.lock().unwrap()))
+    found.with_context(|| format!("{id} was last seen as {:?}", last.lock().unwrap_or_else(|p| p.into_inner())))
 }
 
 fn container_state(status: &InstanceStatus, name: &str) -> Option<(ContainerPhase, Option<String>, u32)> {

@@ -5,8 +5,10 @@
 //! A pod travels inside the instance's [`ExecSpec`](super::agent_api::ExecSpec) (its `pod`
 //! field), so that services, rollouts and desired sets carry it unchanged; only a `container`
 //! agent runs it (an `exec` agent refuses it, a `sim` agent pretends). The pull credentials it
-//! carries are resolved from the tenant's secrets when the desired set is sent and are never
-//! shown: their `Debug` is redacted and no route echoes a spec.
+//! carries are resolved when the revision is made (from the Krake manifest's pull Secret, or
+//! the Kumori component's `hub.secret`) and stored with it, so that the agent can pull; they are
+//! never shown: their `Debug` is redacted, the views leave `pullAuth` out and no agent route
+//! echoes a spec.
 
 use std::collections::BTreeMap;
 use std::fmt;
