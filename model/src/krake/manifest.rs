@@ -108,6 +108,7 @@ pub fn translate(manifest: &[Value], security: PodSecurity) -> Result<Translated
                         replicas,
                         pod,
                         path: pod_path(kind, &path),
+                        item: path.clone(),
                     };
                     let (role, spec) = pod_role(&workload, &secrets)?;
                     if out.roles.insert(role.clone(), spec).is_some() {

@@ -71,6 +71,8 @@ pub struct Workload<'a> {
     pub pod: &'a Map<String, Value>,
     /// The pod spec's path (`spec.manifest.0.spec.template.spec`).
     pub path: String,
+    /// The workload's own path (`spec.manifest.0`).
+    pub item: String,
 }
 
 fn refuse(path: &str, message: impl Into<String>) -> KrakeError {
@@ -171,7 +173,7 @@ pub fn pod_role(workload: &Workload<'_>, secrets: &PullSecrets) -> Result<(Strin
     }
     if !is_label(workload.name) || workload.name.len() > 40 {
         return Err(refuse(
-            &format!("{path}.containers"),
+            &format!("{}.metadata.name", workload.item),
             format!(
                 "the role {:?} (the workload's name) must be 1-40 lower-case letters, digits or '-'",
                 workload.name

@@ -295,6 +295,11 @@ fn what_drover_does_not_honour_or_the_level_refuses_is_named() {
             format!("{POD}.containers.1.image"),
         ),
         (
+            json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "Web_Site"},
+                   "spec": {"template": {"spec": {"containers": [side()]}}}}),
+            "spec.manifest.0.metadata.name".to_string(),
+        ),
+        (
             json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "s"}, "type": "Opaque", "data": {}}),
             "spec.manifest.0.type".to_string(),
         ),
