@@ -30,7 +30,8 @@ use crate::validation::is_label;
 /// What a manifest runs.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct Translated {
-    /// Roles by name: `<workload>` for a one-container workload, `<workload>-<container>` else.
+    /// Roles by name: `<workload>` for a workload of images or of one `exec` container,
+    /// `<workload>-<container>` for each of several `exec` containers.
     pub roles: BTreeMap<String, RoleSpec>,
     /// Services: name and the ports they expose (`port`, and the container port it targets).
     pub services: BTreeMap<String, Vec<(u16, u16)>>,
