@@ -12,6 +12,7 @@ pub mod command;
 mod command_decode;
 pub mod derived;
 pub mod egress;
+pub mod image_policy;
 pub mod error;
 pub mod krake;
 pub mod limits;
