@@ -16,6 +16,7 @@ pub mod error;
 pub mod guard;
 pub mod http_metrics;
 pub mod idempotency;
+pub mod images;
 pub mod registry;
 // One room per dialect.
 pub mod axebow;

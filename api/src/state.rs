@@ -97,6 +97,7 @@ impl ApiState {
         let krake = KrakeOptions {
             allow_plain_http_agents: platform.allow_plain_http_agents,
             egress: platform.egress.clone(),
+            image_registries: platform.image_registries.clone(),
             ..krake
         };
         let krake = KrakeState::new(core.clone(), krake, agents.clone());

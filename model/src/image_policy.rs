@@ -40,7 +40,11 @@ impl Default for RegistryAllow {
 impl RegistryAllow {
     /// The list `entries` (`docker.io`, `registry.internal:5000`, `*`); none means any.
     pub fn new(entries: &[String]) -> Result<Self, String> {
-        let entries: Vec<&str> = entries.iter().map(|e| e.trim()).filter(|e| !e.is_empty()).collect();
+        let entries: Vec<&str> = entries
+            .iter()
+            .map(|e| e.trim())
+            .filter(|e| !e.is_empty())
+            .collect();
         if entries.is_empty() || entries.contains(&ANY_REGISTRY) {
             return Ok(Self::default());
         }
@@ -76,9 +80,13 @@ fn split_port(text: &str) -> (&str, Option<u16>) {
 }
 
 fn parse_entry(entry: &str) -> Result<(String, Option<u16>), String> {
-    let bad = || format!("{entry:?} is not a registry: give host[:port] (docker.io, registry.internal:5000) or *");
+    let bad =
+        || format!("{entry:?} is not a registry: give host[:port] (docker.io, registry.internal:5000) or *");
     let (host, port) = match entry.rsplit_once(':') {
-        Some((host, port)) => (host, Some(port.parse::<u16>().ok().filter(|p| *p > 0).ok_or_else(bad)?)),
+        Some((host, port)) => (
+            host,
+            Some(port.parse::<u16>().ok().filter(|p| *p > 0).ok_or_else(bad)?),
+        ),
         None => (entry, None),
     };
     let label_ok = |l: &str| {
@@ -292,10 +300,16 @@ mod tests {
     #[test]
     fn a_refusal_names_the_flag_that_allows_it() {
         let refused = check_image("quay.io/a/b", &list(&["docker.io"]), &policy(&[])).unwrap_err();
-        assert!(refused.to_string().contains("--image-registry-allow"), "{refused}");
+        assert!(
+            refused.to_string().contains("--image-registry-allow"),
+            "{refused}"
+        );
         let refused = check_image("127.0.0.1:5000/a", &RegistryAllow::default(), &policy(&[])).unwrap_err();
         let text = refused.to_string();
-        assert!(text.contains("--tenant-egress-allow") && text.contains("loopback"), "{text}");
+        assert!(
+            text.contains("--tenant-egress-allow") && text.contains("loopback"),
+            "{text}"
+        );
     }
 
     #[test]
@@ -304,7 +318,15 @@ mod tests {
         assert_eq!(list(&["docker.io", "*"]), RegistryAllow::default());
         assert!(!list(&["docker.io"]).allows("quay.io"));
         assert!(list(&["127.0.0.1"]).allows("127.0.0.1:5000"));
-        for bad in ["https://r.example", "r.example:0", "r.example:port", "a b", "r.example/path", "-r.example", ":5000"] {
+        for bad in [
+            "https://r.example",
+            "r.example:0",
+            "r.example:port",
+            "a b",
+            "r.example/path",
+            "-r.example",
+            ":5000",
+        ] {
             assert!(RegistryAllow::new(&[bad.to_string()]).is_err(), "{bad}");
         }
     }
@@ -321,8 +343,14 @@ mod tests {
         assert_eq!(
             manifest_images(&manifest),
             vec![
-                ("spec.manifest.0.spec.template.spec.containers.1.image".to_string(), "busybox".to_string()),
-                ("spec.manifest.2.spec.containers.0.image".to_string(), "quay.io/x/y".to_string()),
+                (
+                    "spec.manifest.0.spec.template.spec.containers.1.image".to_string(),
+                    "busybox".to_string()
+                ),
+                (
+                    "spec.manifest.2.spec.containers.0.image".to_string(),
+                    "quay.io/x/y".to_string()
+                ),
             ]
         );
         let patch = serde_json::json!({"roles": {"web": {"exec": {"pod": {"containers": [

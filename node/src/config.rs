@@ -171,6 +171,11 @@ pub struct ServeArgs {
     /// or comma-separated.
     #[arg(long, env = "DROVER_TENANT_EGRESS_ALLOW", value_delimiter = ',')]
     pub tenant_egress_allow: Vec<String>,
+    /// Registries (`host[:port]`; `*` for any, the default) tenants' pods may pull their
+    /// images from — Docker Hub's short names (`busybox`) are `docker.io`'s; the egress policy
+    /// holds on registries too; repeatable or comma-separated.
+    #[arg(long, env = "DROVER_IMAGE_REGISTRY_ALLOW", value_delimiter = ',')]
+    pub image_registry_allow: Vec<String>,
     /// Platform API settings.
     #[command(flatten)]
     pub platform: PlatformArgs,
@@ -223,6 +228,7 @@ struct FileConfig {
     agent_client_cert_file: Option<PathBuf>,
     agent_client_key_file: Option<PathBuf>,
     tenant_egress_allow: Option<Vec<String>>,
+    image_registry_allow: Option<Vec<String>>,
     platform: Option<PlatformFile>,
     api_tls_cert_file: Option<PathBuf>,
     api_tls_key_file: Option<PathBuf>,
@@ -476,6 +482,7 @@ impl NodeConfig {
             // Given the platform's settings by the API.
             allow_plain_http_agents: false,
             egress: Default::default(),
+            image_registries: Default::default(),
             cors_origins: cors_origins(&args.krake_cors_origin, file.krake_cors_origin.as_deref())?,
         };
         let endpoint = &krake.hook_endpoint;
@@ -589,6 +596,15 @@ impl NodeConfig {
                 .map_err(|message| invalid("tenant-egress-allow", message))?,
         );
         platform.options.egress = egress;
+        let registries = if args.image_registry_allow.is_empty() {
+            file.image_registry_allow.clone().unwrap_or_default()
+        } else {
+            args.image_registry_allow.clone()
+        };
+        platform.options.image_registries = std::sync::Arc::new(
+            drover_model::image_policy::RegistryAllow::new(&registries)
+                .map_err(|message| invalid("image-registry-allow", message))?,
+        );
         let cluster_secret = match (
             args.cluster_secret.clone(),
             args.cluster_secret_file.clone(),

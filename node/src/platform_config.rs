@@ -307,6 +307,7 @@ pub fn platform_settings(args: &PlatformArgs, file: PlatformFile) -> Result<Plat
                 || file.allow_plain_http_agents.unwrap_or(false),
             // Set with the nodes' addresses once they are known.
             egress: Default::default(),
+            image_registries: Default::default(),
             registry: None,
         },
         max_body_bytes,

@@ -104,6 +104,9 @@ async fn setup(dir: &TempDir) -> Result<(ProcessCluster, [AgentProcess; 2])> {
         "--cluster-probe-interval=200ms".to_string(),
         "--cluster-offline-after=2s".to_string(),
         "--service-migration-interval=1s".to_string(),
+        // Pods pull from the harness's registry; 10.0.0.7 is listed but refused by the egress
+        // policy (the harness allows only loopback). Nothing is ever pulled from either here.
+        "--image-registry-allow=127.0.0.1:5000,10.0.0.7:5000".to_string(),
     ]);
     let nodes = ProcessCluster::start_with_args(3, &args)?;
     nodes.leader(ELECTION).await?;
@@ -621,6 +624,35 @@ async fn image_pods_are_held_to_pod_security_and_wait_for_an_agent_that_runs_con
         ensure!(
             service.status == StatusCode::NOT_FOUND,
             "{field}: a service was made: {service:?}"
+        );
+    }
+
+    // An image from a registry the operator does not list, or whose host the egress policy
+    // refuses, is 422 naming the image and the flag that allows it; nothing is created.
+    let refusals = [
+        ("quay.io/team/web:v1", "--image-registry-allow"),
+        ("10.0.0.7:5000/web:v1", "--tenant-egress-allow"),
+    ];
+    for (image, flag) in refusals {
+        let body = image_application("web", json!({}), json!({"image": image}));
+        let (status, refused) = call(&addr, OPERATOR_SUBJECT, Method::POST, APPS, Some(&body)).await?;
+        let detail = refused["detail"].as_str().unwrap_or_default();
+        ensure!(
+            status == StatusCode::UNPROCESSABLE_ENTITY
+                && detail.starts_with(&format!("{pod_spec}{container}{{'image': ["))
+                && detail.contains(image)
+                && detail.contains(flag),
+            "{image}: {status}: {refused}"
+        );
+        let (status, _) = call(&addr, OPERATOR_SUBJECT, Method::GET, &format!("{APPS}/web"), None).await?;
+        ensure!(
+            status == StatusCode::NOT_FOUND,
+            "{image}: the application was made: {status}"
+        );
+        let service = root.get("/tenant/ns1/service/web").await?;
+        ensure!(
+            service.status == StatusCode::NOT_FOUND,
+            "{image}: a service was made: {service:?}"
         );
     }
 

@@ -286,6 +286,7 @@ pub async fn put_set(
     Path((tenant, name, set)): Path<(String, String, String)>,
     Body(spec): Body<SetSpec>,
 ) -> Result<Empty, AxebowError> {
+    store::images_allowed(&state, drover_model::image_policy::set_images(&spec)).await?;
     let change = ClusterOp::PutSet {
         cluster: at(tenant, name),
         set: set_name(&set)?,

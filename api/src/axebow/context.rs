@@ -39,6 +39,8 @@ pub struct PlatformOptions {
     pub allow_plain_http_agents: bool,
     /// Where a metrics provider may point (the operator's egress policy).
     pub egress: std::sync::Arc<drover_model::egress::EgressPolicy>,
+    /// The registries tenants' pods may pull from (`--image-registry-allow`; any by default).
+    pub image_registries: std::sync::Arc<drover_model::image_policy::RegistryAllow>,
     /// The transport to tenants' module registries; the marketplace answers `503` without.
     pub registry: Option<std::sync::Arc<dyn crate::registry::RegistryCalls>>,
 }
@@ -54,6 +56,7 @@ impl Default for PlatformOptions {
             rate_limit: RateLimit::default(),
             allow_plain_http_agents: false,
             egress: Default::default(),
+            image_registries: Default::default(),
             registry: None,
         }
     }

@@ -159,6 +159,14 @@ impl AxebowError {
         }
     }
 
+    /// `422` naming a field: a well-formed request the operator's policy refuses.
+    pub fn refused(field: impl Into<String>, message: impl Into<String>) -> Self {
+        Self {
+            field: Some(field.into()),
+            ..Self::new(StatusCode::UNPROCESSABLE_ENTITY, codes::BAD_REQUEST, message)
+        }
+    }
+
     /// `500`: a fault of the server.
     pub fn internal(message: impl Into<String>) -> Self {
         Self::new(StatusCode::INTERNAL_SERVER_ERROR, codes::INTERNAL, message)

@@ -73,11 +73,47 @@ pub async fn write_service(
     headers: &HeaderMap,
 ) -> Result<ServiceOutcome, AxebowError> {
     let key = idempotency_key(headers).map_err(|message| AxebowError::invalid("Idempotency-Key", message))?;
+    pod_images(state, &change).await?;
     let proposal = Proposal::new(Command::Service(ServiceCommand { caller, change })).with_idempotency(key);
     match state.raft.write(proposal).await?.result {
         CommandResult::Service(outcome) => Ok(outcome),
         CommandResult::Refused(error) => Err(error.into()),
         other => Err(AxebowError::internal(format!("unexpected result {other:?}"))),
+    }
+}
+
+/// Refuses a service change whose pods name an image the tenant may not pull (a registry not
+/// on `--image-registry-allow`, or a host the egress policy refuses): `422` naming
+/// `roles.<role>.exec.pod.containers[i].image`, whichever way the deployment came (JSON, the
+/// simple form, a bundle's component `code`, a merge patch). A rollback runs what was checked
+/// when it was written.
+async fn pod_images(state: &AxebowState, change: &ServiceOp) -> Result<(), AxebowError> {
+    use drover_model::image_policy::{deployment_images, patch_images};
+    use drover_model::service::Change;
+    let images = match change {
+        ServiceOp::Create { deployment, .. }
+        | ServiceOp::Revise {
+            change: Change::Put { deployment } | Change::BundlePatch { deployment },
+            ..
+        } => deployment_images(deployment),
+        ServiceOp::Revise {
+            change: Change::Patch { patch },
+            ..
+        } => patch_images(patch),
+        _ => return Ok(()),
+    };
+    images_allowed(state, images).await
+}
+
+/// Refuses the first of `images` the tenant may not pull, naming its field (`422`).
+pub async fn images_allowed(
+    state: &AxebowState,
+    images: Vec<drover_model::image_policy::ImageField>,
+) -> Result<(), AxebowError> {
+    let options = &state.axebow.options;
+    match crate::images::first_refused(&options.image_registries, &options.egress, images).await {
+        Some((field, why)) => Err(AxebowError::refused(field, why)),
+        None => Ok(()),
     }
 }
 
@@ -89,6 +125,7 @@ pub async fn dry_run<R>(
     change: ServiceOp,
     f: impl FnOnce(&Platform, &ServiceOutcome) -> Result<R, PlatformError>,
 ) -> Result<R, AxebowError> {
+    pod_images(state, &change).await?;
     let tenant = change.tenant().to_string();
     let command = ServiceCommand {
         caller: caller.clone(),

@@ -3,7 +3,8 @@
 //! server cannot be driven, and is refused rather than left `OFFLINE`); and `?blocking=STATE`
 //! of Clusters and Applications, which answers once the object is in that state (or gone) —
 //! within a minute, not never. And that a Prometheus provider points where the operator's egress
-//! policy lets the control plane call on a tenant's behalf.
+//! policy lets the control plane call on a tenant's behalf, and an Application's images come
+//! from registries its tenant may pull from ([`crate::images`]).
 
 use std::time::Duration;
 
@@ -110,6 +111,20 @@ pub async fn provider_target(
         }
     }
     Ok(())
+}
+
+/// Refuses an Application whose manifest names an image its tenant may not pull (a registry
+/// not on `--image-registry-allow`, or a host the egress policy refuses), naming the image's
+/// manifest path.
+pub async fn pod_images(state: &KrakeState, body: &drover_model::krake::KrakeBody) -> Result<(), Problem> {
+    let drover_model::krake::KrakeBody::Application(app) = body else {
+        return Ok(());
+    };
+    let images = drover_model::image_policy::manifest_images(&app.manifest);
+    match crate::images::first_refused(&state.options.image_registries, &state.options.egress, images).await {
+        Some((field, why)) => Err(Problem::invalid(&field, &why)),
+        None => Ok(()),
+    }
 }
 
 /// `?blocking=STATE` (case-insensitive) of a Cluster or an Application: waits until the object

@@ -22,6 +22,8 @@ pub struct KrakeOptions {
     pub allow_plain_http_agents: bool,
     /// Where a metrics provider may point (the platform's egress policy, given to this room).
     pub egress: std::sync::Arc<drover_model::egress::EgressPolicy>,
+    /// The registries tenants' pods may pull from (the platform's `--image-registry-allow`).
+    pub image_registries: std::sync::Arc<drover_model::image_policy::RegistryAllow>,
     /// Origins whose browser pages may call the Krake routes (`*` for any): CORS as Krake's
     /// server answers it ([`super::cors`]); none by default.
     pub cors_origins: Vec<String>,

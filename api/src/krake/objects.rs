@@ -152,6 +152,7 @@ async fn do_create(
         agent_answers(&state, cluster, None).await?;
     }
     super::cluster_checks::provider_target(&state, &body).await?;
+    super::cluster_checks::pod_images(&state, &body).await?;
     let key = KrakeKey::new(kind, namespace.as_deref(), &name);
     let stored = propose(&state, &caller, key, KrakeChange::Create { meta: input, body })
         .await
@@ -249,6 +250,7 @@ async fn do_update(
         agent_answers(&state, cluster, stored.join_token.as_deref()).await?;
     }
     super::cluster_checks::provider_target(&state, &incoming.body).await?;
+    super::cluster_checks::pod_images(&state, &incoming.body).await?;
     let immutable = |field: &str| {
         Problem::titled(
             StatusCode::BAD_REQUEST,
