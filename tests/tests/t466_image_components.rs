@@ -6,8 +6,9 @@
 //! images, command and environment `code` gives and the registry credentials of the tenant
 //! secret `hub.secret` names (by name, or bound in the deployment's `config.resource` as Kumori
 //! binds a component's resources). The password is in no view of the platform API and in no
-//! node's log; another tenant's secret never resolves; `exec` beside `code` is refused naming
-//! the field; and nothing is created by a refusal.
+//! node's log; another tenant's secret never resolves; `exec` beside `code`, and an image on a
+//! registry the egress policy refuses, are refused naming the field; and nothing is created by
+//! a refusal.
 
 use std::path::Path;
 use std::time::Duration;
@@ -268,6 +269,24 @@ async fn components_naming_images_run_from_bundles_and_the_marketplace() -> Resu
         );
         never_shown("not credentials", &[("the refusal", &answer)])?;
     }
+    // An image on a registry the egress policy refuses (the harness allows only loopback): 422
+    // naming the role's image and the flag that allows it.
+    let mut private = web("hub");
+    private["code"]["main"]["image"]["hub"]["name"] = json!("10.0.0.7:5000");
+    let (status, answer) = send_bundle(
+        &addr,
+        "/tenant/acme/service/stolen?accept=true",
+        zip_of(&image_module(private)),
+    )
+    .await?;
+    let message = answer.to_string();
+    ensure!(
+        status == StatusCode::UNPROCESSABLE_ENTITY
+            && message.contains("roles.web.exec.pod.containers[0].image")
+            && message.contains("10.0.0.7 is a private address")
+            && message.contains("--tenant-egress-allow"),
+        "{status}: {answer}"
+    );
     let none = alice.get("/tenant/acme/service/stolen").await?;
     ensure!(none.status == StatusCode::NOT_FOUND, "{none:?}");
 
