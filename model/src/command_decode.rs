@@ -333,6 +333,7 @@ mod tests {
                         old: 2,
                     },
                     alert: None,
+                    endpoints: Vec::new(),
                 },
                 finalize: true,
                 switched_to: None,

@@ -452,6 +452,7 @@ impl Platform {
                     ..Progress::default()
                 },
                 alert: None,
+                endpoints: Vec::new(),
             };
             Self::set_reconcile(stored, service, &status, now_ms, UNSTAMPED);
             return Ok(ServiceOutcome {

@@ -87,6 +87,11 @@ pub struct ReconcileStatus {
     /// named after it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub alert: Option<EndReason>,
+    /// The addresses of the service's running pods that have a network of their own, as their
+    /// agent reports them: the accepted revision's first (sorted), then older ones still
+    /// running. Where their container ports are reached.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub endpoints: Vec<String>,
 }
 
 /// What the service's cluster reports of its set.
@@ -175,6 +180,26 @@ fn progress(roles: &[RoleTarget], observed: &[InstanceStatus]) -> Progress {
     }
 }
 
+/// The addresses of the running pods of `observed`, each once: those of `roles`' target ids
+/// first (sorted), then those of older revisions still running (sorted) — during a rollout a
+/// Service reaches old pods until a new one runs, as a Kubernetes Service's endpoints do.
+fn endpoints(roles: &[RoleTarget], observed: &[InstanceStatus]) -> Vec<String> {
+    let target: BTreeSet<&InstanceId> = roles
+        .iter()
+        .flat_map(|r| r.target.iter().map(|s| &s.id))
+        .collect();
+    let addresses = |new: bool| -> BTreeSet<String> {
+        observed
+            .iter()
+            .filter(|i| target.contains(&i.id) == new && i.state == InstanceState::Running)
+            .filter_map(|i| i.pod.as_ref()?.ip.clone())
+            .collect()
+    };
+    let new = addresses(true);
+    let old = addresses(false);
+    new.iter().chain(old.difference(&new)).cloned().collect()
+}
+
 fn status(phase: Phase, reason: String, revision: Option<u64>, progress: Progress) -> ReconcileStatus {
     ReconcileStatus {
         phase,
@@ -182,6 +207,7 @@ fn status(phase: Phase, reason: String, revision: Option<u64>, progress: Progres
         revision,
         progress,
         alert: None,
+        endpoints: Vec::new(),
     }
 }
 
@@ -310,6 +336,11 @@ pub fn plan(
     let desired_ids: BTreeSet<&InstanceId> = desired.iter().map(|s| &s.id).collect();
     let observed_ids: BTreeSet<&InstanceId> = observed.iter().map(|i| &i.id).collect();
     let progress = progress(wanted.roles, observed);
+    let endpoints = endpoints(wanted.roles, observed);
+    let status = |phase, reason, revision, progress| ReconcileStatus {
+        endpoints: endpoints.clone(),
+        ..status(phase, reason, revision, progress)
+    };
     let refusal = refused.filter(|r| desired_ids != observed_ids && r.of(cluster, &desired));
     let actions = if desired_ids == observed_ids {
         Vec::new()
@@ -599,6 +630,82 @@ mod tests {
                 .contains("(OOMKilled; 2 kills, 1 restarts); instance acme.web.api.r2.1 cannot start"),
             "{}",
             status.reason
+        );
+    }
+
+    #[test]
+    fn endpoints_are_running_pods_new_first() {
+        use InstanceState::*;
+        let pod = |id: &str, state, ip: Option<&str>| {
+            let mut status = seen(id, state);
+            status.pod = Some(crate::cluster::pod::PodReport {
+                ip: ip.map(str::to_string),
+                containers: Vec::new(),
+            });
+            status
+        };
+        let two = roles(2);
+        let cases: Vec<(&str, Vec<InstanceStatus>, Vec<&str>)> = vec![
+            (
+                "no pod reports an address",
+                vec![seen("acme.web.api.r2.0", Running)],
+                vec![],
+            ),
+            (
+                "only running pods, sorted",
+                vec![
+                    pod("acme.web.api.r2.1", Running, Some("10.0.0.9")),
+                    pod("acme.web.api.r2.0", Running, Some("10.0.0.3")),
+                    pod("acme.web.api.r1.0", Failed, Some("10.0.0.7")),
+                ],
+                vec!["10.0.0.3", "10.0.0.9"],
+            ),
+            (
+                "an old pod still running comes after the new ones",
+                vec![
+                    pod("acme.web.api.r1.0", Running, Some("10.0.0.1")),
+                    pod("acme.web.api.r2.0", Running, Some("10.0.0.5")),
+                    pod("acme.web.api.r2.1", Starting, Some("10.0.0.6")),
+                ],
+                vec!["10.0.0.5", "10.0.0.1"],
+            ),
+            (
+                "old pods alone while no new one runs",
+                vec![
+                    pod("acme.web.api.r1.0", Running, Some("10.0.0.1")),
+                    pod("acme.web.api.r2.0", Starting, None),
+                ],
+                vec!["10.0.0.1"],
+            ),
+        ];
+        for (case, observed, expected) in cases {
+            assert_eq!(endpoints(&two, &observed), expected, "{case}");
+        }
+        let cluster = ClusterRef {
+            tenant: "operator".into(),
+            name: "edge".into(),
+        };
+        let wanted = Wanted {
+            roles: &two,
+            revision: Some(2),
+            cluster: Some(&cluster),
+            deleting: false,
+            unplaced: None,
+            migrating: false,
+            pinned: false,
+        };
+        let observed = [
+            pod("acme.web.api.r2.0", Running, Some("10.0.0.5")),
+            pod("acme.web.api.r2.1", Running, Some("10.0.0.4")),
+        ];
+        let (_, status) = plan(wanted, Seen::Instances(&observed), None);
+        assert_eq!(
+            (status.phase, status.endpoints),
+            (
+                Phase::Running,
+                vec!["10.0.0.4".to_string(), "10.0.0.5".to_string()]
+            ),
+            "the report carries them"
         );
     }
 
@@ -951,6 +1058,7 @@ mod tests {
             revision: None,
             progress: Progress::default(),
             alert: None,
+            endpoints: Vec::new(),
         };
         let time = |at: &str, revision| EventTime {
             at: at.into(),

@@ -873,6 +873,7 @@ fn report(
             revision: Some(1),
             progress: reconcile::Progress::default(),
             alert: None,
+            endpoints: Vec::new(),
         },
         finalize,
         switched_to: None,

@@ -131,6 +131,7 @@ pub(super) fn service_full() -> ServiceFull {
             revision: Some(1),
             progress: Progress::default(),
             alert: None,
+            endpoints: Vec::new(),
         },
         deletion_timestamp: None,
         events: Vec::new(),
