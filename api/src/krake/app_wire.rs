@@ -98,7 +98,7 @@ pub fn status(state: &State, key: &KrakeKey, app: &KrakeApplication) -> Value {
         .and_then(|c| platform.tenant(&c.tenant)?.clusters.get(&c.name))
         .zip(extras)
         .map(|(cluster, extras)| {
-            service_addresses(extras, agent_host(&cluster.endpoint))
+            service_addresses(extras, agent_host(&cluster.endpoint), service)
                 .into_iter()
                 .map(|(name, address)| (name, json!(address)))
                 .collect()

@@ -9,7 +9,7 @@
 //! Pure: [`deployment_of`] is what an Application runs; [`phase_of`] is the Krake state a
 //! service's committed status shows.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -372,12 +372,60 @@ pub fn phase_of(extras: &KrakeApplicationExtras, service: Option<&Service>, now_
 }
 
 /// Where the application's Services listen on a cluster whose agent is at `host`
-/// (`host:port`; Drover allocates no ports, an instance listens where its command says).
-pub fn service_addresses(extras: &KrakeApplicationExtras, host: &str) -> BTreeMap<String, String> {
-    extras
-        .ports
+/// (`host:port`; Drover allocates no ports, an instance listens where its command says). A
+/// Service whose target is the container port of a pod on a network of its own (no host
+/// port, not the host's network) is reached at the address of one of its running pods (the
+/// first of `service`'s endpoints), as a pod's port is in Kubernetes; it has none while no
+/// pod of it runs.
+pub fn service_addresses(
+    extras: &KrakeApplicationExtras,
+    host: &str,
+    service: Option<&Service>,
+) -> BTreeMap<String, String> {
+    let deployment = service
+        .and_then(|s| s.revisions.get(&s.current?))
+        .map(|revision| &revision.deployment);
+    let endpoints = service.map_or(&[][..], |s| &s.reconcile.endpoints[..]);
+    addresses(&extras.ports, host, deployment, endpoints)
+}
+
+/// [`service_addresses`] of Services listening at `ports`, for `deployment`, the revision that
+/// runs, whose running pods are at `endpoints`.
+fn addresses(
+    ports: &BTreeMap<String, u16>,
+    host: &str,
+    deployment: Option<&Deployment>,
+    endpoints: &[String],
+) -> BTreeMap<String, String> {
+    let pod_ports = deployment.map(own_network_ports).unwrap_or_default();
+    ports
         .iter()
-        .map(|(name, port)| (name.clone(), format!("{host}:{port}")))
+        .filter_map(|(name, port)| {
+            let at = if pod_ports.contains(port) {
+                endpoints.first()?.as_str()
+            } else {
+                host
+            };
+            Some((name.clone(), format!("{at}:{port}")))
+        })
+        .collect()
+}
+
+/// The container ports of `deployment`'s pods that have a network of their own and are not
+/// forwarded from the machine (nor is any host port of that number).
+fn own_network_ports(deployment: &Deployment) -> BTreeSet<u16> {
+    let ports = || {
+        deployment
+            .roles
+            .values()
+            .filter_map(|role| role.exec.pod.as_ref())
+            .filter(|pod| !pod.host_network)
+            .flat_map(|pod| pod.containers.iter().flat_map(|c| &c.ports))
+    };
+    let forwarded: BTreeSet<u16> = ports().filter_map(|p| p.host_port).collect();
+    ports()
+        .filter(|p| p.host_port.is_none() && !forwarded.contains(&p.container_port))
+        .map(|p| p.container_port)
         .collect()
 }
 
@@ -386,4 +434,86 @@ pub fn agent_host(endpoint: &str) -> &str {
     let rest = endpoint.split_once("://").map_or(endpoint, |(_, rest)| rest);
     let authority = rest.split('/').next().unwrap_or(rest);
     authority.rsplit_once(':').map_or(authority, |(host, _)| host)
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+    use crate::pod_security::PodSecurity;
+
+    /// The deployment and Service ports of an application of one Deployment whose pod spec is
+    /// `pod`, with a Service targeting 8080.
+    fn translated(pod: Value) -> (Deployment, BTreeMap<String, u16>) {
+        let app = KrakeApplication {
+            manifest: vec![
+                json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "web"},
+                       "spec": {"replicas": 2, "template": {"spec": pod}}}),
+                json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "front"},
+                       "spec": {"ports": [{"port": 80, "targetPort": 8080}]}}),
+            ],
+            observer_schema: Vec::new(),
+            constraints: Default::default(),
+            migration: true,
+            hooks: Vec::new(),
+            shutdown_grace_time: 30,
+            backoff: Backoff::default(),
+            issued: None,
+        };
+        deployment_of(
+            "ns1",
+            "site",
+            &app,
+            &HookTokens::default(),
+            PodSecurity::Privileged,
+        )
+        .expect("a manifest Drover runs")
+    }
+
+    #[test]
+    fn a_service_is_reported_where_it_answers() {
+        let image = |ports: Value, host_network: bool| {
+            json!({"hostNetwork": host_network,
+                   "containers": [{"name": "web", "image": "127.0.0.1:5000/web:v1", "ports": ports}]})
+        };
+        let pods = ["10.88.0.4".to_string(), "10.88.0.9".to_string()];
+        let cases: Vec<(&str, Value, &[String], Option<&str>)> = vec![
+            (
+                "a program listens on the agent's host",
+                json!({"containers": [{"name": "web", "image": "exec", "command": ["sleep", "9"]}]}),
+                &pods,
+                Some("127.0.0.1:8080"),
+            ),
+            (
+                "a pod's own port: at its first running pod",
+                image(json!([{"containerPort": 8080}]), false),
+                &pods,
+                Some("10.88.0.4:8080"),
+            ),
+            (
+                "a pod's own port while no pod runs: nowhere",
+                image(json!([{"containerPort": 8080}]), false),
+                &[],
+                None,
+            ),
+            (
+                "a port forwarded from the machine: the machine's port",
+                image(json!([{"containerPort": 8080, "hostPort": 18080}]), false),
+                &pods,
+                Some("127.0.0.1:18080"),
+            ),
+            (
+                "the machine's network: the machine's port",
+                image(json!([{"containerPort": 8080}]), true),
+                &pods,
+                Some("127.0.0.1:8080"),
+            ),
+        ];
+        for (case, pod, endpoints, expected) in cases {
+            let (deployment, ports) = translated(pod);
+            let shown = addresses(&ports, "127.0.0.1", Some(&deployment), endpoints);
+            assert_eq!(shown.get("front").map(String::as_str), expected, "{case}");
+        }
+    }
 }

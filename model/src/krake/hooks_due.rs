@@ -31,7 +31,8 @@ pub fn shutdown_calls(platform: &crate::platform::Platform, now_ms: u64) -> Vec<
             if now_ms > until_ms {
                 continue;
             }
-            let Some(cluster) = tenant.services.get(name).and_then(|s| s.placement.as_ref()) else {
+            let service = tenant.services.get(name);
+            let Some(cluster) = service.and_then(|s| s.placement.as_ref()) else {
                 continue;
             };
             let Some(stored) = platform
@@ -40,7 +41,7 @@ pub fn shutdown_calls(platform: &crate::platform::Platform, now_ms: u64) -> Vec<
             else {
                 continue;
             };
-            let addresses = service_addresses(extras, agent_host(&stored.endpoint));
+            let addresses = service_addresses(extras, agent_host(&stored.endpoint), service);
             if let Some(address) = addresses.get(SHUTDOWN_SERVICE) {
                 calls.push(ShutdownCall {
                     tenant: tenant_name.clone(),
