@@ -142,7 +142,15 @@ pub struct AgentArgs {
     /// the kubelet's flag of the same name.
     #[arg(long, env = "DROVER_AGENT_CONTAINER_RUNTIME_ENDPOINT", default_value = DEFAULT_RUNTIME_ENDPOINT)]
     pub container_runtime_endpoint: String,
+    /// Largest image a pod may run, in MiB of the runtime's size of it (`container`; 0: no
+    /// limit): a larger one is removed after its pull and the container waits as
+    /// `ErrImagePull`.
+    #[arg(long, env = "DROVER_AGENT_MAX_IMAGE_MIB", default_value_t = DEFAULT_MAX_IMAGE_MIB)]
+    pub max_image_mib: u64,
 }
+
+/// The default largest image, MiB.
+pub const DEFAULT_MAX_IMAGE_MIB: u64 = 4096;
 
 /// containerd's CRI socket where Debian's package puts it.
 pub const DEFAULT_RUNTIME_ENDPOINT: &str = "unix:///run/containerd/containerd.sock";
@@ -152,12 +160,15 @@ pub const DEFAULT_RUNTIME_ENDPOINT: &str = "unix:///run/containerd/containerd.so
 pub struct ContainerConfig {
     /// The runtime's CRI socket.
     pub runtime_endpoint: PathBuf,
+    /// Largest image, in bytes (none: no limit).
+    pub max_image_bytes: Option<u64>,
 }
 
 impl Default for ContainerConfig {
     fn default() -> Self {
         Self {
             runtime_endpoint: PathBuf::from(DEFAULT_RUNTIME_ENDPOINT.trim_start_matches("unix://")),
+            max_image_bytes: Some(DEFAULT_MAX_IMAGE_MIB * 1024 * 1024),
         }
     }
 }
@@ -453,6 +464,8 @@ impl AgentConfig {
             },
             container: ContainerConfig {
                 runtime_endpoint: runtime_endpoint(&args.container_runtime_endpoint)?,
+                max_image_bytes: (args.max_image_mib > 0)
+                    .then(|| args.max_image_mib.saturating_mul(1024 * 1024)),
             },
             wall_clock: std::time::SystemTime::now,
         })

@@ -1246,26 +1246,31 @@ disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshot
     /// Its containers, with their labels.
     pub fn containers(&self) -> Result<Vec<CtrContainer>> {
         let ids = self.ctr(&["containers", "ls", "-q"])?;
-        ids.split_whitespace()
-            .map(|id| {
-                let info: serde_json::Value =
-                    serde_json::from_str(&self.ctr(&["containers", "info", id])?)?;
-                let labels = info["Labels"]
-                    .as_object()
-                    .map(|labels| {
-                        labels
-                            .iter()
-                            .map(|(k, v)| (k.clone(), v.as_str().unwrap_or_default().to_string()))
-                            .collect()
-                    })
-                    .unwrap_or_default();
-                Ok(CtrContainer {
-                    id: id.to_string(),
-                    image: info["Image"].as_str().unwrap_or_default().to_string(),
-                    labels,
+        let mut found = Vec::new();
+        for id in ids.split_whitespace() {
+            let info = match self.ctr(&["containers", "info", id]) {
+                Ok(info) => info,
+                // Removed between the listing and this call (a container the CRI replaced).
+                Err(e) if e.to_string().contains("not found") => continue,
+                Err(e) => return Err(e),
+            };
+            let info: serde_json::Value = serde_json::from_str(&info)?;
+            let labels = info["Labels"]
+                .as_object()
+                .map(|labels| {
+                    labels
+                        .iter()
+                        .map(|(k, v)| (k.clone(), v.as_str().unwrap_or_default().to_string()))
+                        .collect()
                 })
-            })
-            .collect()
+                .unwrap_or_default();
+            found.push(CtrContainer {
+                id: id.to_string(),
+                image: info["Image"].as_str().unwrap_or_default().to_string(),
+                labels,
+            });
+        }
+        Ok(found)
     }
 
     /// Its tasks.

@@ -73,14 +73,15 @@ fn agent(containerd: &Containerd) -> Result<AgentProcess> {
             containerd.cgroup_parent().trim_start_matches('/')
         ),
         "--restart-backoff=200ms",
+        // The failures test pulls one image over this; the others are a few MiB.
+        "--max-image-mib=16",
     ])
 }
 
 /// The ground-truth containers of instance `id` running container `name` (not its sandbox).
 fn runtime_containers(containerd: &Containerd, id: &str, name: &str) -> Vec<CtrContainer> {
-    containerd
-        .containers()
-        .unwrap_or_default()
+    let listed = containerd.containers().expect("ctr containers ls");
+    listed
         .into_iter()
         .filter(|c| {
             c.labels.get("drover.instance").map(String::as_str) == Some(id)
@@ -112,7 +113,12 @@ async fn status_where(
         seen.filter(|s| check(s))
     })
     .await;
-    found.with_context(|| format!("{id} was last seen as {:?}", last.lock().unwrap_or_else(|p| p.into_inner())))
+    found.with_context(|| {
+        format!(
+            "{id} was last seen as {:?}",
+            last.lock().unwrap_or_else(|p| p.into_inner())
+        )
+    })
 }
 
 fn container_state(status: &InstanceStatus, name: &str) -> Option<(ContainerPhase, Option<String>, u32)> {
@@ -243,7 +249,9 @@ async fn failures_are_reported_as_kubernetes_states_and_recover() -> Result<()> 
     let mut registry = Registry::start_secure(USER, PASSWORD)?;
     let layout = Layout::new()?;
     layout.build("app", &ImageSpec::busybox(&["sleep", "3600"]))?;
+    layout.build("big", &ImageSpec::busybox(&["sleep", "3600"]).random_mib(24))?;
     let pushed = registry.push(&layout, "app", "app:v1")?;
+    let big = registry.push(&layout, "big", "big:v1")?;
     let containerd = Containerd::start(&[&registry])?;
     let agent = agent(&containerd)?;
     let client = agent.client();
@@ -275,8 +283,12 @@ async fn failures_are_reported_as_kubernetes_states_and_recover() -> Result<()> 
     };
     let neighbour = container("neighbour", &pushed.reference);
     let hungry = pod_instance("bad.oom.r1.0", vec![neighbour, hog], auth);
+    let oversized = pod_instance("bad.big.r1.0", vec![container("c", &big.reference)], auth);
     client
-        .put_set("bad", &desired(1, 1, vec![unknown, refused, crashing, hungry]))
+        .put_set(
+            "bad",
+            &desired(1, 1, vec![unknown, refused, crashing, hungry, oversized]),
+        )
         .await?
         .ok::<serde_json::Value>()?;
 
@@ -320,6 +332,32 @@ async fn failures_are_reported_as_kubernetes_states_and_recover() -> Result<()> 
         container_state(s, "c").is_some_and(|c| c.1.as_deref() == Some("ImagePullBackOff"))
     })
     .await?;
+
+    let oversized = match status_where(
+        &client,
+        "bad.big.r1.0",
+        "an image over the size limit refused",
+        pull_failed,
+    )
+    .await
+    {
+        Ok(status) => status,
+        Err(e) => panic!("{e:#}\n{}", agent.log()),
+    };
+    let words = oversized
+        .pod
+        .as_ref()
+        .and_then(|p| p.containers[0].message.clone())
+        .unwrap_or_default();
+    assert!(
+        words.contains("over this agent's limit of 16 MiB"),
+        "the agent's words: {words}"
+    );
+    let images = containerd.images()?;
+    assert!(
+        !images.iter().any(|i| i.digest == big.digest),
+        "the image over the limit is removed from the machine: {images:?}"
+    );
 
     let crashed = status_where(
         &client,
@@ -373,7 +411,7 @@ async fn failures_are_reported_as_kubernetes_states_and_recover() -> Result<()> 
     )
     .await?;
     let runs = runtime_containers(&containerd, "late.app.r1.0", "c");
-    assert_eq!(runs.len(), 1, "{runs:?}");
+    assert_eq!(runs.len(), 1, "{runs:?} of {:?}", containerd.containers());
 
     for set in ["bad", "late"] {
         client

@@ -390,6 +390,26 @@ impl Cri {
     }
 }
 
+impl Cri {
+    /// Removes an image from the machine (gone already counts as removed).
+    pub async fn remove_image(&self, reference: &str) -> Result<(), CriError> {
+        let answer = self
+            .images
+            .clone()
+            .remove_image(request(
+                cri::RemoveImageRequest {
+                    image: Some(image_spec(reference)),
+                },
+                CALL_TIMEOUT,
+            ))
+            .await;
+        match answer.map_err(|s| CriError::of("RemoveImage", s)) {
+            Err(e) if !e.not_found() => Err(e),
+            _ => Ok(()),
+        }
+    }
+}
+
 fn image_spec(reference: &str) -> cri::ImageSpec {
     cri::ImageSpec {
         image: reference.to_string(),

@@ -14,6 +14,7 @@
 pub mod cgroups;
 pub mod config;
 pub mod cri;
+pub mod pulls;
 pub mod status;
 pub mod supervise;
 
@@ -70,6 +71,8 @@ impl ContainerExecutor {
                 restart_backoff: config.restart_backoff,
                 shutdown,
                 usage: Mutex::new(HashMap::new()),
+                max_image_bytes: config.container.max_image_bytes,
+                pulls: pulls::Pulls::default(),
             }),
             reserve: config.reserve,
             supervisors: Mutex::new(HashMap::new()),

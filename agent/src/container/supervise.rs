@@ -24,6 +24,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::config::{self, CONTAINER_LABEL, SPEC_LABEL};
 use super::cri::Cri;
+use super::pulls;
 use super::status::{self, Backoff};
 use crate::exec::probe;
 use crate::layout::Layout;
@@ -58,6 +59,10 @@ pub struct Ctx {
     pub shutdown: CancellationToken,
     /// What each instance used when last sampled.
     pub usage: Mutex<std::collections::HashMap<InstanceId, Usage>>,
+    /// Largest image a pod may run, in bytes.
+    pub max_image_bytes: Option<u64>,
+    /// Who pulled each image.
+    pub pulls: pulls::Pulls,
 }
 
 impl Ctx {
@@ -574,7 +579,13 @@ impl Supervisor {
         match self.ctx.cri.start_container(&id).await {
             Ok(()) => {
                 let probed = self.pod.containers[index].readiness.is_some();
+                // The runtime's status names the digest the run was made from.
+                let image_id = match self.ctx.cri.container_status(&id).await {
+                    Ok(status) => Some(status.image_ref).filter(|r| !r.is_empty()),
+                    Err(_) => None,
+                };
                 let slot = &mut self.slots[index];
+                slot.image_id = image_id.or(slot.image_id.take());
                 slot.container = Some(id);
                 slot.started = Some(Instant::now());
                 slot.running = true;
@@ -607,8 +618,20 @@ impl Supervisor {
         let reference =
             ImageRef::parse(&container.image).map_err(|e| (status::INVALID_IMAGE_NAME, e.to_string()))?;
         let policy = container.effective_pull_policy();
-        if policy != PullPolicy::Always {
+        let auth = self
+            .pod
+            .pull_auth
+            .iter()
+            .find(|a| a.registry == reference.registry);
+        let key = pulls::key(auth);
+        // An image on the machine is used without a pull only by pods that could pull it: it
+        // was pulled without credentials, or with the credentials this pod presents (else the
+        // registry is asked, which checks them: another tenant's pull is never reused).
+        let may_reuse = self.ctx.pulls.may_reuse(&container.image, &key);
+        if policy == PullPolicy::Never || (policy == PullPolicy::IfNotPresent && may_reuse) {
             if let Ok(Some(held)) = self.ctx.cri.image(&container.image).await {
+                self.within_size_limit(&container.image, &held.id, held.size)
+                    .await?;
                 return Ok(held.id);
             }
             if policy == PullPolicy::Never {
@@ -621,23 +644,50 @@ impl Supervisor {
                 ));
             }
         }
-        let auth = self
-            .pod
-            .pull_auth
-            .iter()
-            .find(|a| a.registry == reference.registry)
-            .map(|a| cri::AuthConfig {
-                username: a.username.clone(),
-                password: a.password.clone(),
-                // The runtime reads it as a URL and offers the credentials to its host only.
-                server_address: format!("https://{}", a.registry),
-                ..Default::default()
-            });
-        self.ctx
+        let auth = auth.map(|a| cri::AuthConfig {
+            username: a.username.clone(),
+            password: a.password.clone(),
+            // The runtime reads it as a URL and offers the credentials to its host only.
+            server_address: format!("https://{}", a.registry),
+            ..Default::default()
+        });
+        let pulled = self
+            .ctx
             .cri
             .pull(&container.image, auth, sandbox.clone())
             .await
-            .map_err(|e| (status::ERR_IMAGE_PULL, e.message))
+            .map_err(|e| (status::ERR_IMAGE_PULL, e.message))?;
+        let size = match self.ctx.cri.image(&pulled).await {
+            Ok(Some(image)) => image.size,
+            _ => 0,
+        };
+        self.within_size_limit(&container.image, &pulled, size).await?;
+        self.ctx.pulls.record(&container.image, key);
+        Ok(pulled)
+    }
+
+    /// Refuses (and removes) image `id` (named `reference`) of `size` bytes when it is over the
+    /// agent's limit.
+    async fn within_size_limit(
+        &self,
+        reference: &str,
+        id: &str,
+        size: u64,
+    ) -> Result<(), (&'static str, String)> {
+        let Some(limit) = self.ctx.max_image_bytes.filter(|limit| size > *limit) else {
+            return Ok(());
+        };
+        if let Err(e) = self.ctx.cri.remove_image(id).await {
+            tracing::warn!(instance = %self.spec.id, "cannot remove an image over the size limit: {e}");
+        }
+        Err((
+            status::ERR_IMAGE_PULL,
+            format!(
+                "image {reference} is {} MiB, over this agent's limit of {} MiB (--max-image-mib)",
+                size.div_ceil(1024 * 1024),
+                limit / (1024 * 1024)
+            ),
+        ))
     }
 
     /// Runs container `index`'s probes when due.
