@@ -12,6 +12,7 @@ use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
 use super::pod::{PodReport, PodSpec};
+pub use super::resources::Resources;
 
 /// Longest instance or set id: a DNS subdomain, so it can name a directory, a container or a
 /// Kubernetes object.
@@ -165,49 +166,6 @@ impl From<SetName> for String {
 impl fmt::Display for SetName {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(&self.0)
-    }
-}
-
-/// Resource requests of an instance, or capacity of an agent.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
-#[serde(deny_unknown_fields)]
-pub struct Resources {
-    /// Thousandths of a CPU.
-    #[serde(default)]
-    pub cpu_millis: u64,
-    /// Memory in MiB.
-    #[serde(default)]
-    pub memory_mib: u64,
-}
-
-impl Resources {
-    /// Component-wise sum, saturating.
-    pub fn plus(self, other: Resources) -> Resources {
-        Resources {
-            cpu_millis: self.cpu_millis.saturating_add(other.cpu_millis),
-            memory_mib: self.memory_mib.saturating_add(other.memory_mib),
-        }
-    }
-
-    /// Component-wise difference, saturating at zero.
-    pub fn minus(self, other: Resources) -> Resources {
-        Resources {
-            cpu_millis: self.cpu_millis.saturating_sub(other.cpu_millis),
-            memory_mib: self.memory_mib.saturating_sub(other.memory_mib),
-        }
-    }
-
-    /// `self` taken `count` times, saturating.
-    pub fn times(self, count: u32) -> Resources {
-        Resources {
-            cpu_millis: self.cpu_millis.saturating_mul(u64::from(count)),
-            memory_mib: self.memory_mib.saturating_mul(u64::from(count)),
-        }
-    }
-
-    /// Whether `request` fits in `self`.
-    pub fn fits(self, request: Resources) -> bool {
-        request.cpu_millis <= self.cpu_millis && request.memory_mib <= self.memory_mib
     }
 }
 

@@ -9,6 +9,8 @@ pub mod identity;
 pub mod image;
 mod object;
 pub mod pod;
+mod resources;
+mod spec_error;
 #[cfg(test)]
 mod tests;
 pub mod validate;

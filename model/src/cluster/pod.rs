@@ -16,9 +16,9 @@ use std::fmt;
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
-use super::agent_api::Resources;
 use super::image::ImageRef;
-use super::validate::SpecError;
+use super::resources::Resources;
+use super::spec_error::SpecError;
 use crate::validation::is_label;
 
 /// Most containers a pod may hold.

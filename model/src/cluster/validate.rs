@@ -16,7 +16,6 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use super::agent_api::{ExecSpec, InstanceId, InstanceSpec, Probe, Resources, MAX_ID_LEN, MAX_SET_INSTANCES};
 use super::pod::check_pod;
-use crate::platform::error::PlatformError;
 
 /// The environment variable the agent sets itself: an instance's id.
 pub const INSTANCE_ID_ENV: &str = "DROVER_INSTANCE_ID";
@@ -44,38 +43,7 @@ pub const MAX_PROBE_PATH_LEN: usize = 1024;
 /// instances side by side stay within it.
 pub const MAX_SET_BYTES: usize = 16 * 1024 * 1024;
 
-/// Why a spec is refused: the field to fix and what is wrong with it.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{field}: {reason}")]
-pub struct SpecError {
-    /// The offending field, as a JSON path (`exec.argv`, `instances[3].env`).
-    pub field: String,
-    /// What is wrong with it.
-    pub reason: String,
-}
-
-impl SpecError {
-    pub(crate) fn new(field: impl Into<String>, reason: impl Into<String>) -> Self {
-        Self {
-            field: field.into(),
-            reason: reason.into(),
-        }
-    }
-
-    /// The same error with its field under `prefix` (`roles.web.`, `instances[0].`).
-    pub fn under(self, prefix: &str) -> Self {
-        Self {
-            field: format!("{prefix}{}", self.field),
-            reason: self.reason,
-        }
-    }
-}
-
-impl From<SpecError> for PlatformError {
-    fn from(error: SpecError) -> Self {
-        PlatformError::invalid(error.field, error.reason)
-    }
-}
+pub use super::spec_error::SpecError;
 
 /// Checks what an instance runs: `exec` and `env`. Fields are named from the instance
 /// (`exec.argv`, `env`, `exec.probe.http.path`).

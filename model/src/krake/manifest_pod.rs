@@ -15,8 +15,8 @@ use std::collections::BTreeMap;
 use serde_json::{Map, Value};
 
 use super::error::KrakeError;
-use super::manifest::{cpu_millis, env, memory_mib};
 use super::manifest_secret::{pull_auth, PullSecrets};
+use super::manifest_values::{cpu_millis, env, memory_mib};
 use crate::cluster::agent_api::{ExecSpec, Resources};
 use crate::cluster::pod::{
     check_pod, ContainerPort, ContainerSpec, PodProbe, PodSpec, PortProtocol, ProbeAction, PullPolicy,

@@ -20,6 +20,7 @@ pub mod kind;
 pub mod manifest;
 pub mod manifest_pod;
 pub mod manifest_secret;
+pub mod manifest_values;
 pub mod meta;
 pub mod rbac;
 pub mod store;
