@@ -373,6 +373,15 @@ async fn failures_are_reported_as_kubernetes_states_and_recover() -> Result<()> 
     )
     .await?;
     assert_eq!(crashed.exit_code, Some(3));
+    // Its output reaches the agent's log route, in the CRI's log format, every run appended.
+    let logs = client.logs("bad.crash.r1.0", "tail=100").await?;
+    assert_eq!(logs.status, 200, "{}", logs.body);
+    let runs = logs
+        .body
+        .lines()
+        .filter(|l| l.ends_with(" stdout F crashing"))
+        .count();
+    assert!(runs >= 2, "every run's line, in the CRI's format: {}", logs.body);
 
     let killed = status_where(&client, "bad.oom.r1.0", "the hog killed at its limit", |s| {
         s.oom_kills >= 1
@@ -427,6 +436,99 @@ async fn failures_are_reported_as_kubernetes_states_and_recover() -> Result<()> 
             .filter(|c| c.labels.contains_key("drover.instance"))
             .collect();
         left.is_empty().then_some(())
+    })
+    .await?;
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_agent_killed_mid_rollout_leaves_exactly_the_new_pods() -> Result<()> {
+    containers::require();
+    let registry = Registry::start_plain()?;
+    let layout = Layout::new()?;
+    layout.build("v1", &ImageSpec::httpd(8080, "v1"))?;
+    layout.build("v2", &ImageSpec::httpd(8080, "v2"))?;
+    let v1 = registry.push(&layout, "v1", "roll:v1")?;
+    let v2 = registry.push(&layout, "v2", "roll:v2")?;
+    let containerd = Containerd::start(&[&registry])?;
+    let mut agent = agent(&containerd)?;
+    let client = agent.client();
+    let revision = |rev: u32, image: &str| -> Vec<InstanceSpec> {
+        (0..3)
+            .map(|n| {
+                pod_instance(
+                    &format!("roll.web.r{rev}.{n}"),
+                    vec![container("web", image)],
+                    None,
+                )
+            })
+            .collect()
+    };
+    client
+        .put_set("roll", &desired(1, 1, revision(1, &v1.reference)))
+        .await?
+        .ok::<serde_json::Value>()?;
+    for n in 0..3 {
+        status_where(
+            &client,
+            &format!("roll.web.r1.{n}"),
+            "the first revision running",
+            |s| s.state == InstanceState::Running,
+        )
+        .await?;
+    }
+    // The new revision replaces the old one; the agent is SIGKILLed as soon as it answers,
+    // while pods of both are being made and removed.
+    client
+        .put_set("roll", &desired(1, 1, revision(2, &v2.reference)))
+        .await?
+        .ok::<serde_json::Value>()?;
+    agent.restart()?;
+    let client = agent.client();
+    for n in 0..3 {
+        status_where(
+            &client,
+            &format!("roll.web.r2.{n}"),
+            "the second revision running",
+            |s| s.state == InstanceState::Running,
+        )
+        .await?;
+    }
+    eventually(
+        Duration::from_secs(60),
+        "exactly the new pods in the runtime",
+        || async {
+            let web: Vec<CtrContainer> = containerd
+                .containers()
+                .ok()?
+                .into_iter()
+                .filter(|c| c.labels.get("drover.container").map(String::as_str) == Some("web"))
+                .collect();
+            let mut owners: Vec<&str> = web
+                .iter()
+                .filter_map(|c| c.labels.get("drover.instance").map(String::as_str))
+                .collect();
+            owners.sort_unstable();
+            (owners == ["roll.web.r2.0", "roll.web.r2.1", "roll.web.r2.2"]).then_some(())
+        },
+    )
+    .await?;
+    let tasks = containerd.tasks()?;
+    let running = tasks.iter().filter(|t| t.status == "RUNNING").count();
+    // Three pods: a sandbox and a container each.
+    assert_eq!(
+        running, 6,
+        "no second copy and nothing of the old revision runs: {tasks:?}"
+    );
+    client
+        .put_set("roll", &desired(1, 1, Vec::new()))
+        .await?
+        .ok::<serde_json::Value>()?;
+    eventually(Duration::from_secs(60), "nothing left in the runtime", || async {
+        let left = containerd.containers().ok()?;
+        left.iter()
+            .all(|c| !c.labels.contains_key("drover.instance"))
+            .then_some(())
     })
     .await?;
     Ok(())
