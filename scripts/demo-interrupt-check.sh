@@ -2,8 +2,10 @@
 # Checks that Ctrl-C on `make demo` leaves nothing of the demo running: starts the demo in a
 # process group of its own, waits until it says it is running and the exec agent runs its six
 # instance processes, sends SIGINT to the whole group (what a terminal's Ctrl-C does), and then
-# looks through /proc for any process of the demo (nodes, agents, instances). CI runs it after
-# the one-shot demo; it needs the demo's build (it builds nothing itself).
+# looks through /proc for any process of the demo (nodes, agents, instances, and where the
+# machine runs containers the container runtime: its registries, containerd, shims and
+# containers) and for the runtime's CNI bridge. CI runs it after the one-shot demo; it needs the
+# demo's build (it builds nothing itself).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -13,7 +15,9 @@ log=$(mktemp)
 trap 'rm -f "$log"' EXIT
 
 # Processes of the demo: the drover binary started from this clone's demo (its data under
-# $state), or anything working under the exec agent's data directory (the instances).
+# $state), anything working under the demo's directory (the exec agent's instances, the
+# containers, whose root filesystems are under the runtime's), or naming the container
+# runtime's directory (drover-demo-runtime, its registries, containerd, the shims).
 demo_processes() {
   local root pid cwd args
   root="$(pwd)/$state/"
@@ -21,7 +25,9 @@ demo_processes() {
     cwd=$(readlink "$pid/cwd" 2>/dev/null) || continue
     args=$(tr '\0' ' ' <"$pid/cmdline" 2>/dev/null) || continue
     case "$cwd/" in "$root"*) echo "${pid#/proc/} $args"; continue ;; esac
-    case "$args" in *"drover "*"--data-dir $state/"*) echo "${pid#/proc/} $args" ;; esac
+    case "$args" in
+      *"drover "*"--data-dir $state/"* | *"$state/runtime"*) echo "${pid#/proc/} $args" ;;
+    esac
   done
 }
 
@@ -65,6 +71,16 @@ until [ "$(curl -fsS --cacert "$state/ca.pem" -H @"$state/join-header" https://1
   fi
   sleep 0.5
 done
+# The container runtime's CNI bridge, when it runs (the demo said why when it does not).
+bridge=$(sed -n 's/^BRIDGE=//p' "$state/runtime/runtime.env" 2>/dev/null || true)
+if grep -q '^demo: no containerised web server' "$log"; then
+  bridge=""
+  echo "demo-interrupt-check: $(grep '^demo: no containerised web server' "$log")"
+elif [ -z "$bridge" ] || [ ! -e "/sys/class/net/$bridge" ]; then
+  echo "demo-interrupt-check: the demo's container runtime runs no bridge (${bridge:-none named})" >&2
+  kill -INT -- "-$demo" 2>/dev/null || true
+  exit 1
+fi
 running=$(demo_processes | wc -l)
 echo "demo-interrupt-check: the demo runs $running processes; sending SIGINT to its process group (Ctrl-C)"
 kill -INT -- "-$demo"
@@ -77,6 +93,10 @@ while kill -0 "$demo" 2>/dev/null; do
   sleep 0.2
 done
 wait "$demo" || true
+if [ -n "$bridge" ] && [ -e "/sys/class/net/$bridge" ]; then
+  echo "demo-interrupt-check: Ctrl-C left the container runtime's bridge $bridge" >&2
+  exit 1
+fi
 left=$(demo_processes)
 if [ -n "$left" ]; then
   echo "demo-interrupt-check: Ctrl-C left these processes of the demo running:" >&2

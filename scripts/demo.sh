@@ -14,7 +14,10 @@ else
 fi
 build_started=$SECONDS
 cargo build -p drover-node
-echo "demo: built in $((SECONDS - build_started)) s; starting three nodes and two agents"
+# The container runtime of the third agent: a registry and a containerd of the demo's own.
+cargo build -p drover-tests --bin drover-demo-runtime
+runtime_bin="$CARGO_TARGET_DIR/debug/drover-demo-runtime"
+echo "demo: built in $((SECONDS - build_started)) s; starting three nodes and three agents"
 
 state=".drover-demo"
 mkdir -p "$state"
@@ -118,6 +121,8 @@ YAML
 
 pids=()
 agent_pids=()
+runtime_pid=""
+runtime_dir="$state/runtime"
 # The nodes and agents run in sessions of their own (setsid), so that a Ctrl-C in the terminal
 # reaches this script alone and it stops them in order: first the exec agent's instances (an
 # agent leaves its instances running when it stops, as a kubelet does, so they are asked for
@@ -137,12 +142,38 @@ stop_instances() {
     | python3 -c 'import json,sys; [print(i["pid"]) for i in json.load(sys.stdin)["instances"] if i.get("pid")]' 2>/dev/null \
     | while read -r pid; do kill -TERM -- "-$pid" 2>/dev/null || true; done
 }
+# The container runtime (drover-demo-runtime) removes containerd, its containers, shims,
+# mounts, network and cgroups, and the registry when it gets SIGTERM, and fails naming anything
+# left; it is stopped after the agents, so that none of them drives it any more.
+stop_runtime() {
+  local until=$((SECONDS + 60))
+  [ -n "$runtime_pid" ] || return 0
+  kill -TERM "$runtime_pid" 2>/dev/null || true
+  while kill -0 "$runtime_pid" 2>/dev/null && [ "$SECONDS" -lt "$until" ]; do sleep 0.2; done
+  if kill -0 "$runtime_pid" 2>/dev/null; then
+    echo "demo: the container runtime did not stop within 60 s; see $state/runtime.log" >&2
+    runtime_pid=""
+    return 1
+  fi
+  if ! wait "$runtime_pid"; then
+    echo "demo: the container runtime did not stop cleanly: $(tail -1 "$state/runtime.log")" >&2
+    runtime_pid=""
+    return 1
+  fi
+  runtime_pid=""
+}
 stop() {
   local status=$? left pid
   trap - EXIT INT TERM
   if [ "${#agent_pids[@]}" -gt 0 ]; then
-    echo "demo: stopping the exec agent's instances, the agents and the nodes" >&2
+    echo "demo: stopping the exec agent's instances, the container agent's application, the agents and the nodes" >&2
     stop_instances
+    if [ -n "$runtime_pid" ]; then
+      # Its pod goes with the runtime anyway; deleting the application keeps the next demo's
+      # from naming this run's registry (its port changes).
+      curl -s -o /dev/null --max-time 10 -X DELETE -H @"$state/admin-header" \
+        https://127.0.0.1:7401/kubernetes/namespaces/demo/applications/krake-web || true
+    fi
     kill "${agent_pids[@]}" 2>/dev/null || true
     wait "${agent_pids[@]}" 2>/dev/null || true
   fi
@@ -150,6 +181,7 @@ stop() {
     kill "${pids[@]}" 2>/dev/null || true
     wait "${pids[@]}" 2>/dev/null || true
   fi
+  if ! stop_runtime && [ "$status" = 0 ]; then status=1; fi
   # Whatever the agent did not report (it may have been stopped by someone else first).
   for _ in 1 2 3 4 5 6 7 8 9 10; do
     left=$(instance_processes)
@@ -170,6 +202,42 @@ trap stop EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
 
+# The container runtime, in a session of its own as the agents: its temporary files (registry
+# storage, containerd's root and state) under $runtime_dir/tmp, where its fixtures also sweep
+# away what a killed earlier run left. A machine that cannot run containers (not root,
+# containerd missing) runs the demo without it, and says why.
+runtime_value() { sed -n "s/^$1=//p" "$runtime_dir/runtime.env"; }
+start_runtime() {
+  local until=$((SECONDS + 120)) code
+  rm -f "$runtime_dir/runtime.env"
+  mkdir -p "$runtime_dir/tmp"
+  TMPDIR="$(pwd)/$runtime_dir/tmp" setsid "$runtime_bin" --dir "$runtime_dir" >"$state/runtime.log" 2>&1 &
+  runtime_pid=$!
+  until [ -s "$runtime_dir/runtime.env" ]; do
+    if ! kill -0 "$runtime_pid" 2>/dev/null; then
+      code=0
+      wait "$runtime_pid" || code=$?
+      runtime_pid=""
+      echo "demo: no containerised web server: $(tail -1 "$state/runtime.log" | sed 's/^drover-demo-runtime: //')" >&2
+      # A machine that has what containers need (exit 3 is "it has not") must run it in CI.
+      if [ "$code" != 3 ] && [ "${DROVER_DEMO_ONESHOT:-}" = "1" ]; then exit 1; fi
+      return 0
+    fi
+    if [ "$SECONDS" -ge "$until" ]; then
+      echo "demo: the container runtime did not start within 120 s; see $state/runtime.log" >&2
+      exit 1
+    fi
+    sleep 0.2
+  done
+}
+start_runtime
+node_flags=()
+if [ -n "$runtime_pid" ]; then
+  # Tenants' pods may pull from the demo's registry (on loopback, which the egress policy
+  # refuses unless allowed) and from nowhere else.
+  node_flags=(--tenant-egress-allow 127.0.0.1 --image-registry-allow "$(runtime_value REGISTRY)")
+fi
+
 for id in 1 2 3; do
   setsid "$bin" serve --node-id "$id" --data-dir "$state/node-$id" \
     --api-addr "127.0.0.1:740$id" --peer-addr "127.0.0.1:750$id" \
@@ -177,7 +245,7 @@ for id in 1 2 3; do
     --pools "$state/pools.yaml" --claimer-auth-token-file "$state/claimer-token" \
     --jwt-issuer "$issuer" --jwt-key-file "$state/jwt-secret" --operators "$issuer=admin" \
     --api-tokens-file "$state/tokens.csv" \
-    --api-tls-cert-file "$state/api-cert.pem" --api-tls-key-file "$state/api-key.pem" \
+    --api-tls-cert-file "$state/api-cert.pem" --api-tls-key-file "$state/api-key.pem" "${node_flags[@]}" \
     >"$state/node-$id.log" 2>&1 &
   pids+=("$!")
 done
@@ -199,6 +267,18 @@ setsid "$bin" agent --name local-sim --executor sim --sim-nodes 3 --listen 127.0
   --tls-cert-file "$state/agent-cert.pem" --tls-key-file "$state/agent-key.pem" \
   --join-token-file "$state/join-token" --label kind=sim >"$state/agent-sim.log" 2>&1 &
 agent_pids+=("$!")
+# The third, when the runtime runs: container images through containerd's CRI. Its data goes
+# with each run's runtime.
+if [ -n "$runtime_pid" ]; then
+  rm -rf "$state/agent-containers"
+  cgroup_parent=$(runtime_value CGROUP_PARENT)
+  setsid "$bin" agent --name local-containers --executor container --listen 127.0.0.1:7703 \
+    --data-dir "$state/agent-containers" --container-runtime-endpoint "$(runtime_value CRI_ENDPOINT)" \
+    --cgroup-parent "${cgroup_parent#/}" \
+    --tls-cert-file "$state/agent-cert.pem" --tls-key-file "$state/agent-key.pem" \
+    --join-token-file "$state/join-token" --label kind=container >"$state/agent-containers.log" 2>&1 &
+  agent_pids+=("$!")
+fi
 
 deadline=$((SECONDS + 60))
 for id in 1 2 3; do
@@ -264,13 +344,15 @@ case "$code" in 200|409) ;; *) echo "demo: registering the static token's user a
 # Register the agents as platform-wide clusters (they belong to the operator tenant), reached
 # over HTTPS with the demo's CA, and pin a desired set to each. The bodies hold the join token, so
 # curl reads them from owner-only files.
-for agent in exec:7701 sim:7702; do
-  name=${agent%%:*} port=${agent##*:}
-  python3 - "$port" "$name" "$state" > "$state/register-$name.json" <<'PY'
+registered=(exec:7701:exec sim:7702:sim)
+[ -z "$runtime_pid" ] || registered+=(containers:7703:container)
+for agent in "${registered[@]}"; do
+  IFS=: read -r name port kind <<<"$agent"
+  python3 - "$port" "$kind" "$state" > "$state/register-$name.json" <<'PY'
 import json, sys
-port, name, state = sys.argv[1:4]
+port, kind, state = sys.argv[1:4]
 print(json.dumps({"endpoint": f"https://127.0.0.1:{port}", "ca": open(f"{state}/ca.pem").read(),
-                  "join_token": open(f"{state}/join-token").read().strip(), "labels": {"kind": name}}))
+                  "join_token": open(f"{state}/join-token").read().strip(), "labels": {"kind": kind}}))
 PY
   code=$(curl -s -o /dev/null -w '%{http_code}' -X POST "$platform/tenant/operator/cluster/local-$name" \
     -H @"$state/admin-header" -H 'Content-Type: application/json' -d @"$state/register-$name.json")
@@ -290,18 +372,82 @@ code=$(platform_call PUT /tenant/operator/cluster/local-exec/set/hello "$hello")
 code=$(platform_call PUT /tenant/operator/cluster/local-sim/set/fleet \
   '{"count":50,"exec":{"argv":["web"]},"resources":{"cpu_millis":100,"memory_mib":128}}')
 [ "$code" = 200 ] || { echo "demo: pinning set fleet answered $code" >&2; exit 1; }
-# A service of tenant demo: its environment uses the exec cluster, so the leader places it there.
-code=$(platform_call PATCH /tenant/demo/account/main/environment/prod '{"clusters":{"names":["operator/local-exec"]}}')
+# A service of tenant demo: its environment uses the exec cluster (and the container cluster,
+# for krake-web); its services of processes say kind=exec, so the leader places them there.
+usable='"operator/local-exec"'
+[ -z "$runtime_pid" ] || usable="$usable,\"operator/local-containers\""
+code=$(platform_call PATCH /tenant/demo/account/main/environment/prod "{\"clusters\":{\"names\":[$usable]}}")
 [ "$code" = 200 ] || { echo "demo: selecting the environment's cluster answered $code" >&2; exit 1; }
-greeter='{"deployment":{"roles":{"greeter":{"instances":2,"resources":{"cpu_millis":10,"memory_mib":16},"exec":{"argv":["sh","-c","while true; do echo greetings from $DROVER_INSTANCE_ID; sleep 5; done"]}}}},"comment":"demo"}'
+greeter='{"deployment":{"roles":{"greeter":{"instances":2,"resources":{"cpu_millis":10,"memory_mib":16},"exec":{"argv":["sh","-c","while true; do echo greetings from $DROVER_INSTANCE_ID; sleep 5; done"]}}},"constraints":{"labels":["kind=exec"]}},"comment":"demo"}'
 code=$(platform_call POST '/tenant/demo/service/greeter?accept=true' "$greeter")
 case "$code" in 200|409) ;; *) echo "demo: creating service greeter answered $code" >&2; exit 1 ;; esac
 # A Krake Application of tenant demo (Krake's namespace "demo"): a Deployment of two exec
 # containers, a Drover service like greeter.
-krake_app='{"api":"kubernetes","kind":"Application","metadata":{"name":"krake-hello"},"spec":{"manifest":[{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"hello"},"spec":{"replicas":2,"template":{"spec":{"containers":[{"name":"main","image":"exec","command":["sh","-c","while true; do echo hello from Krake, $DROVER_INSTANCE_ID; sleep 5; done"],"resources":{"requests":{"cpu":"10m","memory":"16Mi"}}}]}}}}],"constraints":{"cluster":{"labels":[],"custom_resources":[],"metrics":[]},"migration":true}}}'
+krake_app='{"api":"kubernetes","kind":"Application","metadata":{"name":"krake-hello"},"spec":{"manifest":[{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"hello"},"spec":{"replicas":2,"template":{"spec":{"containers":[{"name":"main","image":"exec","command":["sh","-c","while true; do echo hello from Krake, $DROVER_INSTANCE_ID; sleep 5; done"],"resources":{"requests":{"cpu":"10m","memory":"16Mi"}}}]}}}}],"constraints":{"cluster":{"labels":["kind=exec"],"custom_resources":[],"metrics":[]},"migration":true}}}'
 code=$(curl -s -o /dev/null -w '%{http_code}' -X POST https://127.0.0.1:7401/kubernetes/namespaces/demo/applications \
   -H @"$state/admin-header" -H 'Content-Type: application/json' -d "$krake_app")
 case "$code" in 200|409) ;; *) echo "demo: creating Krake application krake-hello answered $code" >&2; exit 1 ;; esac
+# A Krake Application of container images, when the runtime runs: one busybox httpd pulled from
+# the demo's registry by local-containers, and a Service, whose status.services.web is a
+# running pod's address (docs/KRAKE.md). It is made afresh on every run (the registry's port
+# changes): an earlier run's, if one was left, is replaced.
+containers_msg=""
+if [ -n "$runtime_pid" ]; then
+  image=$(runtime_value IMAGE)
+  krake_web=$(python3 - "$image" <<'PY'
+import json, sys
+deployment = {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "web"},
+              "spec": {"replicas": 1, "template": {"spec": {
+                  "terminationGracePeriodSeconds": 2,
+                  "containers": [{"name": "web", "image": sys.argv[1], "ports": [{"containerPort": 8080}],
+                                  "resources": {"requests": {"cpu": "10m", "memory": "16Mi"}}}]}}}}
+service = {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "web"},
+           "spec": {"ports": [{"port": 80, "targetPort": 8080}]}}
+print(json.dumps({"api": "kubernetes", "kind": "Application", "metadata": {"name": "krake-web"},
+                  "spec": {"manifest": [deployment, service],
+                           "constraints": {"cluster": {"labels": ["kind=container"], "custom_resources": [],
+                                                       "metrics": []}, "migration": True}}}))
+PY
+)
+  web_app=https://127.0.0.1:7401/kubernetes/namespaces/demo/applications/krake-web
+  code=$(curl -s -o /dev/null -w '%{http_code}' -X DELETE "$web_app" -H @"$state/admin-header")
+  until code=$(curl -s -o /dev/null -w '%{http_code}' -X POST https://127.0.0.1:7401/kubernetes/namespaces/demo/applications \
+      -H @"$state/admin-header" -H 'Content-Type: application/json' -d "$krake_web") && [ "$code" != 409 ]; do
+    if [ "$SECONDS" -ge "$((deadline + 60))" ]; then echo "demo: an earlier krake-web is still being deleted" >&2; exit 1; fi
+    sleep 0.5
+  done
+  [ "$code" = 200 ] || { echo "demo: creating Krake application krake-web answered $code" >&2; exit 1; }
+  # Where it answers, once its pod runs: the command prints it, the loop waits for it.
+  web_address_cmd="curl -s -H @$state/admin-header $web_app | python3 -c 'import json,sys; print(json.load(sys.stdin)[\"status\"][\"services\"][\"web\"])'"
+  web_page=""
+  web_until=$((SECONDS + 120))
+  while [ "$SECONDS" -lt "$web_until" ]; do
+    web_address=$(eval "$web_address_cmd" 2>/dev/null) || web_address=""
+    if [ -n "$web_address" ] && web_page=$(curl -fsS --max-time 2 "http://$web_address/" 2>/dev/null); then break; fi
+    web_page=""
+    sleep 0.5
+  done
+  if [ -n "$web_page" ]; then
+    web_now="  curl http://$web_address/     # answers now: $(echo "$web_page" | head -1 | cut -c1-60)…"
+  else
+    web_now="  (its pod does not answer yet: see $state/agent-containers.log and $state/runtime.log)"
+  fi
+  containers_msg="
+A third agent, local-containers (https://127.0.0.1:7703, log $state/agent-containers.log), runs
+container images through containerd's CRI (docs/CLUSTERS.md, The container executor) on a
+containerd and a registry of the demo's own (log $state/runtime.log). The Krake application
+krake-web is a Deployment of $image (busybox httpd on port 8080) and a Service; its
+status.services.web is the running pod's address, which answers from this machine:
+$web_now
+  curl http://\$($web_address_cmd)/
+  ctr -a $(runtime_value SOCKET) -n k8s.io containers ls
+"
+else
+  containers_msg="
+No third agent: this machine cannot run containers (see $state/runtime.log), so the demo runs
+no containerised web server.
+"
+fi
 
 leader=$(curl -fsS https://127.0.0.1:7401/cluster | python3 -c 'import json,sys; print(json.load(sys.stdin)["leader"])')
 cat <<MSG
@@ -374,7 +520,7 @@ made through Krake its Applications (krake-hello runs 2 processes on local-exec)
   curl -H @$state/auth-header https://127.0.0.1:7403/core/globalmetrics
   curl -H @$state/admin-header https://127.0.0.1:7401/kubernetes/namespaces/demo/applications/krake-hello
   curl -N -H @$state/admin-header 'https://127.0.0.1:7402/kubernetes/namespaces/demo/applications?watch'
-
+$containers_msg
 MSG
 
 if [ "${DROVER_DEMO_ONESHOT:-}" = "1" ]; then
@@ -409,6 +555,17 @@ if [ "${DROVER_DEMO_ONESHOT:-}" = "1" ]; then
     if [ "$SECONDS" -ge "$((deadline + 60))" ]; then echo "demo: cluster local-sim does not run 50 instances" >&2; exit 1; fi
     sleep 0.2
   done
+  if [ -n "$runtime_pid" ]; then
+    # The containerised web server answers at the address Krake reports, and containerd runs it.
+    [ -n "$web_page" ] || { echo "demo: krake-web's status.services.web did not answer within 120 s" >&2; exit 1; }
+    web_page=$(curl -fsS --max-time 5 "http://$(eval "$web_address_cmd")/") \
+      || { echo "demo: krake-web's status.services.web does not answer" >&2; exit 1; }
+    echo "$web_page" | grep -q "the Drover demo's container" \
+      || { echo "demo: krake-web answered something else: $web_page" >&2; exit 1; }
+    ctr -a "$(runtime_value SOCKET)" -n k8s.io containers ls | grep -qF "$(runtime_value IMAGE)" \
+      || { echo "demo: containerd runs no container of $(runtime_value IMAGE)" >&2; exit 1; }
+    echo "demo: krake-web answers at $web_address and runs in containerd — ok"
+  fi
   logs=$(curl -fsS -H @"$state/admin-header" "$platform/tenant/operator/cluster/local-exec/instance/hello.main.r1.0/logs?tail=5")
   echo "$logs" | grep -q 'hello from hello.main.r1.0' || { echo "demo: instance logs are not readable: $logs" >&2; exit 1; }
   for pid in "${pids[@]}" "${agent_pids[@]}"; do
