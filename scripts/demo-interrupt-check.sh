@@ -15,9 +15,10 @@ log=$(mktemp)
 trap 'rm -f "$log"' EXIT
 
 # Processes of the demo: the drover binary started from this clone's demo (its data under
-# $state), anything working under the demo's directory (the exec agent's instances, the
-# containers, whose root filesystems are under the runtime's), or naming the container
-# runtime's directory (drover-demo-runtime, its registries, containerd, the shims).
+# $state), anything working under the demo's directory (the exec agent's instances), naming the
+# container runtime's directory (drover-demo-runtime, its registries, containerd, the shims),
+# or in a cgroup under the runtime's cgroup parent (the containers; set below once it runs).
+cgroup_parent=""
 demo_processes() {
   local root pid cwd args
   root="$(pwd)/$state/"
@@ -25,6 +26,10 @@ demo_processes() {
     cwd=$(readlink "$pid/cwd" 2>/dev/null) || continue
     args=$(tr '\0' ' ' <"$pid/cmdline" 2>/dev/null) || continue
     case "$cwd/" in "$root"*) echo "${pid#/proc/} $args"; continue ;; esac
+    if [ -n "$cgroup_parent" ] && grep -qF ":$cgroup_parent/" "$pid/cgroup" 2>/dev/null; then
+      echo "${pid#/proc/} $args"
+      continue
+    fi
     case "$args" in
       *"drover "*"--data-dir $state/"* | *"$state/runtime"*) echo "${pid#/proc/} $args" ;;
     esac
@@ -71,13 +76,21 @@ until [ "$(curl -fsS --cacert "$state/ca.pem" -H @"$state/join-header" https://1
   fi
   sleep 0.5
 done
-# The container runtime's CNI bridge, when it runs (the demo said why when it does not).
+# The container runtime's CNI bridge and cgroup parent, when it runs (the demo said why when it
+# does not).
 bridge=$(sed -n 's/^BRIDGE=//p' "$state/runtime/runtime.env" 2>/dev/null || true)
+cgroup_parent=$(sed -n 's/^CGROUP_PARENT=//p' "$state/runtime/runtime.env" 2>/dev/null || true)
 if grep -q '^demo: no containerised web server' "$log"; then
-  bridge=""
+  bridge="" cgroup_parent=""
   echo "demo-interrupt-check: $(grep '^demo: no containerised web server' "$log")"
 elif [ -z "$bridge" ] || [ ! -e "/sys/class/net/$bridge" ]; then
   echo "demo-interrupt-check: the demo's container runtime runs no bridge (${bridge:-none named})" >&2
+  kill -INT -- "-$demo" 2>/dev/null || true
+  exit 1
+fi
+# The web server's container runs (the demo printed its banner once it answered).
+if [ -n "$cgroup_parent" ] && ! grep -qlF ":$cgroup_parent/" /proc/[0-9]*/cgroup 2>/dev/null; then
+  echo "demo-interrupt-check: no container runs under the demo's cgroup parent $cgroup_parent" >&2
   kill -INT -- "-$demo" 2>/dev/null || true
   exit 1
 fi
