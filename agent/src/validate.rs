@@ -199,30 +199,15 @@ mod tests {
 
     #[test]
     fn each_executor_takes_only_what_it_runs() {
-        use drover_model::cluster::pod::{ContainerSpec, PodSpec, RestartPolicy};
+        use drover_model::cluster::pod::{ContainerSpec, PodSpec};
         let set = SetName::parse("web").unwrap();
         let program = spec("a", &["x"]);
         let mut pod = spec("b", &["x"]);
         pod.exec.argv.clear();
-        pod.exec.pod = Some(PodSpec {
-            containers: vec![ContainerSpec {
-                name: "web".into(),
-                image: "127.0.0.1:5000/web:v1".into(),
-                pull_policy: None,
-                command: Vec::new(),
-                args: Vec::new(),
-                env: Default::default(),
-                working_dir: None,
-                ports: Vec::new(),
-                limits: Resources::default(),
-                readiness: None,
-                liveness: None,
-            }],
-            restart_policy: RestartPolicy::Always,
-            host_network: false,
-            termination_grace_secs: 30,
-            pull_auth: Vec::new(),
-        });
+        pod.exec.pod = Some(PodSpec::of(vec![ContainerSpec::new(
+            "web",
+            "127.0.0.1:5000/web:v1",
+        )]));
         let memory = Memory::default();
         let refused = |instances: &[InstanceSpec], executor| {
             check(&memory, &set, instances, capacity(), executor)

@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Context, Result};
 use clap::Args;
 use drover_model::cluster::agent_api::{ExecSpec, InstanceId, InstanceSpec, InstanceState, Resources};
-use drover_model::cluster::pod::{ContainerSpec, PodSpec, PullPolicy, RestartPolicy};
+use drover_model::cluster::pod::{ContainerSpec, PodSpec, PullPolicy};
 use drover_tests::agent::{desired, AgentClient, AgentProcess};
 use drover_tests::containers::{Containerd, ImageSpec, Layout, Registry};
 
@@ -42,23 +42,11 @@ fn pod(id: &str, image: &str) -> Result<InstanceSpec> {
         id: InstanceId::parse(id)?,
         exec: ExecSpec {
             pod: Some(PodSpec {
-                containers: vec![ContainerSpec {
-                    name: "main".into(),
-                    image: image.into(),
-                    pull_policy: Some(PullPolicy::IfNotPresent),
-                    command: Vec::new(),
-                    args: Vec::new(),
-                    env: BTreeMap::new(),
-                    working_dir: None,
-                    ports: Vec::new(),
-                    limits: Resources::default(),
-                    readiness: None,
-                    liveness: None,
-                }],
-                restart_policy: RestartPolicy::Always,
-                host_network: false,
                 termination_grace_secs: 1,
-                pull_auth: Vec::new(),
+                ..PodSpec::of(vec![ContainerSpec {
+                    pull_policy: Some(PullPolicy::IfNotPresent),
+                    ..ContainerSpec::new("main", image)
+                }])
             }),
             ..Default::default()
         },

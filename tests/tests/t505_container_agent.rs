@@ -11,7 +11,7 @@ use drover_model::cluster::agent_api::{
     ExecSpec, InstanceId, InstanceSpec, InstanceState, InstanceStatus, Resources,
 };
 use drover_model::cluster::pod::{
-    ContainerPhase, ContainerPort, ContainerSpec, PodSpec, PortProtocol, PullAuth, RestartPolicy,
+    ContainerPhase, ContainerPort, ContainerSpec, PodSpec, PortProtocol, PullAuth,
 };
 use drover_tests::agent::{desired, AgentClient, AgentProcess};
 use drover_tests::containers::{self, Containerd, CtrContainer, ImageSpec, Layout, Registry};
@@ -20,30 +20,11 @@ use drover_tests::wait::eventually;
 const USER: &str = "puller";
 const PASSWORD: &str = "pull-secret-7d1f";
 
-fn container(name: &str, image: &str) -> ContainerSpec {
-    ContainerSpec {
-        name: name.into(),
-        image: image.into(),
-        pull_policy: None,
-        command: Vec::new(),
-        args: Vec::new(),
-        env: BTreeMap::new(),
-        working_dir: None,
-        ports: Vec::new(),
-        limits: Resources::default(),
-        readiness: None,
-        liveness: None,
-    }
-}
-
 fn pod_instance(id: &str, containers: Vec<ContainerSpec>, auth: Option<(&str, &str, &str)>) -> InstanceSpec {
     InstanceSpec {
         id: InstanceId::parse(id).expect("a test instance id"),
         exec: ExecSpec {
             pod: Some(PodSpec {
-                containers,
-                restart_policy: RestartPolicy::Always,
-                host_network: false,
                 termination_grace_secs: 2,
                 pull_auth: auth
                     .map(|(registry, username, password)| PullAuth {
@@ -53,6 +34,7 @@ fn pod_instance(id: &str, containers: Vec<ContainerSpec>, auth: Option<(&str, &s
                     })
                     .into_iter()
                     .collect(),
+                ..PodSpec::of(containers)
             }),
             ..Default::default()
         },
@@ -152,7 +134,7 @@ async fn a_pod_runs_from_a_private_registry_survives_its_agent_and_leaves_nothin
     let client = agent.client();
 
     let id = "web.main.r1.0";
-    let mut web = container("web", &pushed.reference);
+    let mut web = ContainerSpec::new("web", &pushed.reference);
     web.ports.push(ContainerPort {
         container_port: 8080,
         host_port: None,
@@ -260,18 +242,18 @@ async fn failures_are_reported_as_kubernetes_states_and_recover() -> Result<()> 
 
     let unknown = pod_instance(
         "bad.unknown.r1.0",
-        vec![container("c", &registry.reference("app:nope"))],
+        vec![ContainerSpec::new("c", registry.reference("app:nope"))],
         auth,
     );
     let refused = pod_instance(
         "bad.creds.r1.0",
-        vec![container("c", &pushed.reference)],
+        vec![ContainerSpec::new("c", &pushed.reference)],
         Some((&host, USER, "wrong")),
     );
-    let mut crash = container("c", &pushed.reference);
+    let mut crash = ContainerSpec::new("c", &pushed.reference);
     crash.command = vec!["sh".into(), "-c".into(), "echo crashing; exit 3".into()];
     let crashing = pod_instance("bad.crash.r1.0", vec![crash], auth);
-    let mut hog = container("hog", &pushed.reference);
+    let mut hog = ContainerSpec::new("hog", &pushed.reference);
     hog.command = vec![
         "sh".into(),
         "-c".into(),
@@ -281,9 +263,13 @@ async fn failures_are_reported_as_kubernetes_states_and_recover() -> Result<()> 
         cpu_millis: 0,
         memory_mib: 16,
     };
-    let neighbour = container("neighbour", &pushed.reference);
+    let neighbour = ContainerSpec::new("neighbour", &pushed.reference);
     let hungry = pod_instance("bad.oom.r1.0", vec![neighbour, hog], auth);
-    let oversized = pod_instance("bad.big.r1.0", vec![container("c", &big.reference)], auth);
+    let oversized = pod_instance(
+        "bad.big.r1.0",
+        vec![ContainerSpec::new("c", &big.reference)],
+        auth,
+    );
     client
         .put_set(
             "bad",
@@ -397,7 +383,7 @@ async fn failures_are_reported_as_kubernetes_states_and_recover() -> Result<()> 
 
     // A registry that is down is a failed pull; once it is back, the pull succeeds.
     registry.stop();
-    let mut always = container("c", &pushed.reference);
+    let mut always = ContainerSpec::new("c", &pushed.reference);
     always.pull_policy = Some(drover_model::cluster::pod::PullPolicy::Always);
     let later = pod_instance("late.app.r1.0", vec![always], auth);
     client
@@ -458,7 +444,7 @@ async fn an_agent_killed_mid_rollout_leaves_exactly_the_new_pods() -> Result<()>
             .map(|n| {
                 pod_instance(
                     &format!("roll.web.r{rev}.{n}"),
-                    vec![container("web", image)],
+                    vec![ContainerSpec::new("web", image)],
                     None,
                 )
             })

@@ -90,7 +90,39 @@ pub struct ContainerSpec {
     pub liveness: Option<PodProbe>,
 }
 
+impl PodSpec {
+    /// A pod of `containers` with Kubernetes' defaults: restarted always, its own network, 30 s
+    /// to end, no pull credentials.
+    pub fn of(containers: Vec<ContainerSpec>) -> Self {
+        Self {
+            containers,
+            restart_policy: RestartPolicy::Always,
+            host_network: false,
+            termination_grace_secs: default_grace(),
+            pull_auth: Vec::new(),
+        }
+    }
+}
+
 impl ContainerSpec {
+    /// Container `name` running `image` as the image says (its entrypoint, command, directory),
+    /// with no ports, limits or probes.
+    pub fn new(name: impl Into<String>, image: impl Into<String>) -> Self {
+        Self {
+            name: name.into(),
+            image: image.into(),
+            pull_policy: None,
+            command: Vec::new(),
+            args: Vec::new(),
+            env: BTreeMap::new(),
+            working_dir: None,
+            ports: Vec::new(),
+            limits: Resources::default(),
+            readiness: None,
+            liveness: None,
+        }
+    }
+
     /// The pull policy in force: the one given, else Kubernetes' default for the reference.
     pub fn effective_pull_policy(&self) -> PullPolicy {
         self.pull_policy
@@ -403,29 +435,11 @@ mod tests {
     use super::*;
 
     fn container(name: &str, image: &str) -> ContainerSpec {
-        ContainerSpec {
-            name: name.into(),
-            image: image.into(),
-            pull_policy: None,
-            command: Vec::new(),
-            args: Vec::new(),
-            env: BTreeMap::new(),
-            working_dir: None,
-            ports: Vec::new(),
-            limits: Resources::default(),
-            readiness: None,
-            liveness: None,
-        }
+        ContainerSpec::new(name, image)
     }
 
     fn pod(containers: Vec<ContainerSpec>) -> PodSpec {
-        PodSpec {
-            containers,
-            restart_policy: RestartPolicy::Always,
-            host_network: false,
-            termination_grace_secs: 30,
-            pull_auth: Vec::new(),
-        }
+        PodSpec::of(containers)
     }
 
     #[test]

@@ -223,19 +223,7 @@ mod tests {
     #[test]
     fn a_pinned_pods_pull_credentials_are_not_shown() {
         let pod = PodSpec {
-            containers: vec![ContainerSpec {
-                name: "web".into(),
-                image: "127.0.0.1:5000/web:v1".into(),
-                pull_policy: None,
-                command: Vec::new(),
-                args: Vec::new(),
-                env: BTreeMap::new(),
-                working_dir: None,
-                ports: Vec::new(),
-                limits: Resources::default(),
-                readiness: None,
-                liveness: None,
-            }],
+            containers: vec![ContainerSpec::new("web", "127.0.0.1:5000/web:v1")],
             restart_policy: RestartPolicy::Always,
             host_network: false,
             termination_grace_secs: 30,
