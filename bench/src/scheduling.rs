@@ -112,6 +112,7 @@ pub async fn run(args: SchedulingArgs) -> Result<()> {
             },
             custom_resources: Vec::new(),
             containers: false,
+            programs: true,
         })
         .collect();
     println!(

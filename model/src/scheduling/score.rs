@@ -4,7 +4,8 @@
 //!
 //! 1. Only `ONLINE` clusters that pass every label and metric constraint and whose free
 //!    capacity fits the service are candidates — and, for a service that runs pods of container
-//!    images, whose agent runs containers ([`CONTAINER_EXECUTORS`]); every other cluster is
+//!    images, whose agent runs containers ([`CONTAINER_EXECUTORS`]), and for one that runs
+//!    programs, whose agent runs programs ([`PROGRAM_EXECUTORS`]); every other cluster is
 //!    excluded with a reason.
 //!    If any candidate also has room for a rollout's surge (the new instances a rollout starts
 //!    beside the old ones, [`crate::service::rollout::surge`]), only those remain: on the
@@ -35,6 +36,9 @@ pub const CONTAINER_EXECUTORS: [&str; 2] = ["container", "sim"];
 
 /// How a cluster whose agent runs no containers is excluded.
 const NO_CONTAINERS: &str = "runs no containers: its agent's executor is";
+
+/// The executors that run programs (`sim` pretends to).
+pub const PROGRAM_EXECUTORS: [&str; 2] = ["exec", "sim"];
 
 /// One metric of a cluster, as its provider last reported it.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, ToSchema)]
@@ -83,6 +87,9 @@ pub struct Needs {
     pub custom_resources: Vec<String>,
     /// Whether it runs pods of container images (only agents that run containers take it).
     pub containers: bool,
+    /// Whether it runs programs (only agents that run programs take it: a `container` agent
+    /// refuses them).
+    pub programs: bool,
 }
 
 /// A cluster that was not chosen, and why.
@@ -167,6 +174,14 @@ fn exclusion(candidate: &Candidate<'_>, needs: &Needs) -> Option<String> {
     {
         return Some(format!(
             "{NO_CONTAINERS} {executor} (start it with --executor container to run container images)"
+        ));
+    }
+    if let Some(executor) = candidate
+        .executor
+        .filter(|e| needs.programs && !PROGRAM_EXECUTORS.contains(e))
+    {
+        return Some(format!(
+            "runs no programs: its agent's executor is {executor} (programs run on agents started with --executor exec)"
         ));
     }
     if let Some(failed) = needs.labels.iter().find(|c| !c.matches(candidate.labels)) {
@@ -418,6 +433,7 @@ mod tests {
                 .collect(),
             custom_resources: Vec::new(),
             containers: false,
+            programs: true,
         }
     }
 
@@ -707,12 +723,20 @@ mod tests {
         };
         let mut pods = needs(&[], &[]);
         pods.containers = true;
+        pods.programs = false;
         let programs = needs(&[], &[]);
         // (clusters, needs, chosen, why nothing was chosen)
         let table: Vec<(Vec<Fixture>, &Needs, Option<&str>, &str)> = vec![
             (vec![with("e", Some("exec")), with("c", Some("container"))], &pods, Some("c"), ""),
             (vec![with("e", Some("exec")), with("s", Some("sim"))], &pods, Some("s"), ""),
             (vec![with("e", Some("exec"))], &programs, Some("e"), ""),
+            (vec![with("c", Some("container")), with("e", Some("exec"))], &programs, Some("e"), ""),
+            (
+                vec![with("c", Some("container"))],
+                &programs,
+                None,
+                "operator/c: runs no programs: its agent's executor is container (programs run on agents started with --executor exec)",
+            ),
             (
                 vec![with("e", Some("exec")), with("f", Some("exec"))],
                 &pods,

@@ -183,6 +183,7 @@ impl Platform {
             metrics,
             custom_resources: revision.deployment.constraints.custom_resources.clone(),
             containers: revision.deployment.roles.values().any(|r| r.exec.pod.is_some()),
+            programs: revision.deployment.roles.values().any(|r| r.exec.pod.is_none()),
         };
         Some(schedule(
             &needs,
