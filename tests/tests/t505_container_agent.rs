@@ -164,6 +164,23 @@ async fn a_pod_runs_from_a_private_registry_survives_its_agent_and_leaves_nothin
     })
     .await?;
     assert_eq!(answer.trim(), "served by v1");
+    // A pod that runs unchanged changes nothing the inventory shows: some two-second window
+    // leaves the agent's generation where it was (a write per tick would move it in every one).
+    let steady = eventually(
+        Duration::from_secs(20),
+        "a two-second window without a change",
+        || async {
+            let before = client.facts().await.ok()?.generation;
+            tokio::time::sleep(Duration::from_secs(2)).await;
+            let after = client.facts().await.ok()?.generation;
+            (after == before).then_some(())
+        },
+    )
+    .await;
+    assert!(
+        steady.is_ok(),
+        "the agent's generation moved in every window while nothing changed"
+    );
     let first = runtime_containers(&containerd, id, "web");
     assert_eq!(first.len(), 1, "one container in the runtime: {first:?}");
     let tasks = containerd.tasks()?;

@@ -808,23 +808,37 @@ impl Supervisor {
             ip: self.sandbox.as_ref().and_then(|s| s.ip).map(|ip| ip.to_string()),
             containers,
         };
-        let mut changed = false;
-        self.ctx.shared.update(&self.spec.id, self.epoch, |run| {
-            changed = run.state != state || run.restarts != restarts || run.reason != self.last_reason;
-            run.state = state;
-            run.health = health;
-            run.restarts = restarts;
-            run.exit_code = exit_code;
-            run.reason = self.last_reason;
-            run.oom_kills = self.oom_kills;
-            run.started_at.clone_from(&self.started_at);
-            run.pid = None;
-            run.start_ticks = None;
-            if run.pod.as_ref() != Some(&pod) {
-                run.pod = Some(pod);
-            }
-        });
-        if changed {
+        let next = Run {
+            state,
+            exit_code,
+            restarts,
+            started_at: self.started_at.clone(),
+            health,
+            pid: None,
+            start_ticks: None,
+            reason: self.last_reason,
+            oom_kills: self.oom_kills,
+            pod: Some(pod),
+        };
+        // Only a change reaches the run record: every write grows the agent's generation, which
+        // makes the cluster actor read the whole inventory again.
+        let current = {
+            let memory = self.ctx.shared.lock();
+            memory
+                .instances
+                .get(&self.spec.id)
+                .filter(|e| e.epoch == self.epoch)
+                .map(|e| e.run.clone())
+        };
+        let Some(current) = current.filter(|run| *run != next) else {
+            return;
+        };
+        let persist =
+            current.state != next.state || current.restarts != next.restarts || current.reason != next.reason;
+        self.ctx
+            .shared
+            .update(&self.spec.id, self.epoch, |run| *run = next);
+        if persist {
             if let Err(e) = self.ctx.shared.persist(&self.spec.id).await {
                 tracing::error!(instance = %self.spec.id, "cannot record the instance's run: {e}");
             }
