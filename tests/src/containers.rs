@@ -1929,6 +1929,22 @@ fn remove_cgroups(parent: &str) -> Result<()> {
     Ok(())
 }
 
+/// The page `http://ADDRESS/index.html` answers with (2xx), if it answers within 2 s: what the
+/// test images' `httpd` serves, read from the pod's address as another process would.
+pub async fn index_page(address: &str) -> Option<String> {
+    let client = reqwest::Client::builder()
+        .timeout(Duration::from_secs(2))
+        .build()
+        .ok()?;
+    let answer = client
+        .get(format!("http://{address}/index.html"))
+        .send()
+        .await
+        .ok()?;
+    answer.status().is_success().then_some(())?;
+    answer.text().await.ok()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

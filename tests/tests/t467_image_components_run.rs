@@ -86,20 +86,6 @@ fn main_containers(containerd: &Containerd) -> Result<Vec<CtrContainer>> {
         .collect())
 }
 
-async fn http_get(address: &str) -> Option<String> {
-    let client = reqwest::Client::builder()
-        .timeout(Duration::from_secs(2))
-        .build()
-        .ok()?;
-    let answer = client
-        .get(format!("http://{address}/index.html"))
-        .send()
-        .await
-        .ok()?;
-    answer.status().is_success().then_some(())?;
-    answer.text().await.ok()
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_component_naming_an_image_runs_in_a_container_and_leaves_nothing() -> Result<()> {
     containers::require();
@@ -168,7 +154,7 @@ async fn a_component_naming_an_image_runs_in_a_container_and_leaves_nothing() ->
         .with_context(|| format!("{INSTANCE} has a pod address: {inventory:?}"))?;
     let address = format!("{ip}:8080");
     let page = eventually(Duration::from_secs(30), "the pod's port answering", || {
-        http_get(&address)
+        containers::index_page(&address)
     })
     .await?;
     ensure!(page.trim() == PAGE, "{address} answered {page:?}");

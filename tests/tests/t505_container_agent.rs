@@ -108,20 +108,6 @@ fn container_state(status: &InstanceStatus, name: &str) -> Option<(ContainerPhas
     Some((report.state, report.reason.clone(), report.restart_count))
 }
 
-async fn http_get(address: &str) -> Option<String> {
-    let client = reqwest::Client::builder()
-        .timeout(Duration::from_secs(2))
-        .build()
-        .ok()?;
-    let answer = client
-        .get(format!("http://{address}/index.html"))
-        .send()
-        .await
-        .ok()?;
-    answer.status().is_success().then_some(())?;
-    answer.text().await.ok()
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_pod_runs_from_a_private_registry_survives_its_agent_and_leaves_nothing() -> Result<()> {
     containers::require();
@@ -160,7 +146,7 @@ async fn a_pod_runs_from_a_private_registry_survives_its_agent_and_leaves_nothin
     );
     let address = format!("{ip}:8080");
     let answer = eventually(Duration::from_secs(20), "the pod's port answering", || {
-        http_get(&address)
+        containers::index_page(&address)
     })
     .await?;
     assert_eq!(answer.trim(), "served by v1");
@@ -216,7 +202,7 @@ async fn a_pod_runs_from_a_private_registry_survives_its_agent_and_leaves_nothin
     assert_eq!(now.len(), 1, "the ended run is removed, one runs: {now:?}");
     assert_ne!(now[0].id, first[0].id);
     eventually(Duration::from_secs(20), "the new run answering", || {
-        http_get(&address)
+        containers::index_page(&address)
     })
     .await?;
 

@@ -172,20 +172,6 @@ fn held<T>(last: &Mutex<T>) -> MutexGuard<'_, T> {
     last.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
-async fn http_get(address: &str) -> Option<String> {
-    let client = reqwest::Client::builder()
-        .timeout(Duration::from_secs(2))
-        .build()
-        .ok()?;
-    let answer = client
-        .get(format!("http://{address}/index.html"))
-        .send()
-        .await
-        .ok()?;
-    answer.status().is_success().then_some(())?;
-    answer.text().await.ok()
-}
-
 /// Waits until the address `krake.client` reads in `status.services.web` answers `page`, and
 /// that address is a running pod's own (as the agent's inventory reports it).
 async fn service_answers(addr: &str, agent: &AgentProcess, page: &str) -> Result<String> {
@@ -196,7 +182,7 @@ async fn service_answers(addr: &str, agent: &AgentProcess, page: &str) -> Result
         || async {
             let status = read_status(addr).await.ok()?;
             let address = status["services"]["web"].as_str()?.to_string();
-            let answer = http_get(&address).await;
+            let answer = containers::index_page(&address).await;
             *held(&last) = format!("{status} answered {answer:?}");
             (answer.as_deref().map(str::trim) == Some(page)).then_some(address)
         },
