@@ -4,9 +4,27 @@
 
 use drover_model::cluster::agent_api::{Confinement, InstanceId, InstanceSpec, Resources, Usage};
 use futures::future::BoxFuture;
+use tokio::sync::oneshot;
 
 use crate::error::AgentError;
 use crate::memory::Run;
+
+/// A command to an instance's supervisor task (each executor runs one per instance).
+#[derive(Debug)]
+pub enum Cmd {
+    /// Stop the instance (and with `forget`, delete its files); answer when it is gone.
+    Stop {
+        /// Whether the instance leaves the agent.
+        forget: bool,
+        /// Answered when done.
+        done: oneshot::Sender<()>,
+    },
+    /// Stop it and start it again, counting a restart; answer when it is started.
+    Restart {
+        /// Answered when done.
+        done: oneshot::Sender<()>,
+    },
+}
 
 /// One instance for an executor to run.
 #[derive(Debug, Clone)]

@@ -19,7 +19,7 @@ use drover_model::cluster::pod::{
     ContainerPhase, ContainerReport, PodProbe, PodReport, PodSpec, ProbeAction, PullPolicy,
 };
 use k8s_cri::v1 as cri;
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use super::config::{self, CONTAINER_LABEL, SPEC_LABEL};
@@ -27,6 +27,7 @@ use super::cri::Cri;
 use super::pulls;
 use super::status::{self, Backoff};
 use crate::exec::probe;
+pub use crate::executor::Cmd;
 use crate::layout::Layout;
 use crate::memory::Run;
 use crate::shared::Shared;
@@ -70,23 +71,6 @@ impl Ctx {
     pub fn pod_cgroup(&self, id: &InstanceId) -> String {
         format!("{}/{id}", self.cgroup_parent)
     }
-}
-
-/// A command to a supervisor.
-#[derive(Debug)]
-pub enum Cmd {
-    /// Stop the pod (and with `forget`, delete its files); answer when it is gone.
-    Stop {
-        /// Whether the instance leaves the agent.
-        forget: bool,
-        /// Answered when done.
-        done: oneshot::Sender<()>,
-    },
-    /// Remove the pod and run it afresh; answer when it is started.
-    Restart {
-        /// Answered when done.
-        done: oneshot::Sender<()>,
-    },
 }
 
 /// The sandbox the pod runs in.

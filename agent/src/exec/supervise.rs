@@ -6,12 +6,13 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use drover_model::cluster::agent_api::{EndReason, Health, InstanceSpec, InstanceState};
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use super::confine::{Confiner, Limits};
 use super::probe;
 use super::process::{self, Proc};
+pub use crate::executor::Cmd;
 use crate::layout::Layout;
 use crate::logs;
 use crate::memory::Run;
@@ -45,23 +46,6 @@ pub struct Ctx {
     pub confiner: Confiner,
     /// Most processes (and threads) of one instance.
     pub pids_max: u64,
-}
-
-/// A command to a supervisor.
-#[derive(Debug)]
-pub enum Cmd {
-    /// Stop the instance (and with `forget`, delete its files); answer when it is gone.
-    Stop {
-        /// Whether the instance leaves the agent.
-        forget: bool,
-        /// Answered when done.
-        done: oneshot::Sender<()>,
-    },
-    /// Stop and start it again; answer when it is started.
-    Restart {
-        /// Answered when done.
-        done: oneshot::Sender<()>,
-    },
 }
 
 /// How a supervisor begins.
